@@ -1,0 +1,49 @@
+// KernelSpec: what a compiled broadcast kernel is specialised on (structure, never sizes).
+//
+// The spec is the cache key: the structural hash of the function plus
+// everything else that changes the generated code. Two launches with the same
+// spec share one compiled kernel whatever their sizes and strides.
+//
+// Example:
+//   BroadcastLayout layout = MergeBroadcast({{n, 1}, {n, n}}, ...).value();
+//   KernelSpec spec = KernelSpec::For(jvp_fn, Type::kF32, Target::kCpu, layout);
+//   // spec.rank == 2, spec.input_broadcast == {0b01, 0b00}
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "jit/ir.h"
+#include "jit/kernel_abi.h"
+
+namespace dualcast::jit {
+
+enum class Target : uint8_t { kCpu, kCuda };
+const char* TargetName(Target target);
+
+struct KernelSpec {
+  // The function to run, usually jvp'ed: its outputs are the values followed by
+  // the partials (see jvp.h for the order). Shared, immutable.
+  std::shared_ptr<const Function> function;
+  uint64_t function_hash = 0;     // StructuralHash(*function), computed once
+  Type dtype = Type::kF32;        // element type of every input and output
+  Target target = Target::kCpu;
+  int rank = 0;                   // merged rank, 0..kMaxRank
+  // Per input: bit d (d = 0 is the OUTERMOST merged dim) set when the input is
+  // broadcast (stride 0) along merged dim d.
+  std::vector<uint32_t> input_broadcast;
+  // Per output of `function`: compiled to be stored (values, partials or both).
+  std::vector<bool> write;
+  // Every non-broadcast operand has stride 1 along the innermost merged dim, so
+  // the inner loop uses unit stride (and vectorises).
+  bool inner_contiguous = true;
+
+  // A 64-bit key over everything above (the function by its hash).
+  uint64_t Key() const;
+  // Human-readable summary for logs and errors, e.g. "cpu f32 rank 2 bcast [01,00]".
+  std::string Describe() const;
+};
+
+}  // namespace dualcast::jit
