@@ -1,0 +1,507 @@
+// Array<T>: storage, creation, views, layout changes, element access and printing.
+#include "dualcast/array.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <ostream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "jit/error.h"
+
+namespace dualcast {
+namespace detail {
+
+Storage::~Storage() {
+  if (owning && data != nullptr && device.is_cpu()) std::free(data);
+}
+
+std::shared_ptr<Storage> Allocate(size_t bytes, Device device) {
+  if (!device.is_cpu()) {
+    throw Error(ErrorKind::kDevice,
+                absl::StrCat("cannot allocate ", bytes, " bytes on ", device.name(), ": ",
+                             device.available() ? "device memory is not supported yet"
+                                                : device.unavailable_reason()));
+  }
+  auto storage = std::make_shared<Storage>();
+  storage->bytes = bytes;
+  storage->device = device;
+  if (bytes > 0) {
+    size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    storage->data = std::aligned_alloc(kAlignment, rounded);
+    if (storage->data == nullptr) {
+      throw Error(ErrorKind::kMemory,
+                  absl::StrFormat("out of memory: could not allocate %d bytes (%.1f MiB) on the "
+                                  "CPU; free arrays you no longer need or use smaller sizes",
+                                  bytes, bytes / 1048576.0));
+    }
+  }
+  return storage;
+}
+
+std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t s = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = s;
+    s *= std::max<int64_t>(shape[d], 1);
+  }
+  return strides;
+}
+
+bool ArrayImpl::contiguous() const {
+  int64_t expect = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] != 1 && strides[d] != expect) return false;
+    expect *= shape[d];
+  }
+  return true;
+}
+
+namespace {
+void CheckShape(const std::vector<int64_t>& shape, const char* what) {
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] < 0) {
+      throw Error(ErrorKind::kShape,
+                  absl::StrFormat("%s: size %d at dimension %d is negative (shape [%s])", what,
+                                  shape[d], d, absl::StrJoin(shape, ", ")));
+    }
+  }
+}
+}  // namespace
+
+std::shared_ptr<ArrayImpl> NewArray(DType dtype, std::vector<int64_t> shape, Device device) {
+  CheckShape(shape, "new array");
+  auto impl = std::make_shared<ArrayImpl>();
+  impl->dtype = dtype;
+  impl->device = device;
+  impl->strides = ContiguousStrides(shape);
+  impl->shape = std::move(shape);
+  impl->storage = Allocate(static_cast<size_t>(impl->size()) * SizeOf(dtype), device);
+  return impl;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::ArrayImpl;
+
+// xoshiro256** seeded by splitmix64: fixed here so a seed means the same
+// numbers on every platform and standard library.
+class Xoshiro {
+ public:
+  explicit Xoshiro(uint64_t seed) {
+    for (uint64_t& s : s_) {
+      seed += 0x9e3779b97f4a7c15ULL;
+      uint64_t z = seed;
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      s = z ^ (z >> 31);
+    }
+  }
+  uint64_t Next() {
+    uint64_t result = std::rotl(s_[1] * 5, 7) * 9;
+    uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = std::rotl(s_[3], 45);
+    return result;
+  }
+  // Uniform on [0, 1) with 53 random bits.
+  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+
+ private:
+  uint64_t s_[4];
+};
+
+// Calls fn(linear_index, element_offset) over a strided layout in row-major order.
+template <class Fn>
+void ForEachElement(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
+                    Fn&& fn) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  if (n == 0) return;
+  std::vector<int64_t> index(shape.size(), 0);
+  int64_t offset = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    fn(i, offset);
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++index[d] < shape[d]) {
+        offset += strides[d];
+        break;
+      }
+      offset -= strides[d] * (shape[d] - 1);
+      index[d] = 0;
+    }
+  }
+}
+
+std::string ShapeText(const Shape& shape) { return absl::StrCat("[", absl::StrJoin(shape, ", "), "]"); }
+
+}  // namespace
+
+template <ElementType T>
+Array<T>::Array(std::shared_ptr<detail::ArrayImpl> impl) : impl_(std::move(impl)) {}
+
+template <ElementType T>
+const detail::ArrayImpl& Array<T>::checked() const {
+  if (!impl_) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "use of an empty Array handle: create it with Array::from/zeros/view first");
+  }
+  return *impl_;
+}
+
+template <ElementType T>
+Array<T> Array<T>::from(const std::vector<T>& values, Shape shape, Device device) {
+  auto impl = detail::NewArray(detail::DTypeOf<T>(), shape, device);
+  if (static_cast<int64_t>(values.size()) != impl->size()) {
+    throw Error(ErrorKind::kShape,
+                absl::StrFormat("Array::from: %d values given for shape %s, which holds %d",
+                                values.size(), ShapeText(shape), impl->size()));
+  }
+  if (!values.empty()) std::memcpy(impl->data(), values.data(), values.size() * sizeof(T));
+  return Array(std::move(impl));
+}
+
+template <ElementType T>
+Array<T> Array<T>::scalar(T value, Device device) {
+  return from(std::vector<T>{value}, {}, device);
+}
+
+template <ElementType T>
+Array<T> Array<T>::full(Shape shape, T value, Device device) {
+  auto impl = detail::NewArray(detail::DTypeOf<T>(), std::move(shape), device);
+  std::fill_n(static_cast<T*>(impl->data()), impl->size(), value);
+  return Array(std::move(impl));
+}
+
+template <ElementType T>
+Array<T> Array<T>::zeros(Shape shape, Device device) {
+  return full(std::move(shape), T(0), device);
+}
+
+template <ElementType T>
+Array<T> Array<T>::ones(Shape shape, Device device) {
+  return full(std::move(shape), T(1), device);
+}
+
+template <ElementType T>
+Array<T> Array<T>::uniform(Shape shape, uint64_t seed, T lo, T hi, Device device) {
+  auto impl = detail::NewArray(detail::DTypeOf<T>(), std::move(shape), device);
+  Xoshiro rng(seed);
+  T* out = static_cast<T*>(impl->data());
+  for (int64_t i = 0; i < impl->size(); ++i) {
+    T u = static_cast<T>(lo + (hi - lo) * rng.Uniform());
+    out[i] = u < hi ? u : lo;  // rounding to float can reach hi; keep [lo, hi)
+  }
+  return Array(std::move(impl));
+}
+
+template <ElementType T>
+Array<T> Array<T>::normal(Shape shape, uint64_t seed, T mean, T stddev, Device device) {
+  auto impl = detail::NewArray(detail::DTypeOf<T>(), std::move(shape), device);
+  Xoshiro rng(seed);
+  T* out = static_cast<T*>(impl->data());
+  for (int64_t i = 0; i < impl->size(); i += 2) {  // Box-Muller, two values per draw
+    double u1 = 1.0 - rng.Uniform(), u2 = rng.Uniform();
+    double r = std::sqrt(-2.0 * std::log(u1));
+    out[i] = static_cast<T>(mean + stddev * r * std::cos(2 * M_PI * u2));
+    if (i + 1 < impl->size()) out[i + 1] = static_cast<T>(mean + stddev * r * std::sin(2 * M_PI * u2));
+  }
+  return Array(std::move(impl));
+}
+
+template <ElementType T>
+Array<T> Array<T>::arange(int64_t n, Device device) {
+  auto impl = detail::NewArray(detail::DTypeOf<T>(), {n}, device);
+  T* out = static_cast<T*>(impl->data());
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(i);
+  return Array(std::move(impl));
+}
+
+namespace {
+template <class T>
+std::shared_ptr<ArrayImpl> MakeView(const T* data, Shape shape, Shape strides, bool read_only) {
+  const char* what = read_only ? "Array::view(const T*)" : "Array::view(T*)";
+  if (strides.empty()) strides = detail::ContiguousStrides(shape);
+  if (strides.size() != shape.size()) {
+    throw Error(ErrorKind::kShape, absl::StrFormat("%s: %d strides given for shape %s of rank %d",
+                                                   what, strides.size(), ShapeText(shape),
+                                                   shape.size()));
+  }
+  int64_t n = 1, extent = 0;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] < 0 || strides[d] < 0) {
+      throw Error(ErrorKind::kShape,
+                  absl::StrFormat("%s: shape %s with strides %s: sizes and strides must be >= 0",
+                                  what, ShapeText(shape), ShapeText(strides)));
+    }
+    n *= shape[d];
+    extent += (shape[d] - 1) * strides[d];
+  }
+  if (n > 0 && data == nullptr) {
+    throw Error(ErrorKind::kInvalidArgument,
+                absl::StrFormat("%s: null pointer for a view of shape %s", what, ShapeText(shape)));
+  }
+  if (reinterpret_cast<uintptr_t>(data) % alignof(T) != 0) {
+    throw Error(ErrorKind::kInvalidArgument,
+                absl::StrFormat("%s: pointer %p is not aligned to %d bytes as %s requires", what,
+                                static_cast<const void*>(data), alignof(T),
+                                sizeof(T) == 4 ? "float" : "double"));
+  }
+  auto impl = std::make_shared<ArrayImpl>();
+  impl->dtype = detail::DTypeOf<T>();
+  impl->device = Device::cpu();
+  impl->shape = std::move(shape);
+  impl->strides = std::move(strides);
+  impl->storage = std::make_shared<detail::Storage>();
+  impl->storage->data = const_cast<T*>(data);
+  impl->storage->bytes = n > 0 ? static_cast<size_t>(extent + 1) * sizeof(T) : 0;
+  impl->storage->owning = false;
+  impl->read_only = read_only;
+  return impl;
+}
+}  // namespace
+
+template <ElementType T>
+Array<T> Array<T>::view(T* data, Shape shape, Shape strides) {
+  return Array(MakeView<T>(data, std::move(shape), std::move(strides), false));
+}
+
+template <ElementType T>
+Array<T> Array<T>::view(const T* data, Shape shape, Shape strides) {
+  return Array(MakeView<T>(data, std::move(shape), std::move(strides), true));
+}
+
+template <ElementType T>
+const Shape& Array<T>::shape() const { return checked().shape; }
+template <ElementType T>
+const Shape& Array<T>::strides() const { return checked().strides; }
+template <ElementType T>
+int Array<T>::rank() const { return checked().rank(); }
+template <ElementType T>
+int64_t Array<T>::size() const { return checked().size(); }
+template <ElementType T>
+Device Array<T>::device() const { return checked().device; }
+template <ElementType T>
+bool Array<T>::is_view() const {
+  return checked().storage != nullptr && !impl_->storage->owning;
+}
+template <ElementType T>
+bool Array<T>::is_read_only() const { return checked().read_only; }
+template <ElementType T>
+bool Array<T>::is_pending() const { return checked().pending != nullptr; }
+
+template <ElementType T>
+const Array<T>& Array<T>::eval() const {
+  checked();
+  detail::Materialize(*impl_);
+  return *this;
+}
+
+template <ElementType T>
+const T* Array<T>::data() const {
+  eval();
+  if (!impl_->device.is_cpu()) {
+    throw Error(ErrorKind::kDevice, absl::StrCat("Array::data: the array lives on ",
+                                                 impl_->device.name(),
+                                                 "; copy it with .to(Device::cpu()) first"));
+  }
+  return static_cast<const T*>(impl_->data());
+}
+
+template <ElementType T>
+T* Array<T>::mutable_data() {
+  const T* p = data();
+  if (impl_->read_only) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "Array::mutable_data: this is a read-only view of const memory");
+  }
+  return const_cast<T*>(p);
+}
+
+template <ElementType T>
+std::vector<T> Array<T>::to_vector() const {
+  const T* base = data();
+  std::vector<T> out(static_cast<size_t>(impl_->size()));
+  ForEachElement(impl_->shape, impl_->strides,
+                 [&](int64_t i, int64_t off) { out[static_cast<size_t>(i)] = base[off]; });
+  return out;
+}
+
+template <ElementType T>
+T Array<T>::item() const {
+  if (size() != 1) {
+    throw Error(ErrorKind::kShape,
+                absl::StrFormat("Array::item: the array has shape %s (%d elements), not one element",
+                                ShapeText(shape()), size()));
+  }
+  return data()[0];
+}
+
+template <ElementType T>
+T Array<T>::at(const Shape& index) const {
+  const T* base = data();
+  if (index.size() != impl_->shape.size()) {
+    throw Error(ErrorKind::kShape, absl::StrFormat("Array::at: index %s has rank %d, array is %s",
+                                                   ShapeText(index), index.size(),
+                                                   ShapeText(impl_->shape)));
+  }
+  int64_t off = 0;
+  for (size_t d = 0; d < index.size(); ++d) {
+    if (index[d] < 0 || index[d] >= impl_->shape[d]) {
+      throw Error(ErrorKind::kShape,
+                  absl::StrFormat("Array::at: index %d out of range at dimension %d of shape %s",
+                                  index[d], d, ShapeText(impl_->shape)));
+    }
+    off += index[d] * impl_->strides[d];
+  }
+  return base[off];
+}
+
+template <ElementType T>
+Array<T> Array<T>::copy() const {
+  std::vector<T> values = to_vector();
+  return from(values, impl_->shape, impl_->device);
+}
+
+template <ElementType T>
+Array<T> Array<T>::to(Device device) const {
+  if (checked().device == device) return *this;
+  if (!device.available()) {
+    throw Error(ErrorKind::kDevice, absl::StrCat("Array::to(", device.name(), "): ",
+                                                 device.unavailable_reason()));
+  }
+  return from(to_vector(), impl_->shape, device);
+}
+
+template <ElementType T>
+Array<T> Array<T>::reshape(Shape shape) const {
+  const ArrayImpl& self = checked();
+  int64_t known = 1;
+  int infer = -1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == -1 && infer < 0) {
+      infer = static_cast<int>(d);
+    } else if (shape[d] < 0) {
+      throw Error(ErrorKind::kShape, absl::StrFormat("reshape: invalid target shape %s",
+                                                     ShapeText(shape)));
+    } else {
+      known *= shape[d];
+    }
+  }
+  if (infer >= 0) shape[infer] = known == 0 ? 0 : self.size() / known;
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  if (n != self.size() || (infer >= 0 && known != 0 && self.size() % known != 0)) {
+    throw Error(ErrorKind::kShape,
+                absl::StrFormat("reshape: cannot reshape an array of shape %s (%d elements) into "
+                                "shape %s", ShapeText(self.shape), self.size(), ShapeText(shape)));
+  }
+  detail::Materialize(*impl_);
+  if (!self.contiguous()) return copy().reshape(std::move(shape));
+  auto impl = std::make_shared<ArrayImpl>(self);
+  impl->grad_fn = nullptr;
+  impl->strides = detail::ContiguousStrides(shape);
+  impl->shape = std::move(shape);
+  return Array(std::move(impl));
+}
+
+template <ElementType T>
+Array<T> Array<T>::transpose(std::vector<int> perm) const {
+  const ArrayImpl& self = checked();
+  const int r = self.rank();
+  if (perm.empty()) {
+    for (int d = r - 1; d >= 0; --d) perm.push_back(d);
+  }
+  std::vector<bool> seen(static_cast<size_t>(r), false);
+  bool ok = static_cast<int>(perm.size()) == r;
+  for (int p : perm) {
+    if (!ok || p < 0 || p >= r || seen[static_cast<size_t>(p)]) {
+      ok = false;
+      break;
+    }
+    seen[static_cast<size_t>(p)] = true;
+  }
+  if (!ok) {
+    throw Error(ErrorKind::kShape, absl::StrFormat("transpose: [%s] is not a permutation of the %d "
+                                                   "axes of an array of shape %s",
+                                                   absl::StrJoin(perm, ", "), r,
+                                                   ShapeText(self.shape)));
+  }
+  detail::Materialize(*impl_);
+  auto impl = std::make_shared<ArrayImpl>(self);
+  impl->grad_fn = nullptr;
+  for (int d = 0; d < r; ++d) {
+    impl->shape[d] = self.shape[perm[d]];
+    impl->strides[d] = self.strides[perm[d]];
+  }
+  return Array(std::move(impl));
+}
+
+template <ElementType T>
+void Array<T>::assign(const std::vector<T>& values) {
+  if (static_cast<int64_t>(values.size()) != size()) {
+    throw Error(ErrorKind::kShape, absl::StrFormat("Array::assign: %d values for shape %s",
+                                                   values.size(), ShapeText(shape())));
+  }
+  T* base = mutable_data();
+  ForEachElement(impl_->shape, impl_->strides,
+                 [&](int64_t i, int64_t off) { base[off] = values[static_cast<size_t>(i)]; });
+}
+
+namespace {
+template <class T>
+void PrintLevel(std::string& out, const std::vector<T>& v, const Shape& shape, size_t dim,
+                int64_t start, int64_t stride_elems, bool elide, int indent) {
+  if (dim == shape.size()) {
+    out += absl::StrFormat("%.6g", static_cast<double>(v[static_cast<size_t>(start)]));
+    return;
+  }
+  int64_t inner = 1;
+  for (size_t d = dim + 1; d < shape.size(); ++d) inner *= shape[d];
+  out += "[";
+  const int64_t n = shape[dim];
+  for (int64_t i = 0; i < n; ++i) {
+    if (elide && n > 6 && i == 3) {
+      out += dim + 1 == shape.size() ? "..., " : "...,\n" + std::string(indent + 1, ' ');
+      i = n - 3;
+    }
+    PrintLevel(out, v, shape, dim + 1, start + i * inner, stride_elems, elide, indent + 1);
+    if (i + 1 < n) out += dim + 1 == shape.size() ? ", " : ",\n" + std::string(indent + 1, ' ');
+  }
+  out += "]";
+}
+}  // namespace
+
+template <ElementType T>
+std::string Array<T>::str() const {
+  const std::vector<T> v = to_vector();
+  std::string out = "array(";
+  PrintLevel(out, v, impl_->shape, 0, 0, 1, impl_->size() > 1000, 6);
+  absl::StrAppend(&out, ", dtype=", detail::DTypeName(impl_->dtype));
+  if (!impl_->device.is_cpu()) absl::StrAppend(&out, ", device=", impl_->device.name());
+  return out + ")";
+}
+
+template <ElementType T>
+std::ostream& operator<<(std::ostream& os, const Array<T>& a) {
+  return os << a.str();
+}
+
+template class Array<float>;
+template class Array<double>;
+template std::ostream& operator<<(std::ostream&, const Array<float>&);
+template std::ostream& operator<<(std::ostream&, const Array<double>&);
+
+}  // namespace dualcast

@@ -1,0 +1,124 @@
+// dualcast::Array<T>: an n-dimensional float/double array, owning or a view of user memory.
+//
+// Row-major by default, with element strides, so transposes and user views
+// cost no copy. Copying an Array shares the data (like a NumPy array object or
+// a PyTorch tensor); `copy()` makes an independent one. Results of broadcasts
+// are lazy: they are computed (fused with the broadcasts they depend on) when
+// first read — `to_vector()`, `item()`, printing, a non-broadcast operation,
+// `eval()` or the tape's backward sweep.
+//
+// Views never own: `Array<T>::view(ptr, shape, strides)` reads (and, for a
+// non-const `ptr`, writes) the user's buffer in place. Using a view after the
+// buffer is freed is the user's bug; a null pointer (with a non-empty shape)
+// or one not aligned for T is rejected with a clear error.
+//
+// Thread safety: distinct Array objects may be used from different threads at
+// once; one Array (and its shared data) must not be written from two threads
+// at once, like any container.
+//
+// Example:
+//   auto x = dc::Array<float>::uniform({2, 3}, /*seed=*/1);   // [0, 1)
+//   auto y = dc::Array<float>::from({1, 2, 3}, {3});
+//   std::vector<double> buf(6);
+//   auto v = dc::Array<double>::view(buf.data(), {3, 2}, {1, 3});  // a transposed view
+//   std::cout << x.transpose() << "\n";
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dualcast/detail/array_impl.hpp"
+#include "dualcast/device.hpp"
+
+namespace dualcast {
+
+using Shape = std::vector<int64_t>;
+
+template <class T>
+concept ElementType = std::same_as<T, float> || std::same_as<T, double>;
+
+template <ElementType T>
+class Array {
+ public:
+  using value_type = T;
+
+  // An empty handle (no array); most operations on it throw.
+  Array() = default;
+  explicit Array(std::shared_ptr<detail::ArrayImpl> impl);
+
+  // Creation. Sizes must be >= 0; size-0 arrays are valid and empty.
+  static Array from(const std::vector<T>& values, Shape shape, Device device = default_device());
+  static Array from(std::initializer_list<T> values, Shape shape,
+                    Device device = default_device()) {
+    return from(std::vector<T>(values), std::move(shape), device);
+  }
+  static Array scalar(T value, Device device = default_device());
+  static Array zeros(Shape shape, Device device = default_device());
+  static Array ones(Shape shape, Device device = default_device());
+  static Array full(Shape shape, T value, Device device = default_device());
+  // Uniform on [lo, hi) and normal(mean, stddev) from a fixed, documented
+  // generator (xoshiro256**), so a seed gives the same numbers everywhere.
+  static Array uniform(Shape shape, uint64_t seed, T lo = 0, T hi = 1,
+                       Device device = default_device());
+  static Array normal(Shape shape, uint64_t seed, T mean = 0, T stddev = 1,
+                      Device device = default_device());
+  // 0, 1, ..., n-1.
+  static Array arange(int64_t n, Device device = default_device());
+
+  // Views of user memory (no copy). `strides` in elements, row-major when empty.
+  static Array view(T* data, Shape shape, Shape strides = {});
+  static Array view(const T* data, Shape shape, Shape strides = {});
+
+  bool valid() const { return impl_ != nullptr; }
+  const Shape& shape() const;
+  const Shape& strides() const;
+  int rank() const;
+  int64_t size() const;
+  Device device() const;
+  bool is_view() const;       // does not own its memory
+  bool is_read_only() const;  // a view of const memory
+  bool is_pending() const;    // a broadcast result not computed yet
+
+  // Reads (each computes a pending array first).
+  std::vector<T> to_vector() const;
+  T item() const;  // the one element of a size-1 array
+  T at(const Shape& index) const;
+  const Array& eval() const;
+  // Pointer to the first element (CPU arrays); computes a pending array.
+  const T* data() const;
+  T* mutable_data();
+
+  // New owning array with the same values (contiguous).
+  Array copy() const;
+  // Copies into `device`; returns *this when already there.
+  Array to(Device device) const;
+  // A view when the layout allows (contiguous), otherwise a copy. One
+  // dimension may be -1 (inferred).
+  Array reshape(Shape shape) const;
+  // A view with permuted axes; no argument reverses them (a matrix transpose).
+  Array transpose(std::vector<int> perm = {}) const;
+  // Writes `values` into this array's memory (through views too).
+  void assign(const std::vector<T>& values);
+
+  // NumPy-like text, elided with "..." when large.
+  std::string str() const;
+
+  const std::shared_ptr<detail::ArrayImpl>& impl() const { return impl_; }
+
+ private:
+  const detail::ArrayImpl& checked() const;
+  std::shared_ptr<detail::ArrayImpl> impl_;
+};
+
+template <ElementType T>
+std::ostream& operator<<(std::ostream& os, const Array<T>& a);
+
+extern template class Array<float>;
+extern template class Array<double>;
+
+}  // namespace dualcast

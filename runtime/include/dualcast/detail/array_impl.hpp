@@ -1,0 +1,84 @@
+// The type-erased state behind Array<T>: storage, layout, and hooks for laziness and the tape.
+//
+// Users never touch this; runtime internals (fusion, tape, backends) do. One
+// ArrayImpl is shared by every Array handle that copies it, like a NumPy or
+// PyTorch tensor object.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "dualcast/device.hpp"
+
+namespace dualcast::detail {
+
+enum class DType : uint8_t { kF32, kF64 };
+inline size_t SizeOf(DType t) { return t == DType::kF32 ? 4 : 8; }
+inline const char* DTypeName(DType t) { return t == DType::kF32 ? "float32" : "float64"; }
+template <class T>
+constexpr DType DTypeOf() {
+  return sizeof(T) == 4 ? DType::kF32 : DType::kF64;
+}
+
+// Owned memory is 64-byte aligned (a cache line, and every vector load width).
+inline constexpr size_t kAlignment = 64;
+
+struct Storage {
+  void* data = nullptr;
+  size_t bytes = 0;
+  Device device = Device::cpu();
+  bool owning = true;
+  ~Storage();
+  Storage() = default;
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+};
+
+// Allocates `bytes` on `device` (throws Error kMemory with the size on failure).
+std::shared_ptr<Storage> Allocate(size_t bytes, Device device);
+
+struct LazyNode;  // a pending broadcast (lazy.cc)
+struct GradNode;  // the tape node that produced an array (tape.cc)
+
+struct ArrayImpl {
+  DType dtype = DType::kF32;
+  Device device = Device::cpu();
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;  // elements; 0 allowed (broadcast views)
+  int64_t offset = 0;            // elements from storage->data
+  std::shared_ptr<Storage> storage;  // null while the array is pending
+  bool read_only = false;            // a view of const user memory
+
+  // Laziness: set while this array is the unevaluated output `pending_output`
+  // of a broadcast; Materialize() computes it (and its fusion group).
+  std::shared_ptr<LazyNode> pending;
+  int pending_output = 0;
+
+  // Reverse mode: the tape node that produced this array, if recorded.
+  std::shared_ptr<GradNode> grad_fn;
+  int grad_output = 0;
+
+  int rank() const { return static_cast<int>(shape.size()); }
+  int64_t size() const {
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    return n;
+  }
+  bool contiguous() const;
+  void* data() const {
+    return static_cast<char*>(storage->data) + offset * static_cast<int64_t>(SizeOf(dtype));
+  }
+};
+
+std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape);
+
+// A new, owning, contiguous, uninitialised array.
+std::shared_ptr<ArrayImpl> NewArray(DType dtype, std::vector<int64_t> shape, Device device);
+
+// Computes a pending array (no-op when it is not pending). Defined by the lazy
+// graph (lazy.cc); every read of data goes through it.
+void Materialize(ArrayImpl& impl);
+
+}  // namespace dualcast::detail

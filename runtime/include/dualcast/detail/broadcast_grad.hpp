@@ -1,0 +1,38 @@
+// The tape node of a fused broadcast group: its reverse rule, x̄_j += sum_to(Σ_m ȳ_m ⊙ P[m][j], shape(x_j)).
+//
+// The lazy graph (lazy.cc) builds one BroadcastGradInfo per fused group it
+// evaluates while a tape is recording and hands it to MakeBroadcastGradNode.
+// In cache mode the forward kernel already wrote the partials; in recompute
+// mode `partials` is empty and the backward re-runs the dual kernel with the
+// output adjoints as extra inputs, writing adjoint contributions directly.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dualcast/detail/array_impl.hpp"
+#include "dualcast/detail/grad_node.hpp"
+#include "jit/ir.h"
+
+namespace dualcast::detail {
+
+struct BroadcastGradInfo {
+  std::string name;
+  // The fused function over the leaves; its outputs are the group's outputs.
+  std::shared_ptr<const jit::Function> primal;
+  std::vector<std::shared_ptr<ArrayImpl>> leaves;
+  std::vector<int64_t> out_shape;  // the broadcast shape (every output has it)
+  std::vector<int> wrt;            // leaf positions differentiated (usually all)
+  // Cache mode: partials[m * wrt.size() + j] = dy_m/dx_{wrt[j]} with shape
+  // out_shape; null where structurally zero. Empty in recompute mode.
+  std::vector<std::shared_ptr<ArrayImpl>> partials;
+};
+
+std::shared_ptr<GradNode> MakeBroadcastGradNode(BroadcastGradInfo info);
+
+// Reduces `full` (the broadcast shape) to `shape` by summing over the axes
+// along which an input of that shape was broadcast (NumPy rules).
+std::shared_ptr<ArrayImpl> SumTo(const ArrayImpl& full, const std::vector<int64_t>& shape);
+
+}  // namespace dualcast::detail

@@ -1,0 +1,51 @@
+// GradNode: one recorded operation of the tape, and the hooks the rest of the runtime records with.
+//
+// Every differentiable array operation (a fused broadcast group, sum, matmul,
+// reshape, ...) that runs while a Tape is alive on this thread records one
+// GradNode. The reverse sweep visits nodes in reverse recording order and
+// asks each for the adjoint contributions of its inputs.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dualcast/detail/array_impl.hpp"
+
+namespace dualcast {
+
+// How a tape keeps what broadcasts need for the reverse sweep.
+//   kCache: the forward kernel also writes every partial dy_m/dx_j (default;
+//           fastest backward, most memory).
+//   kRecompute: nothing extra is stored; the backward re-runs the dual kernel
+//           with the output adjoints and writes input adjoints directly.
+//   kAuto: kCache unless the partial arrays of one broadcast would exceed the
+//           tape's memory budget, then kRecompute.
+enum class PartialsMode { kCache, kRecompute, kAuto };
+
+namespace detail {
+
+struct GradNode {
+  virtual ~GradNode() = default;
+  std::string name;  // kernel or op name, for errors and stats
+  // The inputs adjoints flow to (arrays that existed before this op).
+  std::vector<std::shared_ptr<ArrayImpl>> inputs;
+  // Given the adjoint of each output (null where no gradient reached it),
+  // returns each input's adjoint contribution, already reduced to that input's
+  // shape (null where it has none).
+  virtual std::vector<std::shared_ptr<ArrayImpl>> Backward(
+      const std::vector<std::shared_ptr<ArrayImpl>>& output_adjoints) = 0;
+};
+
+// Whether a Tape is recording on this thread.
+bool TapeActive();
+// The innermost active tape's mode and budget (bytes of partial arrays per broadcast).
+PartialsMode ActivePartialsMode(size_t partial_bytes);
+// Records `node` on every tape active on this thread and marks `outputs` as
+// produced by it (output m gets grad_fn = node, grad_output = m). No-op when
+// no tape is active.
+void Record(std::shared_ptr<GradNode> node, const std::vector<std::shared_ptr<ArrayImpl>>& outputs);
+
+}  // namespace detail
+}  // namespace dualcast
