@@ -1,0 +1,468 @@
+// Forward mode as an IR pass (see jvp.h): a sparsity pre-pass, then one walk emitting primal and tangents.
+#include "jit/jvp.h"
+
+#include <concepts>
+#include <numbers>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "jit/error.h"
+#include "jit/rewrite.h"
+
+namespace dualcast::jit {
+
+namespace {
+
+// One tangent value per differentiated input; kNoValue marks a lane that is
+// structurally zero (never emitted, never multiplied).
+using Lanes = std::vector<ValueId>;
+
+// Which operands' tangents can reach the result (bit k = operand k). This is
+// the sparsity pattern of the rule table below; the pre-pass uses it to decide
+// which lanes an If must carry before either branch has been emitted.
+unsigned TangentCarryingOperands(const Inst& inst) {
+  if (!IsFloat(inst.type)) return 0;  // bools have no tangents
+  switch (Info(inst.op).kind) {
+    case OpKind::Leaf:
+    case OpKind::Compare:
+    case OpKind::Logic:
+    case OpKind::Control: return 0;
+    case OpKind::Select: return 0b110;  // the condition is not differentiated
+    case OpKind::Cast: return 0b1;
+    case OpKind::Arith:
+    case OpKind::Math: break;
+  }
+  switch (inst.op) {
+    case Op::kFloor:
+    case Op::kCeil:
+    case Op::kRound:
+    case Op::kTrunc: return 0;  // piecewise constant
+    case Op::kCopysign: return 0b01;  // only the sign of the second operand is read
+    default: return (1u << inst.num_args) - 1;
+  }
+}
+
+class ForwardMode {
+ public:
+  ForwardMode(const Function& in, std::span<const int> wrt)
+      : in_(in), wrt_(wrt.begin(), wrt.end()), lanes_(wrt.size()), out_(in.name), b_(out_),
+        may_be_nonzero_(in.insts.size() * lanes_, false),
+        primal_(in.insts.size(), kNoValue), tangent_(in.insts.size(), None()) {}
+
+  JvpResult Run() {
+    for (ValueId v : in_.inputs) {
+      const Inst& input = in_.inst(v);
+      primal_[v] = b_.Input(input.type);
+      for (size_t j = 0; j < lanes_; ++j) {
+        if (wrt_[j] != static_cast<int>(input.index)) continue;
+        tangent_[v][j] = b_.Const(input.type, 1);  // the seed: ∂x_i/∂x_i = 1
+        may_be_nonzero_[v * lanes_ + j] = true;
+      }
+    }
+    FindNonzeroLanes(0);
+    Walk(0);
+
+    JvpResult result;
+    std::vector<ValueId> outputs;
+    for (ValueId y : in_.outputs()) outputs.push_back(primal_[y]);
+    for (ValueId y : in_.outputs()) {
+      for (size_t j = 0; j < lanes_; ++j) {
+        ValueId d = tangent_[y][j];
+        result.structurally_zero.push_back(d == kNoValue);
+        outputs.push_back(d == kNoValue ? b_.Const(in_.type(y), 0) : d);
+      }
+    }
+    b_.Return(outputs);
+    result.function = std::move(out_);
+    return result;
+  }
+
+ private:
+  Lanes None() const { return Lanes(lanes_, kNoValue); }
+  static bool Any(const Lanes& d) {
+    for (ValueId v : d) {
+      if (v != kNoValue) return true;
+    }
+    return false;
+  }
+  bool MayBeNonzero(ValueId old, size_t j) const { return may_be_nonzero_[old * lanes_ + j]; }
+
+  // --- The sparsity pre-pass: which lanes of which old values can be non-zero.
+
+  void FindNonzeroLanes(BlockId block) {
+    for (ValueId v : in_.blocks[block].body) {
+      const Inst& inst = in_.inst(v);
+      if (inst.op == Op::kInput) continue;  // seeded in Run
+      if (inst.op == Op::kIf) {
+        FindNonzeroLanes(inst.then_block);
+        FindNonzeroLanes(inst.else_block);
+        continue;
+      }
+      for (size_t j = 0; j < lanes_; ++j) {
+        bool nonzero = false;
+        if (inst.op == Op::kResult) {
+          const Inst& if_inst = in_.inst(inst.args[0]);
+          nonzero = MayBeNonzero(in_.blocks[if_inst.then_block].yields[inst.index], j) ||
+                    MayBeNonzero(in_.blocks[if_inst.else_block].yields[inst.index], j);
+        } else {
+          unsigned carrying = TangentCarryingOperands(inst);
+          for (int k = 0; k < inst.num_args; ++k) {
+            if ((carrying >> k & 1) && MayBeNonzero(inst.args[k], j)) nonzero = true;
+          }
+        }
+        may_be_nonzero_[v * lanes_ + j] = nonzero;
+      }
+    }
+  }
+
+  // --- The emitting walk.
+
+  void Walk(BlockId block) {
+    const std::vector<ValueId>& body = in_.blocks[block].body;
+    for (size_t i = 0; i < body.size(); ++i) {
+      ValueId v = body[i];
+      const Inst& inst = in_.inst(v);
+      switch (inst.op) {
+        case Op::kInput: break;   // mapped in Run
+        case Op::kResult: break;  // mapped by its If
+        case Op::kIf: {
+          std::vector<ValueId> results;  // the old results directly follow their If
+          for (size_t k = i + 1; k < body.size() && in_.inst(body[k]).op == Op::kResult &&
+                                 in_.inst(body[k]).args[0] == v;
+               ++k) {
+            results.push_back(body[k]);
+          }
+          DifferentiateIf(inst, results);
+          break;
+        }
+        default: {
+          ValueId args[3];
+          for (int k = 0; k < inst.num_args; ++k) args[k] = primal_[inst.args[k]];
+          ValueId y = CloneInst(inst, std::span<const ValueId>(args, inst.num_args), b_);
+          primal_[v] = y;
+          tangent_[v] = Differentiate(inst, y);
+        }
+      }
+    }
+  }
+
+  // The new If yields the primal results, then one value per carried lane
+  // (k, j): those some branch may make non-zero. A branch in which such a lane
+  // is structurally zero yields the constant 0; a lane zero in both branches
+  // is not carried and stays structurally zero after the If.
+  void DifferentiateIf(const Inst& inst, const std::vector<ValueId>& old_results) {
+    const Block& then_block = in_.blocks[inst.then_block];
+    const Block& else_block = in_.blocks[inst.else_block];
+    std::vector<std::pair<size_t, size_t>> carried;
+    for (size_t k = 0; k < then_block.yields.size(); ++k) {
+      for (size_t j = 0; j < lanes_; ++j) {
+        if (MayBeNonzero(then_block.yields[k], j) || MayBeNonzero(else_block.yields[k], j)) {
+          carried.emplace_back(k, j);
+        }
+      }
+    }
+    b_.BeginIf(primal_[inst.args[0]]);
+    Walk(inst.then_block);
+    b_.BeginElse(BranchYields(then_block, carried));
+    Walk(inst.else_block);
+    std::vector<ValueId> results = b_.EndIf(BranchYields(else_block, carried));
+    for (ValueId r : old_results) {
+      primal_[r] = results[in_.inst(r).index];
+      tangent_[r] = None();
+    }
+    const size_t num_primal = then_block.yields.size();
+    for (size_t n = 0; n < carried.size(); ++n) {
+      auto [k, j] = carried[n];
+      for (ValueId r : old_results) {
+        if (in_.inst(r).index == k) tangent_[r][j] = results[num_primal + n];
+      }
+    }
+  }
+
+  std::vector<ValueId> BranchYields(const Block& block,
+                                    const std::vector<std::pair<size_t, size_t>>& carried) {
+    std::vector<ValueId> yields;
+    for (ValueId y : block.yields) yields.push_back(primal_[y]);
+    for (auto [k, j] : carried) {
+      ValueId old = block.yields[k];
+      ValueId d = tangent_[old][j];
+      yields.push_back(d != kNoValue ? d : b_.Const(in_.type(old), 0));
+    }
+    for (size_t k = 0; k < block.yields.size(); ++k) {
+      for (size_t j = 0; j < lanes_; ++j) {
+        if (tangent_[block.yields[k]][j] != kNoValue && !MayBeNonzero(block.yields[k], j)) {
+          throw Error(ErrorKind::kInternal, "Jvp: a lane the sparsity pre-pass calls zero was "
+                                            "emitted (TangentCarryingOperands is out of date)");
+        }
+      }
+    }
+    return yields;
+  }
+
+  // --- THE RULE TABLE: the tangent lanes of `inst`, whose new primal is `y`.
+  // Conventions are the Dual library's (dual/include/dualcast); a rule only
+  // combines the lane algebra below, so structural zeros propagate by itself.
+  Lanes Differentiate(const Inst& inst, ValueId y) {
+    const unsigned carrying = TangentCarryingOperands(inst);
+    bool any = false;
+    for (int k = 0; k < inst.num_args; ++k) {
+      if (carrying >> k & 1) any = any || Any(tangent_[inst.args[k]]);
+    }
+    if (!any) return None();
+
+    const Type t = inst.type;
+    const Lanes none = None();
+    const Lanes& da = tangent_[inst.args[0]];
+    const Lanes& db = inst.num_args > 1 ? tangent_[inst.args[1]] : none;
+    const Lanes& dc = inst.num_args > 2 ? tangent_[inst.args[2]] : none;
+    const ValueId a = primal_[inst.args[0]];
+    const ValueId b = inst.num_args > 1 ? primal_[inst.args[1]] : kNoValue;
+    auto k = [&](double value) { return b_.Const(t, value); };
+    auto op = [&](Op o, std::initializer_list<ValueId> args) { return b_.Emit(o, args); };
+    auto mul = [&](ValueId p, ValueId q) { return b_.Mul(p, q); };
+    auto div = [&](ValueId p, ValueId q) { return b_.Div(p, q); };
+    auto add = [&](ValueId p, ValueId q) { return b_.Add(p, q); };
+    auto sub = [&](ValueId p, ValueId q) { return b_.Sub(p, q); };
+    const double two_over_sqrt_pi = 2 * std::numbers::inv_sqrtpi;
+
+    switch (inst.op) {
+      // Arithmetic.
+      case Op::kNeg: return Negated(da);
+      case Op::kAdd: return Plus(da, db);
+      case Op::kSub: return Minus(da, db);
+      case Op::kMul: return Plus(Scale(da, b), Scale(db, a));
+      case Op::kDiv: return Quotient(Minus(da, Scale(db, y)), b);  // (da - y db) / b
+      case Op::kFma: return Plus(Plus(Scale(da, b), Scale(db, a)), dc);
+
+      // Exponentials and logarithms.
+      case Op::kExp: return Scale(da, y);
+      case Op::kExpm1: return Scale(da, [&] { return add(y, k(1)); });
+      case Op::kLog: return Scale(da, [&] { return div(k(1), a); });
+      case Op::kLog1p: return Scale(da, [&] { return div(k(1), add(k(1), a)); });
+      case Op::kLog2: return Scale(da, [&] { return div(k(1), mul(a, k(std::numbers::ln2))); });
+      case Op::kLog10: return Scale(da, [&] { return div(k(1), mul(a, k(std::numbers::ln10))); });
+      case Op::kSqrt: return Scale(da, [&] { return div(k(0.5), y); });
+      case Op::kCbrt: return Scale(da, [&] { return div(k(1), mul(mul(k(3), y), y)); });
+
+      // Trigonometric and hyperbolic.
+      case Op::kSin: return Scale(da, [&] { return op(Op::kCos, {a}); });
+      case Op::kCos: return Scale(da, [&] { return b_.Neg(op(Op::kSin, {a})); });
+      case Op::kTan: return Scale(da, [&] { return add(k(1), mul(y, y)); });
+      // (1 - x)(1 + x) rather than 1 - x²: no cancellation near |x| = 1.
+      case Op::kAsin: return Scale(da, [&] { return InvSqrt(OneMinusSquare(a)); });
+      case Op::kAcos: return Scale(da, [&] { return div(k(-1), op(Op::kSqrt, {OneMinusSquare(a)})); });
+      case Op::kAtan: return Scale(da, [&] { return div(k(1), add(k(1), mul(a, a))); });
+      case Op::kSinh: return Scale(da, [&] { return op(Op::kCosh, {a}); });
+      case Op::kCosh: return Scale(da, [&] { return op(Op::kSinh, {a}); });
+      case Op::kTanh: return Scale(da, [&] { return sub(k(1), mul(y, y)); });
+      case Op::kAsinh: return Scale(da, [&] { return div(k(1), op(Op::kHypot, {a, k(1)})); });
+      case Op::kAcosh:  // 1 / (sqrt(x - 1) sqrt(x + 1)): x² - 1 would overflow first
+        return Scale(da, [&] {
+          return div(k(1), mul(op(Op::kSqrt, {sub(a, k(1))}), op(Op::kSqrt, {add(a, k(1))})));
+        });
+      case Op::kAtanh: return Scale(da, [&] { return div(k(1), OneMinusSquare(a)); });
+
+      // Special functions.
+      case Op::kErf:
+        return Scale(da, [&] { return mul(k(two_over_sqrt_pi), ExpNegSquare(a)); });
+      case Op::kErfc:
+        return Scale(da, [&] { return mul(k(-two_over_sqrt_pi), ExpNegSquare(a)); });
+
+      // Kinks and steps: abs' = sign(x) with sign(0) = 0 and sign(NaN) = NaN; relu
+      // takes the tangent where x > 0 and none elsewhere (relu'(0) = 0); floor & co.
+      // are piecewise constant.
+      case Op::kAbs:
+        return Scale(da, [&] {
+          ValueId zero_or_nan = b_.Select(op(Op::kEq, {a, a}), k(0), a);
+          return b_.Select(op(Op::kGt, {a, k(0)}), k(1),
+                           b_.Select(op(Op::kLt, {a, k(0)}), k(-1), zero_or_nan));
+        });
+      case Op::kRelu: return Choose(op(Op::kGt, {a, k(0)}), da, none, t);
+      case Op::kFloor:
+      case Op::kCeil:
+      case Op::kRound:
+      case Op::kTrunc: return None();
+
+      // Activations, reusing the primal: sigmoid' = y (1 - y), softplus' = sigmoid.
+      case Op::kSigmoid: return Scale(da, [&] { return mul(y, sub(k(1), y)); });
+      case Op::kSoftplus: return Scale(da, [&] { return op(Op::kSigmoid, {a}); });
+
+      // pow(x, p): dx term p x^(p-1), 0 when p == 0; dp term log(x) x^p, 0 when x == 0 && p > 0.
+      case Op::kPow:
+        return Plus(Scale(da,
+                          [&] {
+                            return b_.Select(op(Op::kEq, {b, k(0)}), k(0),
+                                             mul(b, op(Op::kPow, {a, sub(b, k(1))})));
+                          }),
+                    Scale(db, [&] {
+                      ValueId x_zero_p_positive =
+                          op(Op::kAnd, {op(Op::kEq, {a, k(0)}), op(Op::kGt, {b, k(0)})});
+                      return b_.Select(x_zero_p_positive, k(0), mul(op(Op::kLog, {a}), y));
+                    }));
+
+      // atan2(a, b) = angle of (b, a): d/da = b / r², d/db = -a / r², with r = hypot(a, b)
+      // divided twice so that r² neither overflows nor underflows.
+      case Op::kAtan2: {
+        auto r = [&] { return op(Op::kHypot, {a, b}); };
+        return Plus(Scale(da, [&] { return div(div(b, r()), r()); }),
+                    Scale(db, [&] { return b_.Neg(div(div(a, r()), r())); }));
+      }
+      // hypot: d/da = a / h, d/db = b / h, both 0 at the origin (like abs'(0)).
+      case Op::kHypot: {
+        auto at_origin = [&] { return op(Op::kEq, {y, k(0)}); };
+        return Plus(Scale(da, [&] { return b_.Select(at_origin(), k(0), div(a, y)); }),
+                    Scale(db, [&] { return b_.Select(at_origin(), k(0), div(b, y)); }));
+      }
+
+      // Choices take the tangent of the operand whose value they take, decided
+      // by the primal's own comparison (a tie takes the first argument).
+      case Op::kMin: return Choose(op(Op::kLt, {b, a}), db, da, t);  // (b < a) ? b : a
+      case Op::kMax: return Choose(op(Op::kLt, {a, b}), db, da, t);  // (a < b) ? b : a
+      case Op::kFmin:  // a NaN loses: b is taken when a is NaN or b < a
+        return Choose(op(Op::kOr, {op(Op::kNe, {a, a}), op(Op::kLt, {b, a})}), db, da, t);
+      case Op::kFmax:
+        return Choose(op(Op::kOr, {op(Op::kNe, {a, a}), op(Op::kLt, {a, b})}), db, da, t);
+      case Op::kCopysign:  // d/da = (signbit(a) == signbit(b) ? 1 : -1), d/db = 0
+        return Scale(da, [&] {
+          ValueId same_sign = op(Op::kEq, {op(Op::kCopysign, {k(1), a}),
+                                           op(Op::kCopysign, {k(1), b})});
+          return b_.Select(same_sign, k(1), k(-1));
+        });
+
+      // Structure: select picks tangents with the primal's condition; cast casts them.
+      case Op::kSelect: return Choose(a, db, dc, t);
+      case Op::kCast: return CastLanes(t, da);
+
+      default: break;
+    }
+    throw Error(ErrorKind::kInternal,
+                absl::StrCat("Jvp: no derivative rule for ", Spelling(inst.op)));
+  }
+
+  ValueId InvSqrt(ValueId v) {
+    Type t = out_.type(v);
+    return b_.Div(b_.Const(t, 1), b_.Emit(Op::kSqrt, {v}));
+  }
+  ValueId OneMinusSquare(ValueId v) {
+    ValueId one = b_.Const(out_.type(v), 1);
+    return b_.Mul(b_.Sub(one, v), b_.Add(one, v));
+  }
+  ValueId ExpNegSquare(ValueId v) {
+    return b_.Emit(Op::kExp, {b_.Neg(b_.Mul(v, v))});
+  }
+
+  // --- Lane algebra: structural zeros in, structural zeros out.
+
+  bool IsConst(ValueId v) const { return out_.inst(v).op == Op::kConst; }
+  bool IsOne(ValueId v) const { return IsConst(v) && out_.inst(v).imm == 1.0; }
+
+  // coefficient * lane for every non-zero lane; the coefficient is emitted only
+  // when some lane needs it (a seed lane of 1 takes the coefficient itself).
+  template <std::invocable F>
+  Lanes Scale(const Lanes& d, F&& coefficient) {
+    if (!Any(d)) return None();
+    ValueId c = coefficient();
+    Lanes r = None();
+    for (size_t j = 0; j < lanes_; ++j) {
+      if (d[j] != kNoValue) r[j] = IsOne(d[j]) ? c : b_.Mul(c, d[j]);
+    }
+    return r;
+  }
+  Lanes Scale(const Lanes& d, ValueId coefficient) {
+    return Scale(d, [coefficient] { return coefficient; });
+  }
+
+  Lanes Plus(const Lanes& p, const Lanes& q) {
+    Lanes r = None();
+    for (size_t j = 0; j < lanes_; ++j) {
+      if (p[j] == kNoValue) r[j] = q[j];
+      else if (q[j] == kNoValue) r[j] = p[j];
+      else r[j] = b_.Add(p[j], q[j]);
+    }
+    return r;
+  }
+
+  Lanes Negated(const Lanes& p) {
+    Lanes r = None();
+    for (size_t j = 0; j < lanes_; ++j) {
+      if (p[j] == kNoValue) continue;
+      r[j] = IsConst(p[j]) ? b_.Const(out_.type(p[j]), -out_.inst(p[j]).imm) : b_.Neg(p[j]);
+    }
+    return r;
+  }
+
+  Lanes Minus(const Lanes& p, const Lanes& q) {
+    Lanes negated_q = Negated(q);
+    Lanes r = None();
+    for (size_t j = 0; j < lanes_; ++j) {
+      if (p[j] == kNoValue) r[j] = negated_q[j];
+      else if (q[j] == kNoValue) r[j] = p[j];
+      else r[j] = b_.Sub(p[j], q[j]);
+    }
+    return r;
+  }
+
+  Lanes Quotient(const Lanes& p, ValueId denominator) {
+    Lanes r = None();
+    for (size_t j = 0; j < lanes_; ++j) {
+      if (p[j] != kNoValue) r[j] = b_.Div(p[j], denominator);
+    }
+    return r;
+  }
+
+  // cond ? p : q lane by lane; only a lane non-zero on one side needs a 0.
+  Lanes Choose(ValueId cond, const Lanes& p, const Lanes& q, Type t) {
+    Lanes r = None();
+    for (size_t j = 0; j < lanes_; ++j) {
+      if (p[j] == q[j]) {
+        r[j] = p[j];
+        continue;
+      }
+      ValueId zero = b_.Const(t, 0);
+      r[j] = b_.Select(cond, p[j] != kNoValue ? p[j] : zero, q[j] != kNoValue ? q[j] : zero);
+    }
+    return r;
+  }
+
+  Lanes CastLanes(Type to, const Lanes& p) {
+    Lanes r = None();
+    for (size_t j = 0; j < lanes_; ++j) {
+      if (p[j] == kNoValue) continue;
+      r[j] = IsConst(p[j]) ? b_.Const(to, out_.inst(p[j]).imm) : b_.Cast(to, p[j]);
+    }
+    return r;
+  }
+
+  const Function& in_;
+  const std::vector<int> wrt_;
+  const size_t lanes_;
+  Function out_;
+  Builder b_;
+  std::vector<bool> may_be_nonzero_;  // [old value * lanes_ + lane]
+  std::vector<ValueId> primal_;        // old value -> new value
+  std::vector<Lanes> tangent_;         // old value -> its lanes in the new function
+};
+
+}  // namespace
+
+JvpResult Jvp(const Function& f, std::span<const int> wrt) {
+  for (size_t j = 0; j < wrt.size(); ++j) {
+    if (wrt[j] < 0 || static_cast<size_t>(wrt[j]) >= f.num_inputs()) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  absl::StrFormat("Jvp: kernel '%s' has %d inputs; cannot differentiate with "
+                                  "respect to input %d (wrt[%d]); use positions 0..%d",
+                                  f.name, f.num_inputs(), wrt[j], j, int(f.num_inputs()) - 1));
+    }
+    if (!IsFloat(f.input_type(wrt[j]))) {
+      throw Error(ErrorKind::kType,
+                  absl::StrFormat("Jvp: kernel '%s': input %d is %s and has no derivative; "
+                                  "differentiate only float inputs",
+                                  f.name, wrt[j], TypeName(f.input_type(wrt[j]))));
+    }
+  }
+  return ForwardMode(f, wrt).Run();
+}
+
+}  // namespace dualcast::jit
