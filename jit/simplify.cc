@@ -7,13 +7,7 @@
 #include <optional>
 
 #include "jit/rewrite.h"
-// TODO(simplify): drop the guard once jit/scalar_ops.h has landed.
-#if __has_include("jit/scalar_ops.h")
 #include "jit/scalar_ops.h"
-#define DUALCAST_SIMPLIFY_CAN_FOLD 1
-#else
-#define DUALCAST_SIMPLIFY_CAN_FOLD 0
-#endif
 
 namespace dualcast::jit {
 
@@ -69,16 +63,12 @@ class Simplifier : public Rewriter {
       if (a.op != Op::kConst) return std::nullopt;
       values[i] = a.imm;
     }
-#if DUALCAST_SIMPLIFY_CAN_FOLD
     // The interpreter's own evaluation, in the instruction's precision. A NaN
     // result stays an instruction: the builder keeps one canonical NaN
     // constant, but copysign and signbit can see the sign of a computed NaN.
     const double value = EvalScalarOp(inst.op, inst.type, values);
     if (std::isnan(value)) return std::nullopt;
     return b.Const(inst.type, value);
-#else
-    return std::nullopt;
-#endif
   }
 
   std::optional<ValueId> Algebra(const Inst& inst, std::span<const ValueId> args, Builder& b) {
