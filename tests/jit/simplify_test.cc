@@ -544,34 +544,46 @@ TEST_CASE("rewritten values are hash-consed with existing ones") {
   CheckSameEverywhere(f, g);
 }
 
-// Random straight-line and branchy functions over the special constants:
-// whatever rules fire, the optimised function must agree bit for bit.
+// Random branchy functions over the special constants, with boolean logic,
+// casts and constant conditions: whatever rules fire, the optimised function
+// must agree bit for bit. (Raise kTrials locally to fuzz harder.)
 TEST_CASE("optimize preserves every bit on random functions") {
+  constexpr int kTrials = 12;
   std::mt19937_64 rng(2024);
   const double constants[] = {0.0, -0.0, 1.0, -1.0, 2.0, kInf, -kInf, kNaN, 0.5};
   const Op binary[] = {Op::kAdd, Op::kSub, Op::kMul, Op::kDiv, Op::kMin,
                        Op::kMax, Op::kFmin, Op::kFmax, Op::kCopysign};
   const Op unary[] = {Op::kNeg, Op::kAbs, Op::kFloor, Op::kCeil, Op::kExp, Op::kSqrt};
+  const Op compare[] = {Op::kLt, Op::kLe, Op::kEq, Op::kNe};
   for (Type t : {Type::kF32, Type::kF64}) {
-    for (int trial = 0; trial < 12; ++trial) {
+    const Type other = t == Type::kF32 ? Type::kF64 : Type::kF32;
+    for (int trial = 0; trial < kTrials; ++trial) {
       CAPTURE(trial);
-      Function f = Make({t, t}, [&](Builder& b, const std::vector<ValueId>& in) {
-        std::vector<ValueId> pool = in;
+      Function f = Make({t, t, Type::kBool}, [&](Builder& b, const std::vector<ValueId>& in) {
+        std::vector<ValueId> pool = {in[0], in[1]};
         auto pick = [&]() -> ValueId {
           if (rng() % 3 == 0) return b.Const(t, constants[rng() % std::size(constants)]);
           return pool[rng() % pool.size()];
         };
+        auto condition = [&]() -> ValueId {
+          ValueId c = rng() % 4 == 0 ? b.Const(Type::kBool, rng() % 2)
+                      : rng() % 3 == 0 ? in[2]
+                                       : b.Emit(compare[rng() % std::size(compare)], {pick(), pick()});
+          switch (rng() % 4) {
+            case 0: return b.Emit(Op::kNot, {c});
+            case 1: return b.Emit(rng() % 2 ? Op::kAnd : Op::kOr,
+                                  {c, rng() % 2 ? b.Const(Type::kBool, rng() % 2) : in[2]});
+            default: return c;
+          }
+        };
         for (int step = 0; step < 14; ++step) {
-          switch (rng() % 6) {
+          switch (rng() % 7) {
             case 0: pool.push_back(b.Emit(unary[rng() % std::size(unary)], {pick()})); break;
             case 1: pool.push_back(b.Emit(Op::kFma, {pick(), pick(), pick()})); break;
-            case 2: {
-              ValueId c = b.Emit(rng() % 2 ? Op::kLt : Op::kEq, {pick(), pick()});
-              pool.push_back(b.Select(rng() % 2 ? b.Emit(Op::kNot, {c}) : c, pick(), pick()));
-              break;
-            }
-            case 3: {
-              b.BeginIf(b.Emit(Op::kLe, {pick(), pick()}));
+            case 2: pool.push_back(b.Select(condition(), pick(), pick())); break;
+            case 3: pool.push_back(b.Cast(t, b.Cast(other, pick()))); break;
+            case 4: {
+              b.BeginIf(condition());
               ValueId then_value = b.Emit(binary[rng() % std::size(binary)], {pick(), pick()});
               b.BeginElse({then_value});
               pool.push_back(b.EndIf({pick()})[0]);
@@ -580,7 +592,7 @@ TEST_CASE("optimize preserves every bit on random functions") {
             default: pool.push_back(b.Emit(binary[rng() % std::size(binary)], {pick(), pick()}));
           }
         }
-        return std::vector<ValueId>{pool.back(), pool[pool.size() / 2]};
+        return std::vector<ValueId>{pool.back(), pool[pool.size() / 2], condition()};
       });
       REQUIRE(Verify(f).ok());
       Function g = Optimize(f);
