@@ -87,10 +87,14 @@ constexpr bool invocable_separately(std::index_sequence<I...>) {
 
 template <class F, class D, std::size_t N>
 decltype(auto) call_with_inputs(F& f, const std::array<D, N>& xs) {
-  if constexpr (N > 1 && invocable_separately<F, D>(std::make_index_sequence<N>{}))
-    return std::apply(f, xs);
-  else
+  if constexpr (N > 1) {
+    if constexpr (invocable_separately<F, D>(std::make_index_sequence<N>{}))
+      return std::apply(f, xs);
+    else
+      return f(xs);
+  } else {
     return f(xs);
+  }
 }
 
 template <class D, std::size_t N, class T>
