@@ -1,0 +1,397 @@
+// The tracer's per-thread state: the hash-consed DAG, the path oracle, purity checks and limits.
+#include "jit/trace.h"
+
+#include <cmath>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "jit/error.h"
+#include "jit/trace_merge.h"
+#include "jit/verify.h"
+
+namespace dualcast::jit::trace_detail {
+
+namespace {
+// Condition queries (decisions, known and constant answers) on one path before
+// we call it a loop that never ends: far above any real kernel.
+constexpr size_t kMaxQueriesPerPath = 100000;
+}  // namespace
+
+class Tracer::State {
+ public:
+  State(std::string kernel_name, std::span<const Type> input_types, const TraceOptions& opts)
+      : name(std::move(kernel_name)), options(opts), dag(name), builder(dag) {
+    bool any_f64 = input_types.empty();
+    for (size_t i = 0; i < input_types.size(); ++i) {
+      if (!IsFloat(input_types[i])) {
+        throw Error(ErrorKind::kType,
+                    absl::StrCat("kernel '", name, "': input ", i, " has type ",
+                                 TypeName(input_types[i]),
+                                 "; traced inputs must be f32 or f64"));
+      }
+      any_f64 |= input_types[i] == Type::kF64;
+      inputs.push_back(builder.Input(input_types[i]));
+    }
+    default_type = any_f64 ? Type::kF64 : Type::kF32;
+    if (options.max_decisions_per_path < 0 || options.max_paths < 1) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  absl::StrCat("kernel '", name, "': TraceOptions need max_decisions_per_path >= 0 "
+                               "and max_paths >= 1"));
+    }
+    tree.emplace_back();
+  }
+
+  std::string name;
+  TraceOptions options;
+  Function dag;
+  Builder builder;
+  std::vector<ValueId> inputs;
+  Type default_type = Type::kF64;
+  std::vector<DecisionNode> tree;
+  int paths = 0;
+  State* previous = nullptr;
+
+  // The run in progress.
+  std::vector<bool> forced;  // decisions to replay
+  std::vector<bool> taken;   // decisions made so far
+  int node = 0;              // where in the tree this run is
+  size_t queries = 0;
+  absl::flat_hash_map<ValueId, bool> known;  // conditions decided on this path
+
+  // ---- recording ----
+
+  void Check(ValueId v) const {
+    if (v == kNoValue) {
+      throw Error(ErrorKind::kTrace,
+                  absl::StrCat("kernel '", name, "' used an unset jit::Var or jit::Bool: assign a "
+                               "default-constructed value before using it"));
+    }
+    if (v >= dag.insts.size()) {
+      throw Error(ErrorKind::kTrace,
+                  absl::StrCat("kernel '", name, "' used a jit::Var from another trace: kernels "
+                               "must not keep traced values between calls"));
+    }
+  }
+
+  bool IsConst(ValueId v) const { return dag.inst(v).op == Op::kConst; }
+  double Imm(ValueId v) const { return dag.inst(v).imm; }
+
+  // Brings float operands to one type: constants adopt the type of the
+  // non-constant operands; otherwise f32 widens to f64 (as float + double does).
+  void Unify(std::span<ValueId> args) {
+    bool any_var = false, var_f64 = false, any_f64 = false;
+    for (ValueId a : args) {
+      bool f64 = dag.type(a) == Type::kF64;
+      any_f64 |= f64;
+      if (!IsConst(a)) {
+        any_var = true;
+        var_f64 |= f64;
+      }
+    }
+    Type target = (any_var ? var_f64 : any_f64) ? Type::kF64 : Type::kF32;
+    for (ValueId& a : args) {
+      if (dag.type(a) == target) continue;
+      a = IsConst(a) ? builder.Const(target, Imm(a)) : builder.Cast(target, a);
+    }
+  }
+
+  template <class T>
+  static double FoldArith(Op op, T a, T b, T c) {
+    switch (op) {
+      case Op::kNeg: return -a;
+      case Op::kAdd: return a + b;
+      case Op::kSub: return a - b;
+      case Op::kMul: return a * b;
+      case Op::kDiv: return a / b;
+      case Op::kFma: return std::fma(a, b, c);
+      default: return std::nan("");
+    }
+  }
+
+  static bool FoldCompare(Op op, double a, double b) {
+    switch (op) {
+      case Op::kLt: return a < b;
+      case Op::kLe: return a <= b;
+      case Op::kGt: return a > b;
+      case Op::kGe: return a >= b;
+      case Op::kEq: return a == b;
+      default: return a != b;
+    }
+  }
+
+  ValueId Record(Op op, std::span<ValueId> args) {
+    for (ValueId a : args) Check(a);
+    auto all_const = [&](std::span<ValueId> vs) {
+      for (ValueId v : vs) {
+        if (!IsConst(v)) return false;
+      }
+      return true;
+    };
+    switch (Info(op).kind) {
+      case OpKind::Arith:
+        Unify(args);
+        if (all_const(args)) {  // exact: IEEE arithmetic in the value's own type
+          double x[3] = {0, 0, 0};
+          for (size_t i = 0; i < args.size(); ++i) x[i] = Imm(args[i]);
+          Type t = dag.type(args[0]);
+          double r = t == Type::kF32
+                         ? FoldArith<float>(op, static_cast<float>(x[0]),
+                                            static_cast<float>(x[1]), static_cast<float>(x[2]))
+                         : FoldArith<double>(op, x[0], x[1], x[2]);
+          return builder.Const(t, r);
+        }
+        break;
+      case OpKind::Math:
+        Unify(args);
+        break;
+      case OpKind::Compare:
+        Unify(args);
+        if (all_const(args)) return builder.Const(Type::kBool, FoldCompare(op, Imm(args[0]),
+                                                                           Imm(args[1])));
+        break;
+      case OpKind::Logic:
+        if (auto folded = FoldLogic(op, args); folded != kNoValue) return folded;
+        break;
+      case OpKind::Select:
+        Unify(args.subspan(1));
+        if (IsConst(args[0])) return Imm(args[0]) != 0 ? args[1] : args[2];
+        if (args[1] == args[2]) return args[1];
+        break;
+      default:
+        break;
+    }
+    return builder.Emit(op, args);
+  }
+
+  ValueId FoldLogic(Op op, std::span<ValueId> args) {
+    if (op == Op::kNot) {
+      if (IsConst(args[0])) return builder.Const(Type::kBool, Imm(args[0]) == 0);
+      if (dag.inst(args[0]).op == Op::kNot) return dag.inst(args[0]).args[0];
+      return kNoValue;
+    }
+    bool is_and = op == Op::kAnd;
+    for (int i = 0; i < 2; ++i) {
+      ValueId a = args[i], other = args[1 - i];
+      if (!IsConst(a)) continue;
+      bool value = Imm(a) != 0;
+      // and(false, _) = false, and(true, b) = b; or(true, _) = true, or(false, b) = b.
+      return value == is_and ? other : a;
+    }
+    if (args[0] == args[1]) return args[0];
+    return kNoValue;
+  }
+
+  // ---- the path oracle ----
+
+  [[noreturn]] void Impure(const std::string& what) const {
+    throw Error(ErrorKind::kTrace,
+                absl::StrCat("kernel '", name, "' is not pure/deterministic: ", what,
+                             ". Kernels must have no side effects and keep no state between "
+                             "calls: the tracer runs the lambda once per path and needs the "
+                             "same decisions to lead to the same conditions"));
+  }
+
+  bool Decide(ValueId cond) {
+    Check(cond);
+    if (++queries > kMaxQueriesPerPath) {
+      throw Error(ErrorKind::kTrace,
+                  absl::StrCat("kernel '", name, "' asked more than ", kMaxQueriesPerPath,
+                               " branch questions on one path: a loop that never ends? Loops "
+                               "must have a trip count that does not depend on the data; use "
+                               "select(cond, a, b) or restructure the kernel"));
+    }
+    const Inst& inst = dag.inst(cond);
+    if (inst.type != Type::kBool) {
+      throw Error(ErrorKind::kInternal, absl::StrCat("kernel '", name,
+                                                      "': a branch on a non-bool value"));
+    }
+    if (inst.op == Op::kConst) return inst.imm != 0;
+    if (auto it = known.find(cond); it != known.end()) return it->second;
+    if (inst.op == Op::kNot) {
+      if (auto it = known.find(inst.args[0]); it != known.end()) return !it->second;
+    }
+    size_t k = taken.size();
+    if (k >= static_cast<size_t>(options.max_decisions_per_path)) {
+      throw Error(ErrorKind::kTrace,
+                  absl::StrCat("kernel '", name, "': a path takes more than ",
+                               options.max_decisions_per_path,
+                               " data-dependent branch decisions (TraceOptions::"
+                               "max_decisions_per_path = ",
+                               options.max_decisions_per_path,
+                               "). A loop whose trip count depends on the data cannot be "
+                               "traced; use select(cond, a, b) for choices that need no branch, "
+                               "or restructure the kernel (e.g. a fixed trip count)"));
+    }
+    DecisionNode* here = &tree[node];
+    if (here->leaf) Impure(absl::StrCat("decision ", k + 1, " was made where an earlier run with "
+                                        "the same decisions returned"));
+    if (here->cond == kNoValue) {
+      here->cond = cond;
+    } else if (here->cond != cond) {
+      Impure(absl::StrCat("after the same ", k, " decision(s), decision ", k + 1,
+                          " branched on a different condition"));
+    }
+    bool value = k < forced.size() ? static_cast<bool>(forced[k]) : true;
+    taken.push_back(value);
+    known[cond] = value;
+    int next = here->child[value];
+    if (next < 0) {
+      next = static_cast<int>(tree.size());
+      tree[node].child[value] = next;
+      tree.emplace_back();
+    }
+    node = next;
+    return value;
+  }
+
+  void BeginRun() {
+    taken.clear();
+    known.clear();
+    node = 0;
+    queries = 0;
+  }
+
+  void EndRun(const std::vector<ValueId>& outputs) {
+    for (ValueId v : outputs) {
+      Check(v);
+      if (dag.type(v) == Type::kBool) {
+        throw Error(ErrorKind::kType, absl::StrCat("kernel '", name, "' returned a bool"));
+      }
+    }
+    DecisionNode& here = tree[node];
+    if (taken.size() < forced.size() || here.cond != kNoValue || here.leaf) {
+      Impure(absl::StrCat("a run returned after ", taken.size(),
+                          " decision(s) where an earlier run with the same decisions branched"));
+    }
+    here.leaf = true;
+    here.outputs = outputs;
+    if (++paths > options.max_paths) {
+      throw Error(ErrorKind::kTrace,
+                  absl::StrCat("kernel '", name, "' has more than ", options.max_paths,
+                               " paths (TraceOptions::max_paths = ", options.max_paths,
+                               "): each data-dependent branch doubles the paths after it. Use "
+                               "select(cond, a, b) for choices that need no branch, or "
+                               "restructure the kernel"));
+    }
+  }
+
+  bool NextPath() {
+    // Depth-first, true before false: flip the last true decision.
+    size_t j = taken.size();
+    while (j > 0 && !taken[j - 1]) --j;
+    if (j == 0) return false;
+    forced.assign(taken.begin(), taken.begin() + (j - 1));
+    forced.push_back(false);
+    return true;
+  }
+
+  // One type for all outputs (see trace.h), converted in the DAG so that the
+  // conversions are placed like any other node.
+  void UnifyOutputs() {
+    bool any_var = false, var_f64 = false;
+    for (const DecisionNode& n : tree) {
+      for (ValueId v : n.outputs) {
+        if (IsConst(v)) continue;
+        any_var = true;
+        var_f64 |= dag.type(v) == Type::kF64;
+      }
+    }
+    Type target = any_var ? (var_f64 ? Type::kF64 : Type::kF32) : default_type;
+    for (DecisionNode& n : tree) {
+      for (ValueId& v : n.outputs) {
+        if (dag.type(v) == target) continue;
+        v = IsConst(v) ? builder.Const(target, Imm(v)) : builder.Cast(target, v);
+      }
+    }
+  }
+
+  Function Finish() {
+    UnifyOutputs();
+    absl::StatusOr<Function> merged = MergePaths(name, dag, tree);
+    if (!merged.ok()) ThrowStatus(merged.status());
+    if (absl::Status s = Verify(*merged); !s.ok()) ThrowStatus(s);
+    return *std::move(merged);
+  }
+};
+
+namespace {
+thread_local Tracer::State* current_trace = nullptr;
+
+Tracer::State& Current() {
+  if (current_trace == nullptr) {
+    throw Error(ErrorKind::kTrace,
+                "a jit::Var or jit::Bool was used outside of jit::Trace: traced values exist "
+                "only while a kernel is being traced, on the tracing thread");
+  }
+  return *current_trace;
+}
+}  // namespace
+
+Tracer::Tracer(std::string name, std::span<const Type> input_types, const TraceOptions& options)
+    : state_(std::make_unique<State>(std::move(name), input_types, options)) {
+  state_->previous = current_trace;
+  current_trace = state_.get();
+}
+
+Tracer::~Tracer() { current_trace = state_->previous; }
+
+Var Tracer::Input(size_t i) const { return Var::FromId(state_->inputs[i]); }
+void Tracer::BeginRun() { state_->BeginRun(); }
+void Tracer::EndRun(const std::vector<ValueId>& outputs) { state_->EndRun(outputs); }
+bool Tracer::NextPath() { return state_->NextPath(); }
+Function Tracer::Finish() { return state_->Finish(); }
+
+void ThrowArity(const std::string& name, size_t arity,
+                const std::array<bool, kMaxTraceArity + 1>& accepted) {
+  std::vector<std::string> counts;
+  for (size_t k = 0; k < accepted.size(); ++k) {
+    if (accepted[k]) counts.push_back(absl::StrCat(k));
+  }
+  std::string takes =
+      counts.empty()
+          ? absl::StrCat("it cannot be called with 0 to ", kMaxTraceArity,
+                         " jit::Var arguments (write it as a generic lambda, "
+                         "e.g. [](auto x, auto y) { ... })")
+          : absl::StrCat("it takes ", absl::StrJoin(counts, " or "), " argument(s)");
+  throw Error(ErrorKind::kArity, absl::StrCat("kernel '", name, "' cannot be called with ",
+                                              arity, " arguments; ", takes));
+}
+
+// ---- the hooks of var.h ----
+
+ValueId DefaultConstant(double value) {
+  Tracer::State& s = Current();
+  return s.builder.Const(s.default_type, value);
+}
+
+ValueId ConstantLike(ValueId partner, double value) {
+  Tracer::State& s = Current();
+  s.Check(partner);
+  return s.builder.Const(s.dag.type(partner), value);
+}
+
+ValueId BoolConstant(bool value) { return Current().builder.Const(Type::kBool, value); }
+
+ValueId Record(Op op, ValueId a) {
+  ValueId args[] = {a};
+  return Current().Record(op, args);
+}
+ValueId Record(Op op, ValueId a, ValueId b) {
+  ValueId args[] = {a, b};
+  return Current().Record(op, args);
+}
+ValueId Record(Op op, ValueId a, ValueId b, ValueId c) {
+  ValueId args[] = {a, b, c};
+  return Current().Record(op, args);
+}
+
+Type TypeOf(ValueId v) {
+  Tracer::State& s = Current();
+  s.Check(v);
+  return s.dag.type(v);
+}
+
+bool Decide(ValueId cond) { return Current().Decide(cond); }
+
+}  // namespace dualcast::jit::trace_detail
