@@ -63,7 +63,8 @@ TEST_CASE("HM-LSTM cell: each branch gives its own partials") {
     CHECK(r.partial(kZb) == 0.0);
   }
   SUBCASE("the same lambda on double and float: the Dual values bit for bit") {
-    for (auto [z, zb] : {std::array{1.0, 1.0}, std::array{0.0, 0.0}, std::array{0.0, 1.0}}) {
+    for (const auto& bits : {std::array{1.0, 1.0}, std::array{0.0, 0.0}, std::array{0.0, 1.0}}) {
+      const double z = bits[0], zb = bits[1];
       CAPTURE(z);
       CAPTURE(zb);
       CHECK(cell(z, zb, c, f, i, g) == run(z, zb).value());

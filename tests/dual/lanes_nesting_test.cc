@@ -121,7 +121,8 @@ TEST_CASE("nesting: second derivatives against closed forms") {
 }
 
 TEST_CASE("nesting: mixed partial of pow(x, y), one variable per level") {
-  for (auto [x, y] : {std::pair{2.0, 3.0}, std::pair{0.5, -1.5}, std::pair{1.7, 0.25}}) {
+  for (const auto& p : {std::pair{2.0, 3.0}, std::pair{0.5, -1.5}, std::pair{1.7, 0.25}}) {
+    const double x = p.first, y = p.second;
     CAPTURE(x);
     CAPTURE(y);
     const Outer r = m::pow(Outer(Inner::variable(x, 0)), Outer(Inner(y), Inner(1.0)));
