@@ -1,0 +1,70 @@
+// The CPU backend's entry point: KernelSpec in, callable kernel (and its LLVM IR text) out.
+//
+// CompileCpuKernel generates LLVM IR for the spec (llvm_kernel.h), optimises
+// it at O3 for the host CPU with vectorised libmvec math, and links it into
+// the process-wide ORC JIT (orc_jit.h). The returned entry point follows
+// kernel_abi.h and is safe to call from any thread, concurrently.
+//
+// Lifetime: kernels are never freed; they stay valid until the process exits,
+// so callers may cache `entry` anywhere without ownership.
+//
+// Caching: a kernel is named by its spec (CpuKernelSymbol), so compiling the
+// same spec twice in one process returns the already linked kernel (at no
+// cost). With an ObjectStore, the compiled object is saved under
+// CpuObjectKey(spec), which also names the LLVM version and the host CPU and
+// its features, so a store shared between machines never hands out code for
+// another CPU; a later process links the stored object without running LLVM's
+// optimiser or code generator.
+//
+// Aliasing contract: the runtime never passes an output buffer that overlaps
+// an input or another output (the kernel is compiled with noalias on them).
+//
+// Example:
+//   absl::StatusOr<CompiledCpuKernel> k = CompileCpuKernel(spec, /*store=*/nullptr);
+//   if (!k.ok()) ThrowStatus(k.status());
+//   KernelArgs args{sizes, inputs, in_strides, outputs, out_strides, 0, sizes[0]};
+//   k->entry(&args);
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "jit/kernel_abi.h"
+#include "jit/kernel_spec.h"
+#include "jit/object_store.h"
+
+namespace dualcast::jit {
+
+struct CompiledCpuKernel {
+  KernelEntry entry = nullptr;
+  std::string symbol;              // the exported name, e.g. "dc_cell_f32_0123456789abcdef"
+  double compile_ms = 0;           // wall time of this call; 0 when it was already linked
+  bool from_object_store = false;  // linked from the store's bytes, not compiled
+};
+
+// Compiles (or finds) the kernel of `spec`. `store` may be null. Errors:
+// kInternal for an invalid spec (names the kernel and the field), kCompile
+// with LLVM's message and the kernel name when LLVM rejects the code.
+absl::StatusOr<CompiledCpuKernel> CompileCpuKernel(const KernelSpec& spec, ObjectStore* store);
+
+// The optimised LLVM IR of the kernel, as text (the REPL's `:code`). On an
+// error, a one-line "; error: ..." comment instead.
+std::string CpuKernelIr(const KernelSpec& spec);
+inline std::string LlvmIrText(const KernelSpec& spec) { return CpuKernelIr(spec); }
+
+// The ELF object CompileCpuKernel would link (and save), without linking it;
+// what an ObjectStore holds under CpuObjectKey(spec).
+absl::StatusOr<std::string> CpuKernelObject(const KernelSpec& spec);
+
+// The kernel's exported symbol: the function's name (sanitised) and a stable
+// 64-bit fingerprint of everything in `spec` that changes the generated code.
+std::string CpuKernelSymbol(const KernelSpec& spec);
+
+// The ObjectStore key: format version, LLVM version, host CPU and features, symbol.
+std::string CpuObjectKey(const KernelSpec& spec);
+
+// For cache keys elsewhere: host CPU name and enabled features; "LLVM x.y.z".
+std::string CpuFeaturesString();
+std::string LlvmVersionString();
+
+}  // namespace dualcast::jit

@@ -1,0 +1,314 @@
+// Emits a kernel's entry point, its noalias body and the loop nest around the printed Function.
+#include "jit/cpu/llvm_kernel.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "jit/codegen.h"
+#include "jit/cpu/llvm_printer.h"
+#include "jit/error.h"
+#include "jit/verify.h"
+#include "llvm/IR/DerivedTypes.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Module.h"
+
+namespace dualcast::jit::cpu {
+namespace {
+
+// A stride that is not a parameter: compiled in as 0 (broadcast) or 1 (contiguous inner dim).
+constexpr int kZeroStride = -1;
+constexpr int kUnitStride = -2;
+
+// Where each parameter of the body function comes from in KernelArgs.
+enum class Field { kInputPtr, kOutputPtr, kBegin, kEnd, kSize, kInStride, kOutStride };
+struct Param {
+  Field field;
+  int operand = 0;
+  int dim = 0;
+};
+
+class KernelEmitter {
+ public:
+  KernelEmitter(const KernelSpec& spec, const std::string& symbol, llvm::LLVMContext& ctx)
+      : spec_(spec),
+        f_(*spec.function),
+        symbol_(symbol),
+        ctx_(ctx),
+        module_(std::make_unique<llvm::Module>(symbol, ctx)),
+        rank_(spec.rank),
+        i64_(llvm::Type::getInt64Ty(ctx)),
+        ptr_(llvm::PointerType::getUnqual(ctx)),
+        elem_(LlvmType(ctx, spec.dtype)) {
+    PlanParams();
+  }
+
+  std::unique_ptr<llvm::Module> Build() {
+    llvm::Function* body = EmitBody();
+    EmitEntry(body);
+    return std::move(module_);
+  }
+
+ private:
+  bool Broadcast(size_t input, int dim) const {
+    return !spec_.input_broadcast.empty() && ((spec_.input_broadcast[input] >> dim) & 1u);
+  }
+  bool UnitInner(int dim) const { return spec_.inner_contiguous && dim == rank_ - 1; }
+
+  int AddParam(Field field, int operand = 0, int dim = 0) {
+    params_.push_back(Param{field, operand, dim});
+    return static_cast<int>(params_.size()) - 1;
+  }
+
+  void PlanParams() {
+    const size_t n_in = f_.num_inputs(), n_out = f_.num_outputs();
+    for (size_t i = 0; i < n_in; ++i) in_ptr_.push_back(AddParam(Field::kInputPtr, i));
+    for (size_t m = 0; m < n_out; ++m) {
+      out_ptr_.push_back(WritesOutput(spec_, m) ? AddParam(Field::kOutputPtr, m) : -1);
+    }
+    begin_ = AddParam(Field::kBegin);
+    end_ = AddParam(Field::kEnd);
+    size_.assign(rank_, -1);
+    for (int d = 1; d < rank_; ++d) size_[d] = AddParam(Field::kSize, 0, d);
+    in_stride_.assign(n_in, std::vector<int>(rank_, kZeroStride));
+    for (size_t i = 0; i < n_in; ++i) {
+      for (int d = 0; d < rank_; ++d) {
+        if (Broadcast(i, d)) continue;
+        in_stride_[i][d] = UnitInner(d) ? kUnitStride : AddParam(Field::kInStride, i, d);
+      }
+    }
+    out_stride_.assign(n_out, std::vector<int>(rank_, kZeroStride));
+    for (size_t m = 0; m < n_out; ++m) {
+      if (out_ptr_[m] < 0) continue;
+      for (int d = 0; d < rank_; ++d) {
+        out_stride_[m][d] = UnitInner(d) ? kUnitStride : AddParam(Field::kOutStride, m, d);
+      }
+    }
+  }
+
+  // extern "C" void symbol(const KernelArgs* args): loads what the body needs and calls it.
+  void EmitEntry(llvm::Function* body) {
+    auto* type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), {ptr_}, false);
+    auto* fn = llvm::Function::Create(type, llvm::Function::ExternalLinkage, symbol_, *module_);
+    fn->addFnAttr(llvm::Attribute::NoUnwind);
+    fn->addParamAttr(0, llvm::Attribute::NoCapture);
+    fn->addParamAttr(0, llvm::Attribute::ReadOnly);
+    fn->getArg(0)->setName("args");
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx_, "entry", fn));
+    // Field order of KernelArgs (kernel_abi.h).
+    auto* args_type = llvm::StructType::get(ctx_, {ptr_, ptr_, ptr_, ptr_, ptr_, i64_, i64_});
+    auto field = [&](unsigned k, llvm::Type* t, const char* name) {
+      return b.CreateLoad(t, b.CreateStructGEP(args_type, fn->getArg(0), k), name);
+    };
+    llvm::Value* sizes = field(0, ptr_, "sizes");
+    llvm::Value* inputs = field(1, ptr_, "inputs");
+    llvm::Value* in_strides = field(2, ptr_, "in_strides");
+    llvm::Value* outputs = field(3, ptr_, "outputs");
+    llvm::Value* out_strides = field(4, ptr_, "out_strides");
+    auto at = [&](llvm::Type* t, llvm::Value* base, int index) {
+      return b.CreateLoad(t, b.CreateConstInBoundsGEP1_64(t, base, index));
+    };
+    std::vector<llvm::Value*> values;
+    for (const Param& p : params_) {
+      switch (p.field) {
+        case Field::kInputPtr: values.push_back(at(ptr_, inputs, p.operand)); break;
+        case Field::kOutputPtr: values.push_back(at(ptr_, outputs, p.operand)); break;
+        case Field::kBegin: values.push_back(field(5, i64_, "begin")); break;
+        case Field::kEnd: values.push_back(field(6, i64_, "end")); break;
+        case Field::kSize: values.push_back(at(i64_, sizes, p.dim)); break;
+        case Field::kInStride:
+          values.push_back(at(i64_, in_strides, p.operand * rank_ + p.dim));
+          break;
+        case Field::kOutStride:
+          values.push_back(at(i64_, out_strides, p.operand * rank_ + p.dim));
+          break;
+      }
+    }
+    b.CreateCall(body, values);
+    b.CreateRetVoid();
+  }
+
+  llvm::Function* EmitBody() {
+    std::vector<llvm::Type*> types;
+    for (const Param& p : params_) {
+      types.push_back(p.field == Field::kInputPtr || p.field == Field::kOutputPtr ? ptr_ : i64_);
+    }
+    auto* type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), types, false);
+    body_ = llvm::Function::Create(type, llvm::Function::InternalLinkage, symbol_ + ".body",
+                                   *module_);
+    body_->addFnAttr(llvm::Attribute::AlwaysInline);
+    body_->addFnAttr(llvm::Attribute::NoUnwind);
+    for (size_t k = 0; k < params_.size(); ++k) {
+      const Param& p = params_[k];
+      if (p.field == Field::kInputPtr || p.field == Field::kOutputPtr) {
+        body_->addParamAttr(k, llvm::Attribute::NoAlias);
+        body_->addParamAttr(k, llvm::Attribute::NoCapture);
+        body_->addParamAttr(k, p.field == Field::kInputPtr ? llvm::Attribute::ReadOnly
+                                                           : llvm::Attribute::WriteOnly);
+        body_->getArg(k)->setName(absl::StrCat(p.field == Field::kInputPtr ? "in" : "out",
+                                               p.operand));
+      }
+    }
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx_, "entry", body_));
+    std::vector<llvm::Value*> in_off(f_.num_inputs(), nullptr);
+    std::vector<llvm::Value*> out_off(f_.num_outputs(), nullptr);
+    if (rank_ == 0) {
+      // The single element exists in chunk [begin, end) when begin <= 0 < end.
+      llvm::Value* zero = b.getInt64(0);
+      llvm::Value* in_chunk = b.CreateAnd(b.CreateICmpSLE(Arg(begin_), zero),
+                                          b.CreateICmpSGT(Arg(end_), zero));
+      auto* element = llvm::BasicBlock::Create(ctx_, "element", body_);
+      auto* done = llvm::BasicBlock::Create(ctx_, "done", body_);
+      b.CreateCondBr(in_chunk, element, done);
+      b.SetInsertPoint(element);
+      EmitElement(b, in_off, out_off);
+      b.CreateBr(done);
+      b.SetInsertPoint(done);
+    } else {
+      EmitLoop(b, 0, in_off, out_off);
+    }
+    b.CreateRetVoid();
+    return body_;
+  }
+
+  llvm::Value* Arg(int param) const { return body_->getArg(param); }
+
+  // offset + i * stride for one operand, with the compiled-in 0 and 1 folded away.
+  llvm::Value* Advance(llvm::IRBuilder<>& b, llvm::Value* offset, llvm::Value* i, int stride) {
+    if (stride == kZeroStride) return offset;
+    llvm::Value* step =
+        stride == kUnitStride ? i : b.CreateMul(i, Arg(stride), "", false, /*HasNSW=*/true);
+    return offset == nullptr ? step : b.CreateAdd(offset, step, "", false, /*HasNSW=*/true);
+  }
+
+  void EmitLoop(llvm::IRBuilder<>& b, int d, const std::vector<llvm::Value*>& in_off,
+                const std::vector<llvm::Value*>& out_off) {
+    llvm::Value* lo = d == 0 ? Arg(begin_) : b.getInt64(0);
+    llvm::Value* hi = d == 0 ? Arg(end_) : Arg(size_[d]);
+    llvm::BasicBlock* preheader = b.GetInsertBlock();
+    auto* header = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d), body_);
+    auto* body = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d, ".body"), body_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d, ".exit"), body_);
+    b.CreateBr(header);
+    b.SetInsertPoint(header);
+    llvm::PHINode* i = b.CreatePHI(i64_, 2, absl::StrCat("i", d));
+    i->addIncoming(lo, preheader);
+    b.CreateCondBr(b.CreateICmpSLT(i, hi), body, exit);
+    b.SetInsertPoint(body);
+    std::vector<llvm::Value*> next_in(in_off.size()), next_out(out_off.size());
+    for (size_t k = 0; k < in_off.size(); ++k) next_in[k] = Advance(b, in_off[k], i, in_stride_[k][d]);
+    for (size_t m = 0; m < out_off.size(); ++m) {
+      next_out[m] = Advance(b, out_off[m], i, out_stride_[m][d]);
+    }
+    if (d + 1 < rank_) {
+      EmitLoop(b, d + 1, next_in, next_out);
+    } else {
+      EmitElement(b, next_in, next_out);
+    }
+    llvm::Value* next = b.CreateAdd(i, b.getInt64(1), "", false, /*HasNSW=*/true);
+    i->addIncoming(next, b.GetInsertBlock());
+    b.CreateBr(header);
+    b.SetInsertPoint(exit);
+  }
+
+  void EmitElement(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& in_off,
+                   const std::vector<llvm::Value*>& out_off) {
+    auto address = [&](int ptr_param, llvm::Value* offset) -> llvm::Value* {
+      return offset == nullptr ? Arg(ptr_param)
+                               : b.CreateInBoundsGEP(elem_, Arg(ptr_param), offset);
+    };
+    LlvmPrinter* printer_ptr = nullptr;
+    LlvmPrinter printer(b, *module_, [&](uint32_t index, Type type) {
+      llvm::Value* v = b.CreateLoad(elem_, address(in_ptr_[index], in_off[index]),
+                                    absl::StrCat("x", index));
+      return Convert(*printer_ptr, v, spec_.dtype, type);
+    });
+    printer_ptr = &printer;
+    std::vector<llvm::Value*> outputs = CodegenWalk<LlvmPrinter>(f_, printer).Run();
+    for (size_t m = 0; m < outputs.size(); ++m) {
+      if (out_ptr_[m] < 0) continue;
+      llvm::Value* v = Convert(printer, outputs[m], f_.output_type(m), spec_.dtype);
+      b.CreateStore(v, address(out_ptr_[m], out_off[m]));
+    }
+  }
+
+  static llvm::Value* Convert(LlvmPrinter& printer, llvm::Value* v, Type from, Type to) {
+    if (from == to) return v;
+    const Type from_types[] = {from};
+    llvm::Value* const args[] = {v};
+    return printer.Emit(Op::kCast, to, from_types, args);
+  }
+
+  const KernelSpec& spec_;
+  const Function& f_;
+  std::string symbol_;
+  llvm::LLVMContext& ctx_;
+  std::unique_ptr<llvm::Module> module_;
+  int rank_;
+  llvm::Type* i64_;
+  llvm::PointerType* ptr_;
+  llvm::Type* elem_;
+  llvm::Function* body_ = nullptr;
+
+  std::vector<Param> params_;
+  std::vector<int> in_ptr_, out_ptr_, size_;
+  std::vector<std::vector<int>> in_stride_, out_stride_;
+  int begin_ = 0, end_ = 0;
+};
+
+absl::Status SpecError(const KernelSpec& spec, const std::string& what) {
+  std::string name = spec.function ? spec.function->name : "<null>";
+  return MakeStatus(ErrorKind::kInternal,
+                    absl::StrCat("cpu kernel '", name, "': invalid KernelSpec: ", what,
+                                 " (a bug in the caller that built the spec)"));
+}
+
+}  // namespace
+
+bool WritesOutput(const KernelSpec& spec, size_t m) {
+  return spec.write.empty() || (m < spec.write.size() && spec.write[m]);
+}
+
+absl::Status ValidateKernelSpec(const KernelSpec& spec) {
+  if (spec.function == nullptr) return SpecError(spec, "no function");
+  const Function& f = *spec.function;
+  if (absl::Status s = Verify(f); !s.ok()) {
+    return SpecError(spec, absl::StrCat("function fails verification: ", s.message()));
+  }
+  if (!IsFloat(spec.dtype)) return SpecError(spec, "dtype must be f32 or f64");
+  if (spec.rank < 0 || spec.rank > kMaxRank) {
+    return SpecError(spec, absl::StrFormat("rank %d outside 0..%d", spec.rank, kMaxRank));
+  }
+  if (!spec.input_broadcast.empty() && spec.input_broadcast.size() != f.num_inputs()) {
+    return SpecError(spec, absl::StrFormat("%d broadcast masks for %d inputs",
+                                           spec.input_broadcast.size(), f.num_inputs()));
+  }
+  for (size_t i = 0; i < spec.input_broadcast.size(); ++i) {
+    if (spec.rank < 32 && (spec.input_broadcast[i] >> spec.rank) != 0) {
+      return SpecError(spec, absl::StrFormat("input %d broadcast mask %#x has bits at or "
+                                             "above rank %d", i, spec.input_broadcast[i],
+                                             spec.rank));
+    }
+  }
+  if (!spec.write.empty() && spec.write.size() != f.num_outputs()) {
+    return SpecError(spec, absl::StrFormat("write mask of %d for %d outputs", spec.write.size(),
+                                           f.num_outputs()));
+  }
+  for (size_t i = 0; i < f.num_inputs(); ++i) {
+    if (!IsFloat(f.input_type(i))) {
+      return SpecError(spec, absl::StrFormat("input %d is %s; kernels take floats", i,
+                                             TypeName(f.input_type(i))));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<llvm::Module>> BuildKernelModule(const KernelSpec& spec,
+                                                                const std::string& symbol,
+                                                                llvm::LLVMContext& ctx) {
+  if (absl::Status s = ValidateKernelSpec(spec); !s.ok()) return s;
+  return KernelEmitter(spec, symbol, ctx).Build();
+}
+
+}  // namespace dualcast::jit::cpu

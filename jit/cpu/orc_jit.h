@@ -1,0 +1,85 @@
+// The process-wide LLVM ORC JIT: O3 + codegen for the host CPU, libmvec, and the object-store hook.
+//
+// One LLJIT per process, created on first use and never destroyed: compiled
+// kernels stay valid until the process exits (a kernel cache may hand out
+// entry points freely). Compilation is serialised by one mutex: IR building,
+// the O3 pipeline, codegen to an object file, linking and lookup all run on
+// the calling thread under it (the machines this targets have few cores and
+// kernels compile in milliseconds; concurrent callers wait, never race).
+//
+// Every kernel goes through an in-memory ELF object: the module is optimised
+// (new pass manager, O3, TargetLibraryInfo with libmvec mappings registered
+// before the function analyses), compiled by a TargetMachine for the host CPU
+// and its features, and the object is linked with LLJIT::addObjectFile. That
+// makes the ObjectStore hook trivial: on a hit the stored bytes are linked
+// without touching LLVM's optimiser; on a miss the fresh object is saved.
+// Symbols resolve against the process (libm) and libmvec.so.1, which is
+// loaded into the JITDylib.
+//
+// Example:
+//   OrcJit& jit = OrcJit::Get();
+//   absl::StatusOr<JitCompiled> k = jit.Compile("dc_axpy_1234",
+//       [&](llvm::LLVMContext& ctx) { return BuildKernelModule(spec, "dc_axpy_1234", ctx); },
+//       store, "cpu/" + CpuFeaturesString() + "/dc_axpy_1234");
+//   auto entry = reinterpret_cast<KernelEntry>(k->address);
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "jit/object_store.h"
+
+namespace llvm {
+class LLVMContext;
+class Module;
+}  // namespace llvm
+
+namespace dualcast::jit::cpu {
+
+// Builds the module that defines the requested symbol, in the given context.
+using ModuleBuilder =
+    std::function<absl::StatusOr<std::unique_ptr<llvm::Module>>(llvm::LLVMContext&)>;
+
+struct JitCompiled {
+  uint64_t address = 0;
+  double compile_ms = 0;           // wall time of this call (0 when already linked)
+  bool from_object_store = false;  // linked from stored bytes, LLVM's optimiser not run
+};
+
+class OrcJit {
+ public:
+  // The process-wide instance; aborts with LLVM's message only if the host
+  // target cannot be initialised at all (no native target compiled in).
+  static OrcJit& Get();
+
+  // The address of `symbol`. Already linked in this process: returned at once.
+  // Otherwise, with a store: `store_key`'s bytes are linked when present and
+  // define `symbol`; else `build` is compiled and its object saved under
+  // `store_key`. Errors (invalid IR, codegen, link) -> kCompile with LLVM's text.
+  absl::StatusOr<JitCompiled> Compile(const std::string& symbol, const ModuleBuilder& build,
+                                      ObjectStore* store, const std::string& store_key);
+
+  // The object file Compile would link for `build` (optimised, host code),
+  // without linking it: for tests of the store path and ahead-of-time warmup.
+  absl::StatusOr<std::string> CompileToObject(const std::string& symbol,
+                                              const ModuleBuilder& build);
+
+  // The module after the same O3 pipeline, as LLVM assembly text (for `:code`).
+  absl::StatusOr<std::string> OptimizedIr(const ModuleBuilder& build);
+
+  struct State;
+
+ private:
+  OrcJit();
+  State* state_;  // leaked on purpose: kernels live until exit
+};
+
+// The host CPU name and its enabled features ("znver4+avx2+avx512f+..."), for cache keys.
+std::string CpuFeaturesString();
+// "LLVM 19.1.7": an object compiled by another LLVM is not reused.
+std::string LlvmVersionString();
+
+}  // namespace dualcast::jit::cpu

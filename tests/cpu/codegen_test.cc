@@ -1,0 +1,531 @@
+// Tests of the CPU code generator: loop nests, broadcasting, branches, masks and the object store, against the interpreter.
+//
+// Every kernel is called directly through a hand-filled KernelArgs (sizes and
+// strides computed here from shapes, independently of broadcast_layout), and
+// every element is compared with Interpret() at the same input values:
+// exactly for arithmetic, within 4 ulp where libm / libmvec math is involved.
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "jit/cpu/cpu_backend.h"
+#include "jit/error.h"
+#include "jit/hash.h"
+#include "jit/interpret.h"
+#include "jit/ir.h"
+#include "jit/jvp.h"
+#include "jit/kernel_abi.h"
+#include "jit/kernel_spec.h"
+
+namespace dualcast::jit {
+namespace {
+
+// Distance in units in the last place; NaN matches only NaN.
+template <class T>
+uint64_t UlpDistance(T a, T b) {
+  if (std::isnan(a) || std::isnan(b)) {
+    return std::isnan(a) && std::isnan(b) ? 0 : std::numeric_limits<uint64_t>::max();
+  }
+  using Bits = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+  auto ordered = [](T x) {
+    Bits bits = std::bit_cast<Bits>(x);
+    return bits < 0 ? static_cast<int64_t>(std::numeric_limits<Bits>::min()) - bits
+                    : static_cast<int64_t>(bits);
+  };
+  int64_t d = ordered(a) - ordered(b);
+  return static_cast<uint64_t>(d < 0 ? -d : d);
+}
+
+constexpr double kSentinel = 1234.5;  // what an output element holds until a kernel writes it
+
+// One kernel launch over hand-made buffers. Shapes are the merged shapes: an
+// input broadcast along dim d has extent 1 there (and stride 0).
+template <class T>
+struct Harness {
+  Harness(std::shared_ptr<Function> f, std::vector<int64_t> merged_sizes,
+          std::vector<uint32_t> broadcast_bits)
+      : function(std::move(f)), sizes(std::move(merged_sizes)), bcast(std::move(broadcast_bits)) {}
+
+  std::shared_ptr<Function> function;
+  std::vector<int64_t> sizes;
+  std::vector<uint32_t> bcast;  // per input
+  std::vector<bool> write;      // per output; empty = all
+  int transposed_input = -1;    // this input is stored with its last two dims swapped
+  uint32_t seed = 7;
+
+  std::vector<std::vector<T>> in_data, out_data;
+  std::vector<std::vector<int64_t>> in_strides, out_strides;
+
+  int rank() const { return static_cast<int>(sizes.size()); }
+  bool Broadcast(size_t i, int d) const { return (bcast[i] >> d) & 1u; }
+
+  KernelSpec Spec() const {
+    KernelSpec spec;
+    spec.function = function;
+    spec.function_hash = StructuralHash(*function);
+    spec.dtype = std::is_same_v<T, float> ? Type::kF32 : Type::kF64;
+    spec.rank = rank();
+    spec.input_broadcast = bcast;
+    spec.write = write;
+    spec.inner_contiguous = transposed_input < 0;
+    return spec;
+  }
+
+  static std::vector<int64_t> RowMajor(const std::vector<int64_t>& shape) {
+    std::vector<int64_t> strides(shape.size());
+    int64_t s = 1;
+    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+      strides[d] = s;
+      s *= shape[d];
+    }
+    return strides;
+  }
+  static int64_t Count(const std::vector<int64_t>& shape) {
+    int64_t n = 1;
+    for (int64_t e : shape) n *= e;
+    return n;
+  }
+
+  // Fills inputs with values in [-3, 3] (some exact small integers, so
+  // comparisons and branches go both ways) and outputs with the sentinel.
+  void Allocate() {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> uniform(-3, 3);
+    const int R = rank();
+    in_data.clear();
+    in_strides.clear();
+    for (size_t i = 0; i < function->num_inputs(); ++i) {
+      std::vector<int64_t> shape(R);
+      for (int d = 0; d < R; ++d) shape[d] = Broadcast(i, d) ? 1 : sizes[d];
+      std::vector<int64_t> strides;
+      if (static_cast<int>(i) == transposed_input) {
+        std::vector<int64_t> physical = shape;
+        std::swap(physical[R - 1], physical[R - 2]);
+        strides = RowMajor(physical);
+        std::swap(strides[R - 1], strides[R - 2]);
+      } else {
+        strides = RowMajor(shape);
+      }
+      for (int d = 0; d < R; ++d) {
+        if (Broadcast(i, d)) strides[d] = 0;
+      }
+      std::vector<T> data(Count(shape));
+      for (T& v : data) {
+        double u = uniform(rng);
+        v = static_cast<T>(rng() % 4 == 0 ? std::round(u) : u);
+      }
+      in_data.push_back(std::move(data));
+      in_strides.push_back(std::move(strides));
+    }
+    out_data.assign(function->num_outputs(), std::vector<T>(Count(sizes), T(kSentinel)));
+    out_strides.assign(function->num_outputs(), RowMajor(sizes));
+  }
+
+  bool Writes(size_t m) const { return write.empty() || write[m]; }
+
+  void Run(KernelEntry entry, int64_t begin, int64_t end) {
+    const int R = rank();
+    std::vector<const void*> inputs;
+    std::vector<int64_t> flat_in, flat_out;
+    for (size_t i = 0; i < in_data.size(); ++i) {
+      inputs.push_back(in_data[i].data());
+      flat_in.insert(flat_in.end(), in_strides[i].begin(), in_strides[i].end());
+    }
+    std::vector<void*> outputs;
+    for (size_t m = 0; m < out_data.size(); ++m) {
+      outputs.push_back(Writes(m) ? out_data[m].data() : nullptr);
+      flat_out.insert(flat_out.end(), out_strides[m].begin(), out_strides[m].end());
+    }
+    (void)R;
+    KernelArgs args{sizes.data(), inputs.data(), flat_in.data(), outputs.data(),
+                    flat_out.data(), begin, end};
+    entry(&args);
+  }
+
+  // Compares every element with the interpreter. Elements whose dim-0 index
+  // lies outside [done_begin, done_end) must still hold the sentinel.
+  // `abs_tol` also accepts results this close in absolute value (for values
+  // like 1 - tanh(g)^2 whose cancellation magnifies a 1-ulp tanh difference).
+  void Check(uint64_t max_ulp, int64_t done_begin, int64_t done_end, double abs_tol = 0) const {
+    const int R = rank();
+    const int64_t n = Count(sizes);
+    std::vector<int64_t> index(R, 0);
+    int mismatches = 0;
+    for (int64_t flat = 0; flat < n; ++flat) {
+      int64_t rest = flat;
+      for (int d = R - 1; d >= 0; --d) {
+        index[d] = rest % sizes[d];
+        rest /= sizes[d];
+      }
+      std::vector<double> x;
+      for (size_t i = 0; i < in_data.size(); ++i) {
+        int64_t off = 0;
+        for (int d = 0; d < R; ++d) off += index[d] * in_strides[i][d];
+        x.push_back(static_cast<double>(in_data[i][off]));
+      }
+      const bool done = R == 0 ? (done_begin <= 0 && 0 < done_end)
+                               : (index[0] >= done_begin && index[0] < done_end);
+      std::vector<double> expected = Interpret(*function, x);
+      for (size_t m = 0; m < out_data.size(); ++m) {
+        const T got = out_data[m][flat];
+        const T want = done && Writes(m) ? static_cast<T>(expected[m]) : T(kSentinel);
+        const bool close = done && Writes(m) && std::abs(double(got) - double(want)) <= abs_tol;
+        if (!close && UlpDistance(got, want) > (done && Writes(m) ? max_ulp : 0) &&
+            ++mismatches <= 5) {
+          FAIL_CHECK("output " << m << " at flat index " << flat << ": got " << got
+                               << ", want " << want);
+        }
+      }
+    }
+    CHECK(mismatches == 0);
+  }
+};
+
+template <class T>
+KernelEntry Compile(const Harness<T>& h) {
+  absl::StatusOr<CompiledCpuKernel> k = CompileCpuKernel(h.Spec(), nullptr);
+  REQUIRE_MESSAGE(k.ok(), k.status().ToString());
+  REQUIRE(reinterpret_cast<uintptr_t>(k->entry) != 0);
+  return k->entry;
+}
+
+// Every arithmetic, comparison, logic, select and cast op, with a bool output.
+std::shared_ptr<Function> ArithmeticFunction(Type t) {
+  auto f = std::make_shared<Function>("arith");
+  Builder b(*f);
+  ValueId x = b.Input(t), y = b.Input(t), z = b.Input(t);
+  ValueId neg_zero = b.Const(t, -0.0);
+  ValueId lt = b.Emit(Op::kLt, {x, y}), ge = b.Emit(Op::kGe, {y, z});
+  ValueId logic = b.Emit(Op::kOr, {b.Emit(Op::kAnd, {lt, b.Emit(Op::kNot, {ge})}),
+                                   b.Emit(Op::kEq, {x, z})});
+  ValueId other = b.Emit(Op::kOr, {b.Emit(Op::kLe, {x, z}),
+                                   b.Emit(Op::kAnd, {b.Emit(Op::kGt, {z, y}),
+                                                     b.Emit(Op::kNe, {x, y})})});
+  const Type narrow = t == Type::kF64 ? Type::kF32 : Type::kF64;
+  b.Return({b.Add(b.Mul(x, y), z), b.Div(b.Sub(x, y), z), b.Emit(Op::kFma, {x, y, z}),
+            b.Neg(x), b.Select(logic, b.Add(x, neg_zero), y),
+            b.Select(other, b.Const(t, 1), b.Const(t, 0)),
+            b.Cast(t, b.Cast(narrow, b.Div(x, b.Const(t, 3)))), b.Emit(Op::kEq, {x, y})});
+  return f;
+}
+
+// Nested ifs with two results each and math in the branches.
+std::shared_ptr<Function> BranchyFunction(Type t) {
+  auto f = std::make_shared<Function>("branchy cell");
+  Builder b(*f);
+  ValueId a = b.Input(t), c = b.Input(t), g = b.Input(t);
+  b.BeginIf(b.Emit(Op::kGt, {a, b.Const(t, 0)}));
+  b.BeginIf(b.Emit(Op::kGt, {c, a}));
+  ValueId th = b.Emit(Op::kTanh, {g});
+  b.BeginElse({b.Mul(a, th), c});
+  auto inner = b.EndIf({b.Add(a, c), b.Emit(Op::kExp, {g})});
+  b.BeginElse({inner[0], inner[1]});
+  auto outer = b.EndIf({b.Mul(c, c), b.Emit(Op::kSigmoid, {b.Sub(a, g)})});
+  b.Return({outer[0], b.Mul(outer[1], b.Const(t, 2)), g});
+  return f;
+}
+
+TEST_CASE("rank 0: the single element is computed only by the chunk that holds it") {
+  Harness<double> h{ArithmeticFunction(Type::kF64), {}, {0, 0, 0}};
+  KernelEntry entry = Compile(h);
+  h.Allocate();
+  h.Run(entry, 1, 2);  // does not hold element 0
+  h.Check(0, 0, 0);
+  h.Run(entry, 0, 0);  // empty chunk
+  h.Check(0, 0, 0);
+  h.Run(entry, 0, 1);
+  h.Check(0, 0, 1);
+}
+
+TEST_CASE("rank 1: arithmetic is exact in f64 and f32, whole and split into two chunks") {
+  for (int64_t n : {1, 7, 100, 1037}) {
+    CAPTURE(n);
+    Harness<double> h{ArithmeticFunction(Type::kF64), {n}, {0, 0, 0}};
+    KernelEntry entry = Compile(h);
+    h.Allocate();
+    h.Run(entry, 0, n / 3);
+    h.Check(0, 0, n / 3);
+    h.Run(entry, n / 3, n);
+    h.Check(0, 0, n);
+
+    Harness<float> hf{ArithmeticFunction(Type::kF32), {n}, {0, 0, 0}};
+    KernelEntry entry_f = Compile(hf);
+    hf.Allocate();
+    hf.Run(entry_f, 0, n);
+    hf.Check(0, 0, n);
+  }
+}
+
+TEST_CASE("branches: nested ifs with several results match the interpreter") {
+  Harness<float> hf{BranchyFunction(Type::kF32), {2053}, {0, 0, 0}};
+  KernelEntry entry_f = Compile(hf);
+  hf.Allocate();
+  hf.Run(entry_f, 0, 1000);
+  hf.Run(entry_f, 1000, 2053);
+  hf.Check(4, 0, 2053);
+
+  Harness<double> hd{BranchyFunction(Type::kF64), {301}, {0, 0, 0}};
+  KernelEntry entry_d = Compile(hd);
+  hd.Allocate();
+  hd.Run(entry_d, 0, 301);
+  hd.Check(4, 0, 301);
+}
+
+TEST_CASE("rank 2: inputs broadcast along either dim, both, or none") {
+  // Input 0 is a column (n, 1): broadcast along the inner dim 1 -> bit 1.
+  // Input 1 is a row (1, m): bit 0. Input 2 is a scalar (1, 1). Input 3 is full.
+  auto f = std::make_shared<Function>("bcast2");
+  Builder b(*f);
+  ValueId col = b.Input(Type::kF32), row = b.Input(Type::kF32);
+  ValueId scalar = b.Input(Type::kF32), full = b.Input(Type::kF32);
+  b.Return({b.Add(b.Mul(col, row), b.Mul(scalar, full)), b.Sub(col, row)});
+  Harness<float> h{f, {13, 37}, {0b10, 0b01, 0b11, 0b00}};
+  KernelEntry entry = Compile(h);
+  h.Allocate();
+  h.Run(entry, 0, 5);
+  h.Run(entry, 5, 13);
+  h.Check(0, 0, 13);
+}
+
+TEST_CASE("rank 3: a transposed input runs with inner_contiguous = false") {
+  auto f = std::make_shared<Function>("transposed");
+  Builder b(*f);
+  ValueId x = b.Input(Type::kF64), y = b.Input(Type::kF64), z = b.Input(Type::kF64);
+  b.BeginIf(b.Emit(Op::kLt, {x, y}));
+  b.BeginElse({b.Emit(Op::kSin, {x})});
+  auto r = b.EndIf({b.Mul(y, z)});
+  b.Return({r[0], b.Emit(Op::kMax, {x, z})});
+  // x is stored transposed in its last two dims, y broadcast along dim 1, z along dim 0.
+  Harness<double> h{f, {3, 5, 7}, {0b000, 0b010, 0b001}};
+  h.transposed_input = 0;
+  KernelEntry entry = Compile(h);
+  h.Allocate();
+  CHECK(h.in_strides[0] == std::vector<int64_t>{35, 1, 5});
+  h.Run(entry, 0, 1);
+  h.Run(entry, 1, 3);
+  h.Check(4, 0, 3);
+}
+
+TEST_CASE("a size-0 dim runs nothing, and other ranks up to kMaxRank work") {
+  auto f = std::make_shared<Function>("sum3");
+  Builder b(*f);
+  ValueId x = b.Input(Type::kF32), y = b.Input(Type::kF32), z = b.Input(Type::kF32);
+  b.Return({b.Add(b.Add(x, y), z)});
+  Harness<float> empty{f, {4, 0, 3}, {0, 0b001, 0}};
+  KernelEntry entry = Compile(empty);
+  empty.Allocate();
+  empty.Run(entry, 0, 4);
+  empty.Check(0, 0, 4);  // nothing to compare: no element exists
+
+  Harness<float> inner_empty{f, {4, 3, 0}, {0, 0, 0}};
+  KernelEntry entry2 = Compile(inner_empty);
+  inner_empty.Allocate();
+  inner_empty.Run(entry2, 0, 4);
+
+  Harness<float> deep{f, {2, 3, 1, 2, 3, 1, 2, 5}, {0b10101010, 0b01010101, 0}};
+  KernelEntry entry3 = Compile(deep);
+  deep.Allocate();
+  deep.Run(entry3, 0, 2);
+  deep.Check(0, 0, 2);
+}
+
+TEST_CASE("the write mask skips outputs (null slots are never touched)") {
+  Harness<float> h{BranchyFunction(Type::kF32), {64, 9}, {0b01, 0, 0b10}};
+  h.write = {true, false, true};
+  KernelEntry entry = Compile(h);
+  h.Allocate();
+  h.Run(entry, 0, 64);
+  h.Check(4, 0, 64);  // output 1 keeps the sentinel
+}
+
+// Every math op once, over inputs in [-3, 3] (the accuracy test covers the rest).
+std::shared_ptr<Function> EveryMathOp(Type t) {
+  auto f = std::make_shared<Function>("every_op");
+  Builder b(*f);
+  ValueId x = b.Input(t), y = b.Input(t);
+  std::vector<ValueId> outs;
+  for (int op = 0; op < kNumOps; ++op) {
+    const OpInfo& info = Info(static_cast<Op>(op));
+    if (info.kind != OpKind::Math) continue;
+    outs.push_back(info.arity == 1 ? b.Emit(static_cast<Op>(op), {x})
+                                   : b.Emit(static_cast<Op>(op), {x, y}));
+  }
+  b.Return(outs);
+  return f;
+}
+
+TEST_CASE("every math op agrees with the interpreter (f32 and f64, 4 ulp)") {
+  Harness<float> hf{EveryMathOp(Type::kF32), {517}, {0, 0}};
+  KernelEntry entry_f = Compile(hf);
+  hf.Allocate();
+  hf.Run(entry_f, 0, 517);
+  hf.Check(4, 0, 517);
+
+  Harness<double> hd{EveryMathOp(Type::kF64), {517}, {0, 0}};
+  KernelEntry entry_d = Compile(hd);
+  hd.Allocate();
+  hd.Run(entry_d, 0, 517);
+  hd.Check(4, 0, 517);
+}
+
+TEST_CASE("the loop vectoriser widens a branchy tanh loop with libmvec") {
+  if (!__builtin_cpu_supports("avx2")) {
+    MESSAGE("host lacks AVX2: vectorisation check skipped");
+    return;
+  }
+  auto f = std::make_shared<Function>("vec_tanh");
+  Builder b(*f);
+  ValueId x = b.Input(Type::kF32);
+  b.BeginIf(b.Emit(Op::kGt, {x, b.Const(Type::kF32, 0)}));
+  b.BeginElse({b.Emit(Op::kTanh, {x})});
+  auto r = b.EndIf({b.Emit(Op::kExp, {x})});
+  b.Return({r[0]});
+  Harness<float> h{f, {1000}, {0}};
+  std::string ir = CpuKernelIr(h.Spec());
+  const bool wide = ir.find("<8 x float>") != std::string::npos ||
+                    ir.find("<16 x float>") != std::string::npos;
+  CHECK_MESSAGE(wide, ir);
+  CHECK(ir.find("_ZGV") != std::string::npos);  // a libmvec variant is called
+  CHECK(ir.find("tanhf") != std::string::npos);
+}
+
+// An in-memory ObjectStore that counts what it is asked.
+struct MemoryStore : ObjectStore {
+  absl::flat_hash_map<std::string, std::string> objects;
+  int loads = 0, saves = 0;
+  std::optional<std::string> Load(const std::string& key) override {
+    ++loads;
+    auto it = objects.find(key);
+    if (it == objects.end()) return std::nullopt;
+    return it->second;
+  }
+  void Save(const std::string& key, std::string_view bytes) override {
+    ++saves;
+    objects[key] = std::string(bytes);
+  }
+};
+
+std::shared_ptr<Function> Affine(const char* name, double slope) {
+  auto f = std::make_shared<Function>(name);
+  Builder b(*f);
+  ValueId x = b.Input(Type::kF64);
+  b.Return({b.Add(b.Mul(x, b.Const(Type::kF64, slope)), b.Const(Type::kF64, 1))});
+  return f;
+}
+
+TEST_CASE("object store: a miss compiles and saves, a hit links the stored object") {
+  MemoryStore store;
+  Harness<double> miss{Affine("store_miss", 3), {50}, {0}};
+  absl::StatusOr<CompiledCpuKernel> first = CompileCpuKernel(miss.Spec(), &store);
+  REQUIRE(first.ok());
+  CHECK(!first->from_object_store);
+  CHECK(store.saves == 1);
+  CHECK(store.objects.count(CpuObjectKey(miss.Spec())) == 1);
+  // Same spec again in this process: already linked, no store traffic.
+  absl::StatusOr<CompiledCpuKernel> again = CompileCpuKernel(miss.Spec(), &store);
+  REQUIRE(again.ok());
+  const bool same_entry = again->entry == first->entry;
+  CHECK(same_entry);
+  CHECK(store.saves == 1);
+
+  // A hit: the object is put in the store before this process ever linked it.
+  Harness<double> hit{Affine("store_hit", 5), {50}, {0}};
+  absl::StatusOr<std::string> object = CpuKernelObject(hit.Spec());
+  REQUIRE(object.ok());
+  store.objects[CpuObjectKey(hit.Spec())] = *object;
+  absl::StatusOr<CompiledCpuKernel> linked = CompileCpuKernel(hit.Spec(), &store);
+  REQUIRE(linked.ok());
+  CHECK(linked->from_object_store);
+  hit.Allocate();
+  hit.Run(linked->entry, 0, 50);
+  hit.Check(0, 0, 50);
+
+  // Corrupt bytes are ignored: compiled afresh and the good object saved over them.
+  Harness<double> corrupt{Affine("store_corrupt", 7), {50}, {0}};
+  store.objects[CpuObjectKey(corrupt.Spec())] = "\x7f" "ELF garbage";
+  const int saves_before = store.saves;
+  absl::StatusOr<CompiledCpuKernel> fresh = CompileCpuKernel(corrupt.Spec(), &store);
+  REQUIRE(fresh.ok());
+  CHECK(!fresh->from_object_store);
+  CHECK(store.saves == saves_before + 1);
+  corrupt.Allocate();
+  corrupt.Run(fresh->entry, 0, 50);
+  corrupt.Check(0, 0, 50);
+}
+
+TEST_CASE("keys and symbols depend on the spec's structure") {
+  Harness<float> a{BranchyFunction(Type::kF32), {4, 4}, {0, 0, 0}};
+  Harness<float> b = a;
+  b.bcast = {0b01, 0, 0};
+  Harness<float> c = a;
+  c.write = {true, false, true};
+  CHECK(CpuKernelSymbol(a.Spec()) == CpuKernelSymbol(a.Spec()));
+  CHECK(CpuKernelSymbol(a.Spec()) != CpuKernelSymbol(b.Spec()));
+  CHECK(CpuKernelSymbol(a.Spec()) != CpuKernelSymbol(c.Spec()));
+  CHECK(CpuKernelSymbol(a.Spec()).rfind("dc_branchy_cell_f32_", 0) == 0);
+  CHECK(CpuObjectKey(a.Spec()).find(LlvmVersionString()) != std::string::npos);
+  CHECK(!CpuFeaturesString().empty());
+}
+
+TEST_CASE("an invalid spec is an error that names the kernel") {
+  Harness<float> h{BranchyFunction(Type::kF32), {4}, {0b10, 0, 0}};  // bit above rank 1
+  absl::StatusOr<CompiledCpuKernel> k = CompileCpuKernel(h.Spec(), nullptr);
+  REQUIRE(!k.ok());
+  CHECK(std::string(k.status().message()).find("branchy cell") != std::string::npos);
+  CHECK_THROWS_AS(ThrowStatus(k.status()), Error);
+  CHECK(CpuKernelIr(h.Spec()).rfind("; error:", 0) == 0);
+}
+
+// The HM-LSTM cell of DESIGN.md, with all six partials (Jvp): a realistic kernel size.
+std::shared_ptr<Function> HmLstmJvp() {
+  Function cell("hmlstm_cell");
+  Builder b(cell);
+  const Type t = Type::kF32;
+  ValueId z = b.Input(t), zb = b.Input(t), c = b.Input(t), f = b.Input(t), i = b.Input(t),
+          g = b.Input(t);
+  ValueId flush = b.Mul(b.Emit(Op::kSigmoid, {i}), b.Emit(Op::kTanh, {g}));
+  b.BeginIf(b.Emit(Op::kEq, {z, b.Const(t, 1)}));
+  b.BeginElse({flush});
+  b.BeginIf(b.Emit(Op::kEq, {zb, b.Const(t, 0)}));
+  b.BeginElse({c});
+  auto update = b.EndIf({b.Add(b.Mul(b.Emit(Op::kSigmoid, {f}), c), flush)});
+  auto y = b.EndIf({update[0]});
+  b.Return({y[0]});
+  const int wrt[] = {0, 1, 2, 3, 4, 5};
+  return std::make_shared<Function>(Jvp(cell, wrt).function);
+}
+
+TEST_CASE("compile time of an HM-LSTM-sized kernel (measured, not asserted)") {
+  std::shared_ptr<Function> f = HmLstmJvp();
+  Harness<float> h{f, {64, 128}, {0b10, 0b10, 0, 0, 0, 0}};
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<CompiledCpuKernel> k = CompileCpuKernel(h.Spec(), nullptr);
+  const double wall =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE(k.ok());
+  MESSAGE("HM-LSTM jvp kernel (" << f->insts.size() << " IR values, " << f->num_outputs()
+                                 << " outputs, rank 2): compile " << k->compile_ms
+                                 << " ms (wall " << wall << " ms)");
+  h.Allocate();
+  // Make the branches go every way: z and zb take the values 0 and 1.
+  for (size_t r = 0; r < h.in_data[0].size(); ++r) {
+    h.in_data[0][r] = static_cast<float>(r % 2);
+    h.in_data[1][r] = static_cast<float>((r / 2) % 2);
+  }
+  h.Run(k->entry, 0, 64);
+  h.Check(4, 0, 64, 1e-6);
+}
+
+}  // namespace
+}  // namespace dualcast::jit
