@@ -7,7 +7,8 @@
 // Example:
 //   BroadcastLayout layout = MergeBroadcast({{n, 1}, {n, n}}, ...).value();
 //   KernelSpec spec = KernelSpec::For(jvp_fn, Type::kF32, Target::kCpu, layout);
-//   // spec.rank == 2, spec.input_broadcast == {0b01, 0b00}
+//   // spec.rank == 2, spec.input_broadcast == {0b10, 0b00}: input 0 is broadcast
+//   // along merged dim 1 (the inner one); Describe() prints it outer-first, "01".
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,8 @@
 #include "jit/kernel_abi.h"
 
 namespace dualcast::jit {
+
+struct BroadcastLayout;  // broadcast_layout.h
 
 enum class Target : uint8_t { kCpu, kCuda };
 const char* TargetName(Target target);
@@ -39,6 +42,11 @@ struct KernelSpec {
   // Every non-broadcast operand has stride 1 along the innermost merged dim, so
   // the inner loop uses unit stride (and vectorises).
   bool inner_contiguous = true;
+
+  // The spec for running `function` over `layout`: hash computed, every output
+  // written. Callers clear `write` bits for outputs nobody wants.
+  static KernelSpec For(std::shared_ptr<const Function> function, Type dtype, Target target,
+                        const BroadcastLayout& layout);
 
   // A 64-bit key over everything above (the function by its hash).
   uint64_t Key() const;

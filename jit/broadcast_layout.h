@@ -1,0 +1,86 @@
+// Broadcast layouts: NumPy shape rules plus the dim merging that keys kernels on structure, not sizes.
+//
+// A broadcast over shapes (5,1,7) and (1,3,1) is, for the generated code, a
+// loop nest whose structure depends only on which inputs are stretched along
+// which dims, and where memory lets two loops become one. MergeBroadcast finds
+// the smallest such nest: it pads shapes to a common rank (right-aligned),
+// drops dims of output size 1, and merges consecutive dims when every input
+// has the same broadcast bit at both and, for the inputs that are read along
+// them, the outer stride equals inner stride * inner size (so a strided or
+// transposed view merges only where its memory allows). The kernel spec then
+// carries the merged rank and per-input bits; sizes and strides stay launch
+// arguments, so a new batch size never recompiles.
+//
+// Outputs are assumed to be fresh contiguous row-major arrays of
+// `full_out_shape`; their merged strides are ContiguousStrides(out_shape)
+// (merging never changes a contiguous array's addressing).
+//
+// MergeForReduction is the same idea for sum_to (TVM's broadcast backward):
+// an adjoint of the full output shape is reduced to an input's shape, and
+// consecutive dims that are both reduced or both kept merge.
+//
+// Example:
+//   std::vector<std::vector<int64_t>> shapes = {{n, 1}, {n, n}};
+//   std::vector<std::vector<int64_t>> strides = {{1, 1}, {n, 1}};
+//   BroadcastLayout l = MergeBroadcast(shapes, strides, "cell").value();
+//   // l.out_shape == {n, n}, l.in_broadcast == {0b10, 0b00}: input 0 is
+//   // broadcast along merged dim 1 (the inner one), l.in_strides[0] == {1, 0}.
+//   ReductionLayout r = MergeForReduction({2, 2, 2, 2, 2}, {2, 2, 1, 2, 2}).value();
+//   // r.shape == {4, 2, 4}, r.reduced == 0b010
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace dualcast::jit {
+
+struct BroadcastLayout {
+  std::vector<int64_t> out_shape;                // merged, outer first
+  std::vector<std::vector<int64_t>> in_strides;  // per input, merged, in elements; 0 where broadcast
+  // Per input: bit d set when the input is broadcast along merged dim d
+  // (d = 0 is the OUTERMOST merged dim), as in KernelSpec::input_broadcast.
+  std::vector<uint32_t> in_broadcast;
+  std::vector<int64_t> full_out_shape;           // the unmerged broadcast result shape
+  // Every input read along the innermost merged dim has stride 1 there.
+  bool inner_contiguous = true;
+  int64_t num_elements = 1;                      // 0: nothing to do (a size-0 output)
+
+  int rank() const { return static_cast<int>(out_shape.size()); }
+};
+
+// Broadcasts `shapes` (one per input, any rank) with NumPy rules and merges
+// dims. `strides` are per input in elements (same length as its shape); an
+// empty span means every input is contiguous row-major. A mismatch is a kShape
+// status naming the kernel, both arguments (1-based), both sizes, the
+// dimension (0-based, in the result's numbering) and both shapes. A merged
+// rank above kMaxRank is a kShape status too. A size-0 result gives
+// num_elements == 0, out_shape {0} and zero strides.
+absl::StatusOr<BroadcastLayout> MergeBroadcast(std::span<const std::vector<int64_t>> shapes,
+                                               std::span<const std::vector<int64_t>> strides,
+                                               std::string_view kernel_name);
+
+// Row-major strides (in elements) of a contiguous array of `shape`.
+std::vector<int64_t> ContiguousStrides(std::span<const int64_t> shape);
+
+struct ReductionLayout {
+  std::vector<int64_t> shape;  // merged dims of the full shape, outer first (size-1 dims dropped)
+  uint32_t reduced = 0;        // bit d set: merged dim d is summed away (d = 0 outermost)
+  // The input's shape, i.e. the kept dims, merged the same way.
+  std::vector<int64_t> kept_shape;
+};
+
+// How to sum an array of `full_shape` (contiguous) down to `input_shape`
+// (right-aligned; every dim equal or 1). An input dim of 1 under a full dim
+// above 1 is reduced. Fails with kShape if the shapes are not compatible.
+absl::StatusOr<ReductionLayout> MergeForReduction(std::span<const int64_t> full_shape,
+                                                  std::span<const int64_t> input_shape);
+
+// "[2, 4]": how shapes appear in messages.
+std::string FormatShape(std::span<const int64_t> shape);
+
+}  // namespace dualcast::jit

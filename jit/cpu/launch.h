@@ -1,0 +1,34 @@
+// LaunchCpu: runs a compiled CPU kernel over a merged broadcast layout, in parallel when it pays.
+//
+// The kernel ABI (kernel_abi.h) lets a kernel process any [begin, end) range
+// of the outermost merged dim, so the launcher splits that dim into chunks
+// of about 32K elements (fewer elements than that run inline on the calling
+// thread, waking nobody) and gives each chunk its own copy of the arguments.
+// Merging (broadcast_layout.h) makes the outer dim as long as memory allows,
+// which is what gives the split room to balance.
+//
+// Safe from several user threads at once: launches share the global thread
+// pool (see thread_pool.h) and each caller also runs chunks of its own launch.
+// Counts launches, elements and wall time in stats.h.
+//
+// Example:
+//   KernelArgs args{layout.out_shape.data(), inputs, in_strides, outputs, out_strides, 0, 0};
+//   LaunchCpu(entry, args, layout.rank());
+#pragma once
+
+#include <cstdint>
+
+#include "jit/kernel_abi.h"
+
+namespace dualcast::jit {
+
+// Output elements a chunk should have at least, and below which a launch
+// runs inline.
+inline constexpr int64_t kMinElementsPerChunk = 32 * 1024;
+
+// Runs `entry` over every index of args.sizes[0..rank); args.begin/end are
+// ignored (each chunk sets its own). Rank 0 is one call with begin 0, end 1;
+// a size-0 layout makes no call.
+void LaunchCpu(KernelEntry entry, const KernelArgs& args, int rank);
+
+}  // namespace dualcast::jit

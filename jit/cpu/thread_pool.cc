@@ -1,0 +1,116 @@
+// The fixed thread pool behind ParallelFor (see thread_pool.h).
+#include "jit/cpu/thread_pool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <string>
+
+namespace dualcast::jit {
+
+// One ParallelFor call. Lives on the caller's stack; the caller returns only
+// when no worker holds it (`active == 0`) and it has left the queue.
+struct ThreadPool::Job {
+  absl::FunctionRef<void(int64_t, int64_t)> fn;
+  int64_t n;
+  int64_t chunk;
+  int64_t num_chunks;
+  std::atomic<int64_t> next{0};  // the next unclaimed chunk
+  int active = 0;                // workers inside RunChunks, guarded by the pool's mu_
+};
+
+ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)) {}
+
+ThreadPool::~ThreadPool() {
+  std::vector<std::thread> workers;
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+    workers.swap(workers_);
+  }
+  for (std::thread& t : workers) t.join();
+}
+
+int ThreadPool::DefaultNumThreads() {
+  if (const char* env = std::getenv("DUALCAST_NUM_THREADS"); env != nullptr && env[0] != '\0') {
+    char* end = nullptr;
+    long n = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && n >= 1) return static_cast<int>(std::min(n, 1024L));
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+ThreadPool& ThreadPool::Global() {
+  // Never destroyed: joining workers during exit could race with late launches.
+  static ThreadPool* pool = new ThreadPool(DefaultNumThreads());
+  return *pool;
+}
+
+void ThreadPool::StartWorkersLocked() {
+  if (!workers_.empty() || num_threads_ <= 1) return;
+  workers_.reserve(num_threads_ - 1);
+  for (int i = 0; i + 1 < num_threads_; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+}
+
+void ThreadPool::RunChunks(Job& job) {
+  for (int64_t c = job.next.fetch_add(1, std::memory_order_relaxed); c < job.num_chunks;
+       c = job.next.fetch_add(1, std::memory_order_relaxed)) {
+    const int64_t begin = c * job.chunk;
+    job.fn(begin, std::min(job.n, begin + job.chunk));
+  }
+}
+
+void ThreadPool::WorkerLoop() {
+  absl::MutexLock lock(&mu_);
+  while (true) {
+    mu_.Await(absl::Condition(
+        +[](ThreadPool* p) ABSL_NO_THREAD_SAFETY_ANALYSIS { return p->stop_ || !p->queue_.empty(); },
+        this));
+    if (stop_) return;
+    Job* job = queue_.front();
+    ++job->active;
+    mu_.Unlock();
+    RunChunks(*job);
+    mu_.Lock();
+    // Every chunk is claimed now: nobody else should pick this job up.
+    if (auto it = std::find(queue_.begin(), queue_.end(), job); it != queue_.end()) {
+      queue_.erase(it);
+    }
+    --job->active;  // the owner's Await re-checks this when we release mu_
+  }
+}
+
+void ThreadPool::ParallelFor(int64_t n, int64_t grain,
+                             absl::FunctionRef<void(int64_t, int64_t)> fn) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(1, grain);
+  // About four chunks per thread, but never below the grain.
+  const int64_t target_chunks = int64_t{4} * num_threads_;
+  const int64_t chunk = std::max(grain, (n + target_chunks - 1) / target_chunks);
+  const int64_t num_chunks = (n + chunk - 1) / chunk;
+  if (num_chunks <= 1 || num_threads_ <= 1) {
+    fn(0, n);
+    return;
+  }
+
+  Job job{fn, n, chunk, num_chunks};
+  {
+    absl::MutexLock lock(&mu_);
+    StartWorkersLocked();
+    queue_.push_back(&job);
+  }
+  RunChunks(job);
+  absl::MutexLock lock(&mu_);
+  if (auto it = std::find(queue_.begin(), queue_.end(), &job); it != queue_.end()) {
+    queue_.erase(it);
+  }
+  // Chunks claimed by workers finish before they drop `active`.
+  mu_.Await(absl::Condition(
+      +[](Job* j) ABSL_NO_THREAD_SAFETY_ANALYSIS { return j->active == 0; }, &job));
+}
+
+void ParallelFor(int64_t n, int64_t grain, absl::FunctionRef<void(int64_t, int64_t)> fn) {
+  ThreadPool::Global().ParallelFor(n, grain, fn);
+}
+
+}  // namespace dualcast::jit

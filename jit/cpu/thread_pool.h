@@ -1,0 +1,74 @@
+// A small fixed thread pool and ParallelFor, used to run CPU kernels on every core.
+//
+// A broadcast over a million elements should use all cores; one over a
+// hundred must not pay for waking threads. ParallelFor splits [0, n) into
+// chunks of at least `grain` indices (and about four per thread, so uneven
+// chunks balance out) and runs them on the pool's workers and on the calling
+// thread; when there would be only one chunk it runs `fn(0, n)` inline and
+// touches no other thread. The caller chooses `grain` so that a chunk is
+// worth a thread (LaunchCpu asks for about 32K elements per chunk).
+//
+// Several user threads may call ParallelFor at once: their jobs share the
+// workers (a worker takes chunks from the oldest unfinished job first), and
+// every caller also works on its own job, so nested or concurrent calls never
+// deadlock and never wait behind another caller's whole job. `fn` must not
+// throw.
+//
+// Size: DUALCAST_NUM_THREADS if set (>= 1), else the hardware concurrency;
+// that count includes the calling thread, so N means N - 1 workers.
+//
+// Example:
+//   ParallelFor(rows, /*grain=*/64, [&](int64_t begin, int64_t end) {
+//     for (int64_t r = begin; r < end; ++r) ProcessRow(r);
+//   });
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
+#include "absl/synchronization/mutex.h"
+
+namespace dualcast::jit {
+
+class ThreadPool {
+ public:
+  // `num_threads` counts the calling thread: 1 runs everything inline.
+  explicit ThreadPool(int num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  // The process-wide pool (workers start on first parallel use).
+  static ThreadPool& Global();
+  // DUALCAST_NUM_THREADS, else std::thread::hardware_concurrency(), at least 1.
+  static int DefaultNumThreads();
+
+  int num_threads() const { return num_threads_; }
+
+  // Calls fn(begin, end) over disjoint chunks covering [0, n), each of at
+  // least `grain` indices (the last may be shorter); returns when all are done.
+  void ParallelFor(int64_t n, int64_t grain, absl::FunctionRef<void(int64_t, int64_t)> fn);
+
+ private:
+  struct Job;
+
+  void StartWorkersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void WorkerLoop();
+  // Claims and runs chunks of `job` until none are left unclaimed.
+  static void RunChunks(Job& job);
+
+  const int num_threads_;
+  absl::Mutex mu_;
+  std::deque<Job*> queue_ ABSL_GUARDED_BY(mu_);  // jobs with unclaimed chunks, oldest first
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> workers_ ABSL_GUARDED_BY(mu_);
+};
+
+// ThreadPool::Global().ParallelFor(n, grain, fn).
+void ParallelFor(int64_t n, int64_t grain, absl::FunctionRef<void(int64_t, int64_t)> fn);
+
+}  // namespace dualcast::jit

@@ -1,0 +1,97 @@
+// KernelSpec's key (stable across processes: it also names on-disk objects) and description.
+#include "jit/kernel_spec.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "jit/broadcast_layout.h"
+#include "jit/hash.h"
+
+namespace dualcast::jit {
+
+const char* TargetName(Target target) {
+  switch (target) {
+    case Target::kCpu: return "cpu";
+    case Target::kCuda: return "cuda";
+  }
+  return "unknown";
+}
+
+KernelSpec KernelSpec::For(std::shared_ptr<const Function> function, Type dtype, Target target,
+                           const BroadcastLayout& layout) {
+  KernelSpec spec;
+  spec.function_hash = StructuralHash(*function);
+  spec.write.assign(function->num_outputs(), true);
+  spec.function = std::move(function);
+  spec.dtype = dtype;
+  spec.target = target;
+  spec.rank = layout.rank();
+  spec.input_broadcast = layout.in_broadcast;
+  spec.inner_contiguous = layout.inner_contiguous;
+  return spec;
+}
+
+namespace {
+
+// splitmix64-style mixing, as in hash.cc: no per-process seed, so keys stay
+// valid across runs (absl::Hash is seeded per process and would not).
+class KeyMixer {
+ public:
+  void Mix(uint64_t x) {
+    h_ ^= x + 0x9e3779b97f4a7c15ULL + (h_ << 6) + (h_ >> 2);
+    h_ *= 0xbf58476d1ce4e5b9ULL;
+    h_ ^= h_ >> 31;
+  }
+  uint64_t Finish() const {
+    uint64_t z = h_;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+
+ private:
+  uint64_t h_ = 0x6475616c63617374ULL;  // "dualcast"
+};
+
+}  // namespace
+
+uint64_t KernelSpec::Key() const {
+  KeyMixer m;
+  m.Mix(function_hash);
+  m.Mix(static_cast<uint64_t>(dtype));
+  m.Mix(static_cast<uint64_t>(target));
+  m.Mix(static_cast<uint64_t>(rank));
+  m.Mix(input_broadcast.size());
+  for (uint32_t bits : input_broadcast) m.Mix(bits);
+  m.Mix(write.size());
+  // Pack the write mask 64 outputs at a time.
+  uint64_t word = 0;
+  for (size_t i = 0; i < write.size(); ++i) {
+    if (write[i]) word |= uint64_t{1} << (i % 64);
+    if (i % 64 == 63) {
+      m.Mix(word);
+      word = 0;
+    }
+  }
+  m.Mix(word);
+  m.Mix(inner_contiguous ? 1 : 0);
+  return m.Finish();
+}
+
+std::string KernelSpec::Describe() const {
+  // Broadcast bits outer dim first, as a reader reads shapes.
+  std::string bcast;
+  for (size_t i = 0; i < input_broadcast.size(); ++i) {
+    if (i > 0) bcast += ',';
+    for (int d = 0; d < rank; ++d) bcast += (input_broadcast[i] >> d & 1) ? '1' : '0';
+  }
+  std::string written;
+  for (bool w : write) written += w ? '1' : '0';
+  std::string name = function ? function->name : std::string("?");
+  return absl::StrFormat("%s %s %s rank %d bcast [%s] write %s%s fn %016x", name,
+                         TargetName(target), TypeName(dtype), rank, bcast, written,
+                         inner_contiguous ? "" : " strided", function_hash);
+}
+
+}  // namespace dualcast::jit

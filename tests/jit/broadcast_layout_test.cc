@@ -1,0 +1,227 @@
+// Tests of NumPy broadcasting, dim merging and the sum_to reduction merge (broadcast_layout.h).
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "jit/broadcast_layout.h"
+#include "jit/error.h"
+
+namespace dualcast::jit {
+namespace {
+
+using Shapes = std::vector<std::vector<int64_t>>;
+using V = std::vector<int64_t>;
+
+BroadcastLayout Merge(const Shapes& shapes, const Shapes& strides = {}) {
+  absl::StatusOr<BroadcastLayout> l = MergeBroadcast(shapes, strides, "k");
+  REQUIRE_MESSAGE(l.ok(), l.status().ToString());
+  return *l;
+}
+
+ErrorKind KindOf(const absl::Status& s) {
+  try {
+    ThrowStatus(s);
+  } catch (const Error& e) {
+    return e.kind();
+  }
+  return ErrorKind::kInternal;
+}
+
+// Offset of input `i` at full index `idx`, straight from NumPy's rule
+// (right-aligned, size-1 dims read index 0), with the unmerged strides.
+int64_t UnmergedOffset(const V& shape, const V& strides, const V& full, const V& idx) {
+  int64_t off = 0;
+  const size_t pad = full.size() - shape.size();
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] != 1) off += idx[d + pad] * strides[d];
+  }
+  return off;
+}
+
+// Checks that the merged layout addresses every input element exactly as the
+// unmerged broadcast does, by walking the full index space in row-major order
+// (which is also the merged space's row-major order).
+void CheckAddressing(const Shapes& shapes, const Shapes& strides) {
+  BroadcastLayout l = Merge(shapes, strides);
+  const V& full = l.full_out_shape;
+  int64_t total = 1;
+  for (int64_t s : full) total *= s;
+  REQUIRE(total == l.num_elements);
+  V idx(full.size(), 0);
+  V midx(l.out_shape.size(), 0);
+  for (int64_t flat = 0; flat < total; ++flat) {
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      int64_t merged = 0;
+      for (size_t d = 0; d < midx.size(); ++d) merged += midx[d] * l.in_strides[i][d];
+      CHECK(merged == UnmergedOffset(shapes[i], strides[i], full, idx));
+    }
+    for (size_t d = full.size(); d-- > 0;) {
+      if (++idx[d] < full[d]) break;
+      idx[d] = 0;
+    }
+    for (size_t d = midx.size(); d-- > 0;) {
+      if (++midx[d] < l.out_shape[d]) break;
+      midx[d] = 0;
+    }
+  }
+}
+
+TEST_CASE("the TVM example: (2,2,1,2,2) x (1,1,2,2,1)") {
+  BroadcastLayout l = Merge({{2, 2, 1, 2, 2}, {1, 1, 2, 2, 1}});
+  CHECK(l.full_out_shape == V{2, 2, 2, 2, 2});
+  // Per-dim broadcast bits x: 00100, y: 11001. Only dims 0 and 1 agree for both.
+  CHECK(l.out_shape == V{4, 2, 2, 2});
+  CHECK(l.in_broadcast == std::vector<uint32_t>{0b0010, 0b1001});
+  CHECK(l.in_strides[0] == V{4, 0, 2, 1});  // x contiguous: strides (8,4,4,2,1)
+  CHECK(l.in_strides[1] == V{0, 2, 1, 0});  // y contiguous: strides (4,4,2,1,1)
+  CHECK(l.inner_contiguous);
+  CHECK(l.num_elements == 32);
+
+  ReductionLayout rx = MergeForReduction(l.full_out_shape, V{2, 2, 1, 2, 2}).value();
+  CHECK(rx.shape == V{4, 2, 4});  // pattern 00100
+  CHECK(rx.reduced == 0b010);
+  CHECK(rx.kept_shape == V{4, 4});
+  ReductionLayout ry = MergeForReduction(l.full_out_shape, V{1, 1, 2, 2, 1}).value();
+  CHECK(ry.shape == V{4, 4, 2});  // pattern 11001
+  CHECK(ry.reduced == 0b101);
+  CHECK(ry.kept_shape == V{4});
+}
+
+TEST_CASE("(5,1,7) x (1,3,1) x scalar does not merge") {
+  BroadcastLayout l = Merge({{5, 1, 7}, {1, 3, 1}, {}});
+  CHECK(l.out_shape == V{5, 3, 7});
+  CHECK(l.in_broadcast == std::vector<uint32_t>{0b010, 0b101, 0b111});
+  CHECK(l.in_strides[0] == V{7, 0, 1});
+  CHECK(l.in_strides[1] == V{0, 1, 0});
+  CHECK(l.in_strides[2] == V{0, 0, 0});
+  CHECK(l.inner_contiguous);
+  CHECK(l.num_elements == 105);
+}
+
+TEST_CASE("(n,1) x (n,n): rank 2, the column broadcast along the inner dim") {
+  const int64_t n = 5;
+  BroadcastLayout l = Merge({{n, 1}, {n, n}});
+  CHECK(l.rank() == 2);
+  CHECK(l.out_shape == V{n, n});
+  CHECK(l.in_broadcast == std::vector<uint32_t>{0b10, 0b00});  // "01" and "00" outer-first
+  CHECK(l.in_strides[0] == V{1, 0});
+  CHECK(l.in_strides[1] == V{n, 1});
+}
+
+TEST_CASE("same-shape contiguous inputs merge to rank 1, whatever the rank") {
+  BroadcastLayout l = Merge({{2, 3, 1, 4, 2, 2, 3, 1, 2, 2}, {2, 3, 1, 4, 2, 2, 3, 1, 2, 2}});
+  CHECK(l.out_shape == V{2 * 3 * 4 * 2 * 2 * 3 * 2 * 2});
+  CHECK(l.in_strides[0] == V{1});
+  CHECK(l.in_broadcast == std::vector<uint32_t>{0, 0});
+}
+
+TEST_CASE("views merge only where their memory allows") {
+  // A transposed (4,3) matrix seen as (3,4): strides (1,3).
+  BroadcastLayout t = Merge({{3, 4}, {3, 4}}, {{1, 3}, {4, 1}});
+  CHECK(t.out_shape == V{3, 4});
+  CHECK(t.in_strides[0] == V{1, 3});
+  CHECK_FALSE(t.inner_contiguous);
+  // The first 4 columns of a (3,8) matrix: rows do not touch, inner stride 1.
+  BroadcastLayout s = Merge({{3, 4}, {3, 4}}, {{8, 1}, {4, 1}});
+  CHECK(s.out_shape == V{3, 4});
+  CHECK(s.inner_contiguous);
+  // Every other row of a contiguous (6,4): stride 8 along rows, still no merge.
+  BroadcastLayout r = Merge({{3, 4}}, {{8, 1}});
+  CHECK(r.out_shape == V{3, 4});
+  // Every other element of a (12,) vector seen as (3,4): strides (8,2) merge.
+  BroadcastLayout e = Merge({{3, 4}}, {{8, 2}});
+  CHECK(e.out_shape == V{12});
+  CHECK(e.in_strides[0] == V{2});
+  CHECK_FALSE(e.inner_contiguous);
+}
+
+TEST_CASE("merged addressing equals NumPy addressing") {
+  CheckAddressing({{2, 2, 1, 2, 2}, {1, 1, 2, 2, 1}}, {{8, 4, 4, 2, 1}, {4, 4, 2, 1, 1}});
+  CheckAddressing({{5, 1, 7}, {1, 3, 1}, {}}, {{7, 7, 1}, {3, 1, 1}, {}});
+  CheckAddressing({{3, 4, 2}, {4, 1}}, {{1, 3, 12}, {1, 1}});       // permuted view
+  CheckAddressing({{2, 3, 4}, {2, 3, 4}}, {{24, 8, 2}, {12, 4, 1}});  // strided, mergeable
+  CheckAddressing({{1, 6, 1, 5}, {6, 1}}, {{30, 5, 5, 1}, {1, 1}});
+}
+
+TEST_CASE("rank 0: scalars and all-ones shapes") {
+  BroadcastLayout a = Merge({{}, {}});
+  CHECK(a.rank() == 0);
+  CHECK(a.num_elements == 1);
+  CHECK(a.in_broadcast == std::vector<uint32_t>{0, 0});
+  CHECK(a.full_out_shape.empty());
+  BroadcastLayout b = Merge({{1, 1}, {}});
+  CHECK(b.rank() == 0);
+  CHECK(b.full_out_shape == V{1, 1});
+  CHECK(b.num_elements == 1);
+  CHECK(b.inner_contiguous);
+}
+
+TEST_CASE("size 0 is valid and empty; 0 against 2 is a mismatch") {
+  BroadcastLayout l = Merge({{0, 3}, {1, 3}, {}});
+  CHECK(l.num_elements == 0);
+  CHECK(l.full_out_shape == V{0, 3});
+  CHECK(l.out_shape == V{0});
+  CHECK(l.in_strides.size() == 3);
+  absl::StatusOr<BroadcastLayout> bad = MergeBroadcast(Shapes{{0, 3}, {2, 3}}, {}, "k");
+  CHECK_FALSE(bad.ok());
+}
+
+TEST_CASE("a mismatch names the kernel, both arguments, sizes, dimension and shapes") {
+  Shapes shapes = {{1}, {2, 1}, {2, 4}, {}, {2, 3}};
+  absl::StatusOr<BroadcastLayout> l = MergeBroadcast(shapes, {}, "hmlstm_cell");
+  REQUIRE_FALSE(l.ok());
+  CHECK(KindOf(l.status()) == ErrorKind::kShape);
+  CHECK(std::string(l.status().message()) ==
+        "hmlstm_cell: argument 3 has size 4 and argument 5 has size 3 at dimension 1 "
+        "(shapes [2, 4] and [2, 3]); sizes must match or one must be 1");
+
+  // Dimensions are numbered in the result: a (3,) is right-aligned to dim 1.
+  absl::StatusOr<BroadcastLayout> m = MergeBroadcast(Shapes{{3}, {2, 4}}, {}, "f");
+  REQUIRE_FALSE(m.ok());
+  CHECK(std::string(m.status().message()) ==
+        "f: argument 1 has size 3 and argument 2 has size 4 at dimension 1 "
+        "(shapes [3] and [2, 4]); sizes must match or one must be 1");
+}
+
+TEST_CASE("more than kMaxRank merged dims is a shape error naming rank and limit") {
+  absl::StatusOr<BroadcastLayout> l = MergeBroadcast(
+      Shapes{{2, 1, 2, 1, 2, 1, 2, 1, 2}, {1, 2, 1, 2, 1, 2, 1, 2, 1}}, {}, "deep");
+  REQUIRE_FALSE(l.ok());
+  CHECK(KindOf(l.status()) == ErrorKind::kShape);
+  const std::string msg(l.status().message());
+  CHECK(msg.find("deep") == 0);
+  CHECK(msg.find("rank 9") != std::string::npos);
+  CHECK(msg.find("limit of 8") != std::string::npos);
+  // Eight alternating dims fit.
+  CHECK(MergeBroadcast(Shapes{{2, 1, 2, 1, 2, 1, 2, 1}, {1, 2, 1, 2, 1, 2, 1, 2}}, {}, "ok").ok());
+}
+
+TEST_CASE("sum_to merge: kept/reduced runs, leading dims, size-1 dims, errors") {
+  ReductionLayout r = MergeForReduction(V{3, 4, 5}, V{5}).value();
+  CHECK(r.shape == V{12, 5});
+  CHECK(r.reduced == 0b01);
+  CHECK(r.kept_shape == V{5});
+  ReductionLayout s = MergeForReduction(V{3, 1, 4}, V{3, 1, 1}).value();
+  CHECK(s.shape == V{3, 4});
+  CHECK(s.reduced == 0b10);
+  ReductionLayout all = MergeForReduction(V{3, 4}, V{}).value();
+  CHECK(all.shape == V{12});
+  CHECK(all.reduced == 0b1);
+  CHECK(all.kept_shape.empty());
+  ReductionLayout none = MergeForReduction(V{3, 4}, V{3, 4}).value();
+  CHECK(none.shape == V{12});
+  CHECK(none.reduced == 0);
+  CHECK_FALSE(MergeForReduction(V{3, 4}, V{2, 4}).ok());
+  CHECK_FALSE(MergeForReduction(V{4}, V{2, 4}).ok());
+}
+
+TEST_CASE("ContiguousStrides and FormatShape") {
+  CHECK(ContiguousStrides(V{2, 3, 4}) == V{12, 4, 1});
+  CHECK(ContiguousStrides(V{}).empty());
+  CHECK(FormatShape(V{2, 3}) == "[2, 3]");
+  CHECK(FormatShape(V{}) == "[]");
+}
+
+}  // namespace
+}  // namespace dualcast::jit
