@@ -34,9 +34,17 @@ class Simplifier : public Rewriter {
     std::vector<ValueId> else_yields = WalkBlock(inst.else_block, b);
     std::vector<ValueId> results = b.EndIf(else_yields);
     // A value both branches yield was visible in both, hence defined before
-    // the If (sibling branches cannot share values): it can stand for the result.
+    // the If (sibling branches cannot share values): it can stand for the
+    // result. Equal constants are interned per branch, so compare their bits.
     for (size_t k = 0; k < results.size(); ++k) {
-      if (then_yields[k] == else_yields[k]) results[k] = then_yields[k];
+      const Inst& t = b.function().inst(then_yields[k]);
+      const Inst& e = b.function().inst(else_yields[k]);
+      if (then_yields[k] == else_yields[k]) {
+        results[k] = then_yields[k];
+      } else if (t.op == Op::kConst && e.op == Op::kConst &&
+                 std::bit_cast<uint64_t>(t.imm) == std::bit_cast<uint64_t>(e.imm)) {
+        results[k] = b.Const(t.type, t.imm);
+      }
     }
     return results;
   }

@@ -34,8 +34,8 @@
 //   * cast to the same type -> x; f32 -> f64 -> f32 round trip -> x;
 //   * an If on a constant condition becomes its taken branch, inlined into
 //     the enclosing block; a Result whose two branches yield the same value
-//     (necessarily defined outside the If) becomes that value, and the If
-//     dies in DCE when no result is left.
+//     (necessarily defined outside the If) or the same constant becomes that
+//     value, and the If dies in DCE when no result is left.
 //
 // What it does NOT do, and why:
 //   * x*0 -> 0: inf*0 and NaN*0 are NaN, and -1*0 is -0.

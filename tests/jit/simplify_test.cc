@@ -517,6 +517,29 @@ TEST_CASE("if results both branches agree on become that value") {
           "}\n");
     CheckSameEverywhere(f, g);
   }
+  SUBCASE("equal constants, created separately in each branch") {
+    Function f = Make({Type::kF32, Type::kF32}, [](Builder& b, const std::vector<ValueId>& in) {
+      b.BeginIf(b.Emit(Op::kLt, {in[0], in[1]}));
+      ValueId then_zero = b.Const(Type::kF32, -0.0);
+      b.BeginElse({b.Const(Type::kF32, 2), then_zero, in[0]});
+      return b.EndIf({b.Const(Type::kF32, 2), b.Const(Type::kF32, 0.0), in[1]});
+    });
+    Function g = Optimize(f);
+    CHECK(Print(g) ==
+          "func t(%0: f32, %1: f32) -> (f32, f32, f32) {\n"
+          "  %2 = lt %0, %1 : bool\n"
+          "  %3, %4 = if %2 {\n"
+          "    %5 = const -0 : f32\n"
+          "    yield %5, %0\n"
+          "  } else {\n"
+          "    %6 = const 0 : f32\n"
+          "    yield %6, %1\n"
+          "  }\n"
+          "  %7 = const 2 : f32\n"
+          "  return %7, %3, %4\n"
+          "}\n");
+    CheckSameEverywhere(f, g);
+  }
   SUBCASE("all results: the if and its condition disappear") {
     Function f = Make({Type::kF64, Type::kF64}, [](Builder& b, const std::vector<ValueId>& in) {
       b.BeginIf(b.Emit(Op::kLt, {in[0], in[1]}));
