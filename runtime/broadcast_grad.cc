@@ -1,0 +1,205 @@
+// The reverse rule of a fused broadcast group: x̄_j += sum_to(Σ_m ȳ_m ⊙ P[m][j], shape(x_j)), cached or recomputed.
+//
+// Cache mode reads the partial arrays the forward kernel wrote and makes one
+// fused multiply-reduce pass per differentiated leaf (ReduceProducts): for a
+// full-shape leaf and one output it is one multiply per element; for a
+// broadcast leaf the product is summed over the broadcast axes as it is
+// formed, never stored at full size.
+//
+// Recompute mode stores nothing at forward time. The backward builds (once
+// per primal function, wrt set and set of outputs that received an adjoint)
+// a function over the leaves and the output adjoints whose output j is
+// Σ_m ȳ_m · ∂y_m/∂x_j — the jvp of the primal inlined, multiplied by the
+// adjoints in registers, optimised — runs it with Execute, then sums each
+// result down to its leaf's shape. Structurally zero partials produce no
+// term in either mode, so an untaken branch contributes nothing (not 0·NaN).
+// Outputs that received no adjoint contribute nothing either.
+#include <algorithm>
+#include <cstdint>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "dualcast/detail/broadcast_grad.hpp"
+#include "dualcast/detail/execute.hpp"
+#include "dualcast/tape.hpp"
+#include "jit/compose.h"
+#include "jit/error.h"
+#include "jit/jvp.h"
+#include "jit/optimize.h"
+#include "runtime/grad_kernels.h"
+
+namespace dualcast::detail {
+namespace {
+
+// The recompute-mode backward function of one (primal, wrt, adjoint mask).
+struct BackwardFunction {
+  std::shared_ptr<const jit::Function> function;  // inputs: leaves, then present adjoints
+  std::vector<int> outputs_wrt;                   // output k is the adjoint of wrt[outputs_wrt[k]]
+};
+
+BackwardFunction BuildBackward(const jit::Function& primal, const std::vector<int>& wrt,
+                               const std::vector<bool>& present) {
+  const size_t M = primal.num_outputs(), J = wrt.size();
+  jit::JvpResult jvp = jit::Jvp(primal, wrt);
+  jit::Function fn(absl::StrCat(primal.name, "_vjp"));
+  jit::Builder b(fn);
+  std::vector<jit::ValueId> leaves, adjoints(M, jit::kNoValue);
+  for (size_t i = 0; i < primal.num_inputs(); ++i) leaves.push_back(b.Input(primal.input_type(i)));
+  for (size_t m = 0; m < M; ++m) {
+    if (present[m]) adjoints[m] = b.Input(primal.output_type(m));
+  }
+  std::vector<jit::ValueId> values = jit::Inline(b, jvp.function, leaves);
+  BackwardFunction result;
+  std::vector<jit::ValueId> outs;
+  for (size_t j = 0; j < J; ++j) {
+    jit::ValueId sum = jit::kNoValue;
+    for (size_t m = 0; m < M; ++m) {
+      if (!present[m] || jvp.structurally_zero[m * J + j]) continue;
+      jit::ValueId term = b.Mul(adjoints[m], values[jit::PartialIndex(M, J, m, j)]);
+      sum = sum == jit::kNoValue ? term : b.Add(sum, term);
+    }
+    if (sum == jit::kNoValue) continue;
+    outs.push_back(sum);
+    result.outputs_wrt.push_back(static_cast<int>(j));
+  }
+  b.Return(outs);
+  result.function = std::make_shared<const jit::Function>(jit::Optimize(fn));
+  return result;
+}
+
+// Backward functions shared by every node of the same primal function (a
+// training loop records the same fused group again and again).
+class BackwardCache {
+ public:
+  static BackwardCache& Global() {
+    static BackwardCache* cache = new BackwardCache;
+    return *cache;
+  }
+
+  BackwardFunction Get(const std::shared_ptr<const jit::Function>& primal, const std::vector<int>& wrt,
+                       const std::vector<bool>& present) {
+    Key key{primal.get(), wrt, present};
+    {
+      absl::MutexLock lock(&mu_);
+      if (auto it = map_.find(key); it != map_.end()) return it->second.backward;
+    }
+    BackwardFunction built = BuildBackward(*primal, wrt, present);
+    absl::MutexLock lock(&mu_);
+    if (map_.size() >= kMaxEntries) map_.clear();  // bounded; rebuilding is cheap
+    map_.try_emplace(key, Entry{primal, built});
+    return built;
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = 4096;
+  struct Key {
+    const jit::Function* primal;
+    std::vector<int> wrt;
+    std::vector<bool> present;
+    bool operator==(const Key&) const = default;
+    template <typename H>
+    friend H AbslHashValue(H h, const Key& k) {
+      return H::combine(std::move(h), k.primal, k.wrt, k.present);
+    }
+  };
+  struct Entry {
+    std::shared_ptr<const jit::Function> primal;  // keeps the key's pointer from being reused
+    BackwardFunction backward;
+  };
+  absl::Mutex mu_;
+  absl::flat_hash_map<Key, Entry> map_ ABSL_GUARDED_BY(mu_);
+};
+
+class BroadcastGradNode final : public ReleasableGradNode {
+ public:
+  explicit BroadcastGradNode(BroadcastGradInfo info) : info_(std::move(info)) {
+    if (info_.primal == nullptr) {
+      throw Error(ErrorKind::kInternal, "broadcast tape node without a primal function");
+    }
+    const size_t expected = info_.primal->num_outputs() * info_.wrt.size();
+    if (!info_.partials.empty() && info_.partials.size() != expected) {
+      throw Error(ErrorKind::kInternal,
+                  absl::StrCat(info_.name, ": ", info_.partials.size(), " partial arrays for ",
+                               info_.primal->num_outputs(), " outputs x ", info_.wrt.size(), " inputs"));
+    }
+    cached_ = !info_.partials.empty() || expected == 0;
+    name = info_.name;
+    inputs = info_.leaves;
+    dtype_ = info_.primal->num_outputs() > 0 && info_.primal->output_type(0) == jit::Type::kF32
+                 ? DType::kF32
+                 : DType::kF64;
+  }
+
+  std::vector<std::shared_ptr<ArrayImpl>> Backward(
+      const std::vector<std::shared_ptr<ArrayImpl>>& output_adjoints) override {
+    if (info_.leaves.empty() && !info_.wrt.empty()) {
+      throw Error(ErrorKind::kInternal, absl::StrCat(info_.name, ": backward after release"));
+    }
+    std::vector<std::shared_ptr<ArrayImpl>> contributions(info_.leaves.size());
+    auto add = [&](int leaf, std::shared_ptr<ArrayImpl> c) {
+      auto& slot = contributions[static_cast<size_t>(leaf)];
+      slot = slot == nullptr ? std::move(c) : AddArrays(*slot, *c);  // wrt may repeat a leaf
+    };
+    if (cached_) {
+      BackwardCached(output_adjoints, add);
+    } else {
+      BackwardRecompute(output_adjoints, add);
+    }
+    return contributions;
+  }
+
+  void ReleaseSaved() override {
+    info_.partials.clear();
+    info_.leaves.clear();
+  }
+
+ private:
+  template <class Add>
+  void BackwardCached(const std::vector<std::shared_ptr<ArrayImpl>>& ybar, Add& add) {
+    const size_t M = info_.primal->num_outputs(), J = info_.wrt.size();
+    for (size_t j = 0; j < J; ++j) {
+      std::vector<ProductTerm> terms;
+      for (size_t m = 0; m < M && m < ybar.size(); ++m) {
+        const auto& p = info_.partials[m * J + j];
+        if (ybar[m] != nullptr && p != nullptr) terms.push_back(ProductTerm{ybar[m].get(), p.get()});
+      }
+      if (terms.empty()) continue;
+      const ArrayImpl& leaf = *info_.leaves[static_cast<size_t>(info_.wrt[j])];
+      add(info_.wrt[j], ReduceProducts(dtype_, terms, info_.out_shape, leaf.shape));
+    }
+  }
+
+  template <class Add>
+  void BackwardRecompute(const std::vector<std::shared_ptr<ArrayImpl>>& ybar, Add& add) {
+    const size_t M = info_.primal->num_outputs();
+    std::vector<bool> present(M, false);
+    std::vector<std::shared_ptr<ArrayImpl>> args = info_.leaves;
+    for (size_t m = 0; m < M && m < ybar.size(); ++m) {
+      if (ybar[m] == nullptr) continue;
+      present[m] = true;
+      args.push_back(ybar[m]);
+    }
+    BackwardFunction fn = BackwardCache::Global().Get(info_.primal, info_.wrt, present);
+    if (fn.outputs_wrt.empty()) return;
+    std::vector<std::shared_ptr<ArrayImpl>> full =
+        Execute(absl::StrCat(info_.name, " (backward)"), fn.function, args);
+    for (size_t k = 0; k < fn.outputs_wrt.size(); ++k) {
+      const int leaf = info_.wrt[static_cast<size_t>(fn.outputs_wrt[k])];
+      add(leaf, SumTo(*full[k], info_.leaves[static_cast<size_t>(leaf)]->shape));
+      full[k].reset();  // free the full-shape contribution as soon as it is reduced
+    }
+  }
+
+  BroadcastGradInfo info_;
+  bool cached_ = true;
+  DType dtype_ = DType::kF32;
+};
+
+}  // namespace
+
+std::shared_ptr<GradNode> MakeBroadcastGradNode(BroadcastGradInfo info) {
+  return std::make_shared<BroadcastGradNode>(std::move(info));
+}
+
+}  // namespace dualcast::detail

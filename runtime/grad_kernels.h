@@ -1,0 +1,70 @@
+// Private helpers of the reverse sweep: fused multiply-and-reduce, strided copies and adds (CPU).
+//
+// The tape's reverse rules need a few array primitives that must not be
+// recorded (they run inside the sweep) and must not wait for a JIT compile:
+// x̄_j = sum_to(Σ_m ȳ_m ⊙ P[m][j], shape(x_j)) as ONE pass that never
+// materialises the full-shape product when x_j was broadcast, plus copies,
+// in-place adds and scaling over arbitrary strides. They are plain C++ loops,
+// auto-vectorised where the inner stride is 1, and split over cores with
+// jit::ParallelFor when large.
+//
+// Accumulation: every reduction accumulates in double (float arrays too), in
+// fixed-size blocks, so results do not depend on the thread count.
+//
+// Example:
+//   // x̄ (shape {n, 1}) from ȳ and P (shape {n, n}):
+//   auto xbar = ReduceProducts(DType::kF32, {{ybar.get(), p.get()}}, {n, n}, {n, 1});
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "dualcast/detail/array_impl.hpp"
+
+namespace dualcast::detail {
+
+// One term of a sum of products: a ⊙ b, or a alone when b is null. Operands
+// have the full shape or one that broadcasts to it (NumPy rules), any strides.
+struct ProductTerm {
+  const ArrayImpl* a = nullptr;
+  const ArrayImpl* b = nullptr;
+};
+
+// A new contiguous array of `target` = Σ over the axes along which `target`
+// broadcasts to `full` of Σ_t a_t ⊙ b_t. Throws Error(kShape) when `target`
+// does not broadcast to `full`. With no terms the result is zeros.
+std::shared_ptr<ArrayImpl> ReduceProducts(DType dtype, const std::vector<ProductTerm>& terms,
+                                          const std::vector<int64_t>& full,
+                                          const std::vector<int64_t>& target);
+
+// `a` itself when it is contiguous, owning and has no stride-0 dims of size > 1;
+// otherwise a new contiguous copy.
+std::shared_ptr<ArrayImpl> Contiguous(const std::shared_ptr<ArrayImpl>& a);
+
+// A new contiguous copy of `a`.
+std::shared_ptr<ArrayImpl> CopyArray(const ArrayImpl& a);
+
+// A view of `a` (same storage) with `shape`, no grad_fn. `strides` must fit.
+std::shared_ptr<ArrayImpl> ViewOf(const ArrayImpl& a, std::vector<int64_t> shape,
+                                  std::vector<int64_t> strides);
+
+// A stride-0 view of `a` broadcast to `shape` (NumPy rules; no copy).
+std::shared_ptr<ArrayImpl> BroadcastView(const ArrayImpl& a, const std::vector<int64_t>& shape);
+
+// dst += src elementwise; same shape, dst may be any writable strided layout.
+void AddInto(ArrayImpl& dst, const ArrayImpl& src);
+
+// A new contiguous array a + b (same shapes).
+std::shared_ptr<ArrayImpl> AddArrays(const ArrayImpl& a, const ArrayImpl& b);
+
+// A new contiguous array a * factor.
+std::shared_ptr<ArrayImpl> Scaled(const ArrayImpl& a, double factor);
+
+// A new contiguous array of `shape` filled with `value`.
+std::shared_ptr<ArrayImpl> Filled(DType dtype, const std::vector<int64_t>& shape, double value);
+
+// Throws Error(kDevice) unless `a` is a materialised CPU array (`what` names the op).
+void CheckHostArray(const ArrayImpl& a, const char* what);
+
+}  // namespace dualcast::detail
