@@ -14,7 +14,8 @@ namespace {
 
 class Interpreter {
  public:
-  explicit Interpreter(const Function& f) : f_(f), values_(f.insts.size(), 0.0) {}
+  Interpreter(const Function& f, std::vector<BlockId>* taken_blocks)
+      : f_(f), values_(f.insts.size(), 0.0), taken_blocks_(taken_blocks) {}
 
   std::vector<double> Run(std::span<const double> inputs) {
     for (size_t i = 0; i < f_.inputs.size(); ++i) {
@@ -37,7 +38,9 @@ class Interpreter {
         case Op::kIf: {
           bool taken = values_[inst.args[0]] != 0;
           // The If's Result instructions follow it and read these by index.
-          branch_yields_[v] = RunBlock(taken ? inst.then_block : inst.else_block);
+          BlockId branch = taken ? inst.then_block : inst.else_block;
+          if (taken_blocks_ != nullptr) taken_blocks_->push_back(branch);
+          branch_yields_[v] = RunBlock(branch);
           break;
         }
         case Op::kResult: values_[v] = branch_yields_[inst.args[0]][inst.index]; break;
@@ -57,18 +60,21 @@ class Interpreter {
   const Function& f_;
   std::vector<double> values_;
   absl::flat_hash_map<ValueId, std::vector<double>> branch_yields_;
+  std::vector<BlockId>* taken_blocks_;
 };
 
 }  // namespace
 
-std::vector<double> Interpret(const Function& f, std::span<const double> inputs) {
+std::vector<double> Interpret(const Function& f, std::span<const double> inputs,
+                              std::vector<BlockId>* taken_blocks) {
   if (inputs.size() != f.num_inputs()) {
     throw Error(ErrorKind::kArity,
                 absl::StrFormat("Interpret: kernel '%s' takes %d inputs but was given %d; pass "
                                 "one value per input",
                                 f.name, f.num_inputs(), inputs.size()));
   }
-  return Interpreter(f).Run(inputs);
+  if (taken_blocks != nullptr) taken_blocks->clear();
+  return Interpreter(f, taken_blocks).Run(inputs);
 }
 
 std::vector<float> Interpret(const Function& f, std::span<const float> inputs) {

@@ -25,7 +25,10 @@ namespace dualcast::jit {
 
 // Runs `f` on `inputs` (one value per function input, in order) and returns
 // its outputs. Throws dualcast::Error (kArity) when the input count is wrong.
-std::vector<double> Interpret(const Function& f, std::span<const double> inputs);
+// `taken_blocks`, when given, receives the blocks entered, in order: the path
+// this point took (tests use it to check every path of a kernel is covered).
+std::vector<double> Interpret(const Function& f, std::span<const double> inputs,
+                              std::vector<BlockId>* taken_blocks = nullptr);
 
 // Convenience for float kernels: inputs widened to double, outputs narrowed
 // (exact for f32 outputs; bool outputs become 0 or 1).

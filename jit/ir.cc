@@ -170,8 +170,8 @@ std::vector<ValueId> Builder::EndIf(const std::vector<ValueId>& else_yields) {
     BuilderBug("EndIf without an open else-branch");
   }
   ValueId if_id = scopes_.back().if_inst;
-  const Inst& if_inst = f_.insts[if_id];
-  const std::vector<ValueId>& then_yields = f_.blocks[if_inst.then_block].yields;
+  const BlockId then_block = f_.insts[if_id].then_block;  // by value: Append reallocates
+  const std::vector<ValueId>& then_yields = f_.blocks[then_block].yields;
   if (then_yields.size() != else_yields.size()) {
     BuilderBug(absl::StrFormat("if: then yields %d values, else %d", then_yields.size(),
                                else_yields.size()));
@@ -180,7 +180,7 @@ std::vector<ValueId> Builder::EndIf(const std::vector<ValueId>& else_yields) {
   scopes_.pop_back();
   std::vector<ValueId> results;
   for (size_t k = 0; k < else_yields.size(); ++k) {
-    Type t = f_.insts[f_.blocks[if_inst.then_block].yields[k]].type;
+    Type t = f_.insts[f_.blocks[then_block].yields[k]].type;
     if (f_.insts[else_yields[k]].type != t) BuilderBug("if: branches yield different types");
     Inst r;
     r.op = Op::kResult;

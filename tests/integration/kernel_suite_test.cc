@@ -105,7 +105,7 @@ void CheckKernelF64() {
              (std::isnan(got[k]) && std::isnan(got_opt[k]))));
     }
   }
-  CHECK_MESSAGE(paths.size() == CountPaths(f), K::name, ": random points reached ",
+  CHECK_MESSAGE(paths.size() == CountPaths(f), std::string(K::name), ": random points reached ",
                 paths.size(), " of ", CountPaths(f), " paths");
 }
 

@@ -87,7 +87,11 @@ T Eval(const Tree& tree, int n, const std::array<T, 3>& x) {
   return x[0];
 }
 
-int Grow(Tree& tree, std::mt19937_64& rng, int depth) {
+// At most kMaxIfs real branches per tree keeps paths (<= 2^kMaxIfs) well under
+// the tracer's limit; further choices become selects.
+constexpr int kMaxIfs = 7;
+
+int Grow(Tree& tree, std::mt19937_64& rng, int depth, int& ifs) {
   std::uniform_int_distribution<int> pick(0, 99);
   Node node{};
   int p = pick(rng);
@@ -97,23 +101,24 @@ int Grow(Tree& tree, std::mt19937_64& rng, int depth) {
   } else if (p < 35) {
     node.kind = Node::kUnary;
     node.op = pick(rng) % kUnaryOps;
-    node.a = Grow(tree, rng, depth - 1);
+    node.a = Grow(tree, rng, depth - 1, ifs);
   } else if (p < 55) {
     node.kind = Node::kBinary;
     node.op = pick(rng) % kBinaryOps;
-    node.a = Grow(tree, rng, depth - 1);
-    node.b = Grow(tree, rng, depth - 1);
+    node.a = Grow(tree, rng, depth - 1, ifs);
+    node.b = Grow(tree, rng, depth - 1, ifs);
   } else if (p < 65) {
     node.kind = Node::kScalar;
     node.op = pick(rng) % kScalarOps;
     node.c = std::uniform_real_distribution<double>(-2, 2)(rng);
-    node.a = Grow(tree, rng, depth - 1);
+    node.a = Grow(tree, rng, depth - 1, ifs);
   } else {
-    node.kind = p < 90 ? Node::kIf : Node::kSelect;
-    node.a = Grow(tree, rng, depth - 1);
-    node.b = Grow(tree, rng, depth - 1);
-    node.t = Grow(tree, rng, depth - 1);
-    node.e = Grow(tree, rng, depth - 1);
+    node.kind = p < 90 && ifs < kMaxIfs ? Node::kIf : Node::kSelect;
+    if (node.kind == Node::kIf) ++ifs;
+    node.a = Grow(tree, rng, depth - 1, ifs);
+    node.b = Grow(tree, rng, depth - 1, ifs);
+    node.t = Grow(tree, rng, depth - 1, ifs);
+    node.e = Grow(tree, rng, depth - 1, ifs);
   }
   tree.nodes.push_back(node);
   return static_cast<int>(tree.nodes.size()) - 1;
@@ -129,7 +134,8 @@ bool Close(double got, double want) {
 std::string CheckOne(uint64_t seed) {
   std::mt19937_64 rng(seed);
   Tree tree;
-  tree.root = Grow(tree, rng, 6);
+  int ifs = 0;
+  tree.root = Grow(tree, rng, 6, ifs);
   auto lambda = [&tree](auto a, auto b, auto c) { return Eval(tree, tree.root, std::array{a, b, c}); };
   const jit::Type types[] = {jit::Type::kF64, jit::Type::kF64, jit::Type::kF64};
   jit::Function f = jit::Trace("random", lambda, types);

@@ -232,17 +232,20 @@ struct LogicalConditions {
   };
 };
 
+// A loop unrolled by the tracer: 4 independent decisions, 16 paths.
 struct UnrolledLoop {
-  DUALCAST_KERNEL("unrolled_loop", {-1, 5})
-  static constexpr auto fn = [](auto x) {
+  DUALCAST_KERNEL("unrolled_loop", {-1, 1}, {-1, 1}, {-1, 1}, {-1, 1})
+  static constexpr auto fn = [](auto a, auto b, auto c, auto d) {
+    std::array v{a, b, c, d};
+    auto acc = a * 0 + 1;
     for (int k = 0; k < 4; ++k) {
-      if (x > k) {
-        x = x * 0.5;
+      if (v[k] > 0) {
+        acc = acc * v[k] + 1;
       } else {
-        x = x + 1;
+        acc = acc - v[k] * 0.5;
       }
     }
-    return x;
+    return acc;
   };
 };
 
