@@ -18,6 +18,8 @@
 //
 // Aliasing contract: the runtime never passes an output buffer that overlaps
 // an input or another output (the kernel is compiled with noalias on them).
+// Output slots follow the spec's `write` mask, not the pointers: a slot the
+// mask writes must hold a valid pointer; a slot it skips is never read.
 //
 // Example:
 //   absl::StatusOr<CompiledCpuKernel> k = CompileCpuKernel(spec, /*store=*/nullptr);
