@@ -7,7 +7,7 @@
 #include <random>
 #include <string_view>
 
-namespace dualcast::testing {
+namespace dualcast::dual_testing {
 
 // Sampling domains for random test points.
 struct Domain {
@@ -69,4 +69,4 @@ inline bool close(long double got, long double want, long double rel, long doubl
 
 inline constexpr double kFloatEps = std::numeric_limits<float>::epsilon();
 
-}  // namespace dualcast::testing
+}  // namespace dualcast::dual_testing

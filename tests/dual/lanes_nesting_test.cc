@@ -37,7 +37,7 @@ V mix(const std::array<V, N>& x) {
 template <int N>
 void check_lanes() {
   CAPTURE(N);
-  std::mt19937_64 rng(dualcast::testing::seed_for("lanes") + N);
+  std::mt19937_64 rng(dualcast::dual_testing::seed_for("lanes") + N);
   std::uniform_real_distribution<double> u(-2, 2);
   for (int it = 0; it < 20; ++it) {
     std::array<double, N> x{};
@@ -87,7 +87,7 @@ TEST_CASE("nesting: second derivatives against closed forms") {
   const double pi = std::numbers::pi;
   for (double x : {0.3, 1.0, 2.7}) {
     CAPTURE(x);
-    auto near = [](double got, double want) { return dualcast::testing::close(got, want, 1e-13, 1e-15); };
+    auto near = [](double got, double want) { return dualcast::dual_testing::close(got, want, 1e-13, 1e-15); };
     auto s = second([](auto v) { return m::sin(v); }, x);
     CHECK(near(s[1], std::cos(x)));
     CHECK(near(s[2], -std::sin(x)));

@@ -16,7 +16,7 @@
 namespace {
 
 using dualcast::Dual;
-using namespace dualcast::testing;
+using namespace dualcast::dual_testing;
 
 constexpr int kPoints = 200;
 

@@ -45,7 +45,9 @@
 //   D r = relu(x);                     // r.partial(0) == 0 (convention at the kink)
 namespace dualcast::math {
 
-namespace detail_ {
+}  // namespace dualcast::math
+
+namespace dualcast::detail {
 inline constexpr double kLn2 = 0.693147180559945309417232121458176568;
 inline constexpr double kLn10 = 2.302585092994045684017999645468;
 inline constexpr double kTwoOverSqrtPi = 1.128379167095512573896158903121545172;
@@ -55,7 +57,9 @@ template <class T>
 DUALCAST_HD constexpr T sign(const T& v) {
   return v > 0 ? T(1) : (v < 0 ? T(-1) : (v == v ? T(0) : v));
 }
-}  // namespace detail_
+}  // namespace dualcast::detail
+
+namespace dualcast::math {
 
 // ---------------------------------------------------------------------------------------------
 // Unary functions: y = f(v) at the level below, every lane times f'(v).
@@ -73,8 +77,8 @@ DUALCAST_DUAL_UNARY(exp, y)
 DUALCAST_DUAL_UNARY(expm1, y + T(1))
 DUALCAST_DUAL_UNARY(log, T(1) / v)
 DUALCAST_DUAL_UNARY(log1p, T(1) / (T(1) + v))
-DUALCAST_DUAL_UNARY(log2, T(1) / (v * T(detail_::kLn2)))
-DUALCAST_DUAL_UNARY(log10, T(1) / (v * T(detail_::kLn10)))
+DUALCAST_DUAL_UNARY(log2, T(1) / (v * T(::dualcast::detail::kLn2)))
+DUALCAST_DUAL_UNARY(log10, T(1) / (v * T(::dualcast::detail::kLn10)))
 DUALCAST_DUAL_UNARY(sqrt, T(0.5) / y)
 DUALCAST_DUAL_UNARY(cbrt, T(1) / (T(3) * y * y))
 DUALCAST_DUAL_UNARY(sin, cos(v))
@@ -90,10 +94,10 @@ DUALCAST_DUAL_UNARY(tanh, T(1) - y * y)
 DUALCAST_DUAL_UNARY(asinh, T(1) / hypot(v, T(1)))
 DUALCAST_DUAL_UNARY(acosh, T(1) / (sqrt(v - T(1)) * sqrt(v + T(1))))
 DUALCAST_DUAL_UNARY(atanh, T(1) / ((T(1) - v) * (T(1) + v)))
-DUALCAST_DUAL_UNARY(erf, T(detail_::kTwoOverSqrtPi) * exp(-(v * v)))
-DUALCAST_DUAL_UNARY(erfc, T(-detail_::kTwoOverSqrtPi) * exp(-(v * v)))
-DUALCAST_DUAL_UNARY(abs, detail_::sign(v))
-DUALCAST_DUAL_UNARY(fabs, detail_::sign(v))
+DUALCAST_DUAL_UNARY(erf, T(::dualcast::detail::kTwoOverSqrtPi) * exp(-(v * v)))
+DUALCAST_DUAL_UNARY(erfc, T(-::dualcast::detail::kTwoOverSqrtPi) * exp(-(v * v)))
+DUALCAST_DUAL_UNARY(abs, ::dualcast::detail::sign(v))
+DUALCAST_DUAL_UNARY(fabs, ::dualcast::detail::sign(v))
 DUALCAST_DUAL_UNARY(sigmoid, y * (T(1) - y))
 DUALCAST_DUAL_UNARY(softplus, sigmoid(v))
 #undef DUALCAST_DUAL_UNARY

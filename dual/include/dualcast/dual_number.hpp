@@ -128,7 +128,7 @@ DUALCAST_HD constexpr T scale(const T& coef, const T& lane) {
 template <class T, int N, class Tag>
 class Dual : public math::dual_adl<Dual<T, N, Tag>> {
   static_assert(N >= 1, "a Dual needs at least one tangent lane");
-  static_assert(floating_point<T> || is_dual_v<T>,
+  static_assert(detail::floating_point<T> || is_dual_v<T>,
                 "Dual<T, N>: T must be float, double (or long double) or another Dual");
 
  public:

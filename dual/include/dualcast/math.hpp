@@ -9,18 +9,17 @@
 #endif
 
 namespace dualcast {
+namespace detail {
 
 // The scalar overloads are constrained to real floating-point types so that they never compete
 // with overloads for other number-like types (Dual, jit::Var, user types with conversions).
 #if DUALCAST_RTC
 template <class T>
-concept floating_point = detail::stdx::is_floating_point_v<T>;
+concept floating_point = stdx::is_floating_point_v<T>;
 #else
 template <class T>
 concept floating_point = std::floating_point<T>;
 #endif
-
-namespace detail {
 
 // Arithmetic, but not bool: `x * true` is almost certainly a bug, and a traced boolean must not
 // be mistaken for a number either.
@@ -118,7 +117,7 @@ DUALCAST_HD inline bool signbit(T x) {
 namespace math {
 
 #define DUALCAST_SCALAR_1(fn)                     \
-  template <floating_point T>                     \
+  template <detail::floating_point T>                     \
   DUALCAST_HD inline T fn(T x) {                  \
     return detail::libm::fn(x);                   \
   }
@@ -151,26 +150,26 @@ DUALCAST_SCALAR_1(round)
 DUALCAST_SCALAR_1(trunc)
 #undef DUALCAST_SCALAR_1
 
-template <floating_point T>
+template <detail::floating_point T>
 DUALCAST_HD inline T abs(T x) {
   return detail::libm::fabs(x);
 }
 
 // The three activation functions are defined here, once, by formula: backends must lower them
 // to exactly these expressions (in T's precision) so that all layers agree bit for bit.
-template <floating_point T>
+template <detail::floating_point T>
 DUALCAST_HD inline T sigmoid(T x) {
   return T(1) / (T(1) + detail::libm::exp(-x));
 }
 
-template <floating_point T>
+template <detail::floating_point T>
 DUALCAST_HD inline T softplus(T x) {
   return x > T(0) ? x + detail::libm::log1p(detail::libm::exp(-x))
                   : detail::libm::log1p(detail::libm::exp(x));
 }
 
 // +0 for x <= 0 (also for -0), NaN stays NaN.
-template <floating_point T>
+template <detail::floating_point T>
 DUALCAST_HD inline T relu(T x) {
   return x > T(0) ? x : (x != x ? x : T(0));
 }
@@ -178,7 +177,7 @@ DUALCAST_HD inline T relu(T x) {
 // Binary functions: same-type overloads, plus mixed arithmetic that promotes to the common type
 // (pow(x, 2) stays float for float x, as std::pow does for integers).
 #define DUALCAST_SCALAR_2(fn, ...)                                    \
-  template <floating_point T>                                         \
+  template <detail::floating_point T>                                         \
   DUALCAST_HD inline T fn(T a, T b) {                                 \
     return __VA_ARGS__;                                               \
   }                                                                   \
@@ -200,13 +199,13 @@ DUALCAST_SCALAR_2(fmin, (a != a) ? b : ((b != b) ? a : ((b < a) ? b : a)))
 DUALCAST_SCALAR_2(fmax, (a != a) ? b : ((b != b) ? a : ((a < b) ? b : a)))
 #undef DUALCAST_SCALAR_2
 
-template <floating_point T>
+template <detail::floating_point T>
 DUALCAST_HD inline T fma(T a, T b, T c) {
   return detail::libm::fma(a, b, c);
 }
 template <class A, class B, class C>
   requires detail::arithmetic<A> && detail::arithmetic<B> && detail::arithmetic<C> &&
-           (floating_point<A> || floating_point<B> || floating_point<C>) &&
+           (detail::floating_point<A> || detail::floating_point<B> || detail::floating_point<C>) &&
            (!(detail::stdx::is_same_v<A, B> && detail::stdx::is_same_v<B, C>))
 DUALCAST_HD inline detail::stdx::common_type_t<A, B, C> fma(A a, B b, C c) {
   using R = detail::stdx::common_type_t<A, B, C>;
@@ -215,7 +214,7 @@ DUALCAST_HD inline detail::stdx::common_type_t<A, B, C> fma(A a, B b, C c) {
 
 // Branch-free choice. The condition must be a real bool so that traced booleans (which need the
 // tracer's own select) are never converted silently.
-template <class C, floating_point T>
+template <class C, detail::floating_point T>
   requires detail::stdx::is_same_v<C, bool>
 DUALCAST_HD inline T select(C cond, T a, T b) {
   return cond ? a : b;
