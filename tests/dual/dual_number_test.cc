@@ -113,6 +113,13 @@ TEST_CASE("arithmetic: Dual with scalars, int literals included") {
   CHECK((xf * 0.1).partial(0) == 0.1f);
 }
 
+TEST_CASE("arithmetic and comparisons are constexpr") {
+  constexpr D2 c = D2::variable(2.0, 0) * 3 + D2::variable(1.0, 1) / 4 - 1;
+  static_assert(c.value() == 5.25 && c.partial(0) == 3.0 && c.partial(1) == 0.25);
+  static_assert(D2::variable(2.0, 0) > 1 && !(D2(1.0) < 1));
+  CHECK(c.value() == 5.25);
+}
+
 TEST_CASE("comparisons look at values only") {
   const D2 x = D2::variable(1.0, 0);
   const D2 y(1.0, 7.0, 7.0);  // same value, different partials

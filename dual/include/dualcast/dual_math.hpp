@@ -5,6 +5,18 @@
 #include "dualcast/dual_number.hpp"
 #include "dualcast/math.hpp"
 
+namespace dualcast::detail {
+inline constexpr double kLn2 = 0.693147180559945309417232121458176568;
+inline constexpr double kLn10 = 2.302585092994045684017999645468;
+inline constexpr double kTwoOverSqrtPi = 1.128379167095512573896158903121545172;
+
+// sign(x) with sign(0) = 0 and NaN propagated.
+template <class T>
+DUALCAST_HD constexpr T sign(const T& v) {
+  return v > 0 ? T(1) : (v < 0 ? T(-1) : (v == v ? T(0) : v));
+}
+}  // namespace dualcast::detail
+
 // Every function of math.hpp has an overload here for Dual<T, N, Tag>; they are found by
 // qualified calls (dualcast::math::tanh(d)), after `using namespace dualcast::math;`, and by
 // argument-dependent lookup on a Dual. Values are computed by the scalar function at the level
@@ -36,6 +48,8 @@
 //   hypot(a, b) at (0,0)  both derivatives 0 (like abs: hypot(x, 0) = |x|)
 //   atan2(y, x) at (0,0)  NaN (no meaningful limit)
 //   select(c, a, b)       value and partials of the chosen side only
+//   any rule, zero lane   a lane that is exactly 0 gives 0, even times inf or NaN ("strong zero")
+//   x op constant         the constant is converted to T first (x * 0.1 on float uses 0.1f)
 //
 // Example:
 //   using D = dualcast::Dual<double, 1>;
@@ -43,22 +57,6 @@
 //   using namespace dualcast::math;
 //   D s = sigmoid(x);                  // s.value() == 0.5, s.partial(0) == 0.25
 //   D r = relu(x);                     // r.partial(0) == 0 (convention at the kink)
-namespace dualcast::math {
-
-}  // namespace dualcast::math
-
-namespace dualcast::detail {
-inline constexpr double kLn2 = 0.693147180559945309417232121458176568;
-inline constexpr double kLn10 = 2.302585092994045684017999645468;
-inline constexpr double kTwoOverSqrtPi = 1.128379167095512573896158903121545172;
-
-// sign(x) with sign(0) = 0 and NaN propagated.
-template <class T>
-DUALCAST_HD constexpr T sign(const T& v) {
-  return v > 0 ? T(1) : (v < 0 ? T(-1) : (v == v ? T(0) : v));
-}
-}  // namespace dualcast::detail
-
 namespace dualcast::math {
 
 // ---------------------------------------------------------------------------------------------

@@ -150,7 +150,7 @@ class Dual : public math::dual_adl<Dual<T, N, Tag>> {
   DUALCAST_HD constexpr Dual(const T& value, const P&... partials)
       : value_(value), partials_{static_cast<T>(partials)...} {}
 
-  // x seeded in lane k (partial k = 1, others 0): the input number k of a differentiation.
+  // x seeded in lane k, 0 <= k < N (partial k = 1, others 0): input number k of a differentiation.
   DUALCAST_HD static constexpr Dual variable(const T& x, int k) {
     Dual d(x);
     d.partials_[k] = T(1);
