@@ -9,14 +9,14 @@
 namespace dualcast::jit {
 
 // One ParallelFor call. Lives on the caller's stack; the caller returns only
-// when no worker holds it (`active == 0`) and it has left the queue.
+// when it has left the queue and no worker holds it (`active == 0`).
 struct ThreadPool::Job {
   absl::FunctionRef<void(int64_t, int64_t)> fn;
   int64_t n;
   int64_t chunk;
   int64_t num_chunks;
   std::atomic<int64_t> next{0};  // the next unclaimed chunk
-  int active = 0;                // workers inside RunChunks, guarded by the pool's mu_
+  int active = 0;                // workers inside RunChunks (guarded by the pool's mu_)
 };
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)) {}
@@ -24,10 +24,11 @@ ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads))
 ThreadPool::~ThreadPool() {
   std::vector<std::thread> workers;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
     workers.swap(workers_);
   }
+  work_cv_.notify_all();
   for (std::thread& t : workers) t.join();
 }
 
@@ -37,7 +38,7 @@ int ThreadPool::DefaultNumThreads() {
     long n = std::strtol(env, &end, 10);
     if (end != env && *end == '\0' && n >= 1) return static_cast<int>(std::min(n, 1024L));
   }
-  return std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 ThreadPool& ThreadPool::Global() {
@@ -60,23 +61,24 @@ void ThreadPool::RunChunks(Job& job) {
   }
 }
 
+void ThreadPool::RemoveLocked(Job* job) {
+  if (auto it = std::find(queue_.begin(), queue_.end(), job); it != queue_.end()) {
+    queue_.erase(it);
+  }
+}
+
 void ThreadPool::WorkerLoop() {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    mu_.Await(absl::Condition(
-        +[](ThreadPool* p) ABSL_NO_THREAD_SAFETY_ANALYSIS { return p->stop_ || !p->queue_.empty(); },
-        this));
+    work_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
     if (stop_) return;
     Job* job = queue_.front();
     ++job->active;
-    mu_.Unlock();
+    lock.unlock();
     RunChunks(*job);
-    mu_.Lock();
-    // Every chunk is claimed now: nobody else should pick this job up.
-    if (auto it = std::find(queue_.begin(), queue_.end(), job); it != queue_.end()) {
-      queue_.erase(it);
-    }
-    --job->active;  // the owner's Await re-checks this when we release mu_
+    lock.lock();
+    RemoveLocked(job);  // every chunk is claimed: nobody else should pick it up
+    if (--job->active == 0) idle_cv_.notify_all();
   }
 }
 
@@ -95,18 +97,16 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
 
   Job job{fn, n, chunk, num_chunks};
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     StartWorkersLocked();
     queue_.push_back(&job);
   }
+  work_cv_.notify_all();
   RunChunks(job);
-  absl::MutexLock lock(&mu_);
-  if (auto it = std::find(queue_.begin(), queue_.end(), &job); it != queue_.end()) {
-    queue_.erase(it);
-  }
+  std::unique_lock<std::mutex> lock(mu_);
+  RemoveLocked(&job);
   // Chunks claimed by workers finish before they drop `active`.
-  mu_.Await(absl::Condition(
-      +[](Job* j) ABSL_NO_THREAD_SAFETY_ANALYSIS { return j->active == 0; }, &job));
+  idle_cv_.wait(lock, [&job] { return job.active == 0; });
 }
 
 void ParallelFor(int64_t n, int64_t grain, absl::FunctionRef<void(int64_t, int64_t)> fn) {

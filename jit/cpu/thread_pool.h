@@ -23,14 +23,14 @@
 //   });
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <mutex>
 #include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
-#include "absl/synchronization/mutex.h"
 
 namespace dualcast::jit {
 
@@ -56,16 +56,22 @@ class ThreadPool {
  private:
   struct Job;
 
-  void StartWorkersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StartWorkersLocked();  // requires mu_
   void WorkerLoop();
   // Claims and runs chunks of `job` until none are left unclaimed.
   static void RunChunks(Job& job);
+  void RemoveLocked(Job* job);  // requires mu_
 
   const int num_threads_;
-  absl::Mutex mu_;
-  std::deque<Job*> queue_ ABSL_GUARDED_BY(mu_);  // jobs with unclaimed chunks, oldest first
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<std::thread> workers_ ABSL_GUARDED_BY(mu_);
+  // std::mutex rather than absl::Mutex: ThreadSanitizer sees through pthreads,
+  // but not through a prebuilt (uninstrumented) Abseil, and every launch's
+  // data hand-off goes through this lock.
+  std::mutex mu_;
+  std::condition_variable work_cv_;  // a job was queued, or stop_
+  std::condition_variable idle_cv_;  // a worker left a job
+  std::deque<Job*> queue_;           // jobs with unclaimed chunks, oldest first (mu_)
+  bool stop_ = false;                // (mu_)
+  std::vector<std::thread> workers_; // (mu_)
 };
 
 // ThreadPool::Global().ParallelFor(n, grain, fn).
