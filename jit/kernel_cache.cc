@@ -56,8 +56,8 @@ absl::StatusOr<const CachedKernel*> KernelCache::GetOrCompileWithKey(uint64_t ke
     // `found` keeps a failed slot alive after Finish drops it from the map.
     if (std::shared_ptr<Slot> found = FindSlot(key, spec)) {
       while (found->compiling) cv_.Wait(&mu_);
-      RecordCacheHit();
       if (!found->status.ok()) return found->status;
+      RecordCacheHit();
       return &found->cached;
     }
     mine = std::make_shared<Slot>();

@@ -22,7 +22,7 @@ namespace dualcast::jit {
 struct Stats {
   int64_t compiles = 0;          // kernels built by a backend compiler
   int64_t compile_failures = 0;  // compile callbacks that returned an error
-  int64_t cache_hits = 0;        // requests served by the in-memory cache (including waits)
+  int64_t cache_hits = 0;        // requests served by the in-memory cache (incl. waits on a compile)
   int64_t disk_hits = 0;         // kernels loaded from the on-disk object store
   double compile_ms = 0;         // wall time producing kernels (compiling or loading)
   int64_t launches = 0;          // kernel launches
