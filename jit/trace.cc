@@ -12,6 +12,17 @@
 
 namespace dualcast::jit::trace_detail {
 
+// A condition up to negation and operand order (see Tracer::State::FactOf).
+struct Fact {
+  Op op;
+  ValueId a, b;
+  bool operator==(const Fact&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const Fact& f) {
+    return H::combine(std::move(h), f.op, f.a, f.b);
+  }
+};
+
 namespace {
 // Condition queries (decisions, known and constant answers) on one path before
 // we call it a loop that never ends: far above any real kernel.
@@ -57,7 +68,29 @@ class Tracer::State {
   std::vector<bool> taken;   // decisions made so far
   int node = 0;              // where in the tree this run is
   size_t queries = 0;
-  absl::flat_hash_map<ValueId, bool> known;  // conditions decided on this path
+  absl::flat_hash_map<Fact, bool> known;  // facts decided on this path
+
+  // What a condition says, up to negation: y < x and x > y are one fact,
+  // x != y is the negation of x == y, !c the negation of c. (x <= y is not
+  // the negation of x > y: both are false for a NaN.)
+  std::pair<Fact, bool> FactOf(ValueId cond) const {
+    bool negated = false;
+    while (dag.inst(cond).op == Op::kNot) {
+      negated = !negated;
+      cond = dag.inst(cond).args[0];
+    }
+    const Inst& inst = dag.inst(cond);
+    ValueId a = inst.args[0], b = inst.args[1];
+    switch (inst.op) {
+      case Op::kLt: return {{Op::kLt, a, b}, negated};
+      case Op::kGt: return {{Op::kLt, b, a}, negated};
+      case Op::kLe: return {{Op::kLe, a, b}, negated};
+      case Op::kGe: return {{Op::kLe, b, a}, negated};
+      case Op::kEq: return {{Op::kEq, std::min(a, b), std::max(a, b)}, negated};
+      case Op::kNe: return {{Op::kEq, std::min(a, b), std::max(a, b)}, !negated};
+      default: return {{Op::kIf, cond, kNoValue}, negated};
+    }
+  }
 
   // ---- recording ----
 
@@ -207,10 +240,8 @@ class Tracer::State {
                                                       "': a branch on a non-bool value"));
     }
     if (inst.op == Op::kConst) return inst.imm != 0;
-    if (auto it = known.find(cond); it != known.end()) return it->second;
-    if (inst.op == Op::kNot) {
-      if (auto it = known.find(inst.args[0]); it != known.end()) return !it->second;
-    }
+    auto [fact, negated] = FactOf(cond);
+    if (auto it = known.find(fact); it != known.end()) return it->second != negated;
     size_t k = taken.size();
     if (k >= static_cast<size_t>(options.max_decisions_per_path)) {
       throw Error(ErrorKind::kTrace,
@@ -234,7 +265,7 @@ class Tracer::State {
     }
     bool value = k < forced.size() ? static_cast<bool>(forced[k]) : true;
     taken.push_back(value);
-    known[cond] = value;
+    known[fact] = value != negated;
     int next = here->child[value];
     if (next < 0) {
       next = static_cast<int>(tree.size());

@@ -2,7 +2,8 @@
 //
 // KERNELS MUST BE PURE. The lambda is called once per path (sequence of branch
 // decisions), possibly many times; it must have no side effects and keep no
-// state between calls, and it must branch only on its arguments. A kernel
+// state between calls, and it must branch only on its arguments (a Var or
+// Bool must not outlive the call that made it). A kernel
 // that takes a different branch condition when re-run with the same decisions
 // is rejected with Error(kTrace) ("not pure/deterministic").
 //
@@ -17,7 +18,10 @@
 // blocks, each If yielding the kernel's M outputs. Operations are placed so
 // that every path evaluates each operation it needs exactly once and nothing
 // it does not need: work used by both sides of a branch stays above it, work
-// used by one side sinks into that side (trace_merge.cc).
+// used by one side sinks into that side (trace_merge.cc). A decision whose
+// two sides do the same thing is dropped. The order of ops within a block
+// depends only on the kernel's structure, not on the order in which the C++
+// compiler happened to evaluate operands, so the IR (and its hash) is stable.
 //
 // Limits (TraceOptions) end in Error(kTrace) naming the kernel and the limit:
 // a loop whose trip count depends on the data (`while (x > 0) x -= 1;`) hits
@@ -34,12 +38,23 @@
 // std::array of them; anything else is a compile-time error.
 //
 // Example:
-//   Type f32[] = {Type::kF32, Type::kF32};
+//   std::vector<Type> f32(2, Type::kF32);
 //   Function f = Trace("clip", [](auto x, auto hi) {
-//     if (x > hi) return hi;          // two paths: one If in the IR
+//     if (x > hi) return hi;
 //     return x * 2;
 //   }, f32);
-//   // Print(f): %c = gt %0, %1; %r = if %c { yield %1 } else { %m = mul %0, 2; yield %m }
+//   // Print(f):                       (the constant sinks into the only side using it)
+//   // func clip(%0: f32, %1: f32) -> (f32) {
+//   //   %2 = gt %0, %1 : bool
+//   //   %3 = if %2 {
+//   //     yield %1
+//   //   } else {
+//   //     %4 = const 2 : f32
+//   //     %5 = mul %0, %4 : f32
+//   //     yield %5
+//   //   }
+//   //   return %3
+//   // }
 #pragma once
 
 #include <array>

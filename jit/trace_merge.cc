@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <iterator>
 
-#include "absl/strings/str_cat.h"
 #include "jit/error.h"
 
 namespace dualcast::jit::trace_detail {
@@ -25,9 +24,15 @@ class Merger {
       map_[in] = builder_.Input(dag_.type(in));
       emitted_[in] = true;
     }
-    if (auto s = ComputeNeed(0); !s.ok()) return s;
+    for (const DecisionNode& node : tree_) {
+      if (!node.leaf && (node.cond == kNoValue || node.child[0] < 0 || node.child[1] < 0)) {
+        return MakeStatus(ErrorKind::kInternal, "tracer: a decision node is incomplete");
+      }
+    }
+    root_ = Collapse(0);
+    ComputeNeed(root_);
     RankCanonically();
-    builder_.Return(Emit(0));
+    builder_.Return(Emit(root_));
     return absl::OkStatus();
   }
 
@@ -49,19 +54,32 @@ class Merger {
     return result;
   }
 
-  absl::Status ComputeNeed(int n) {
+  // A decision whose two sides do the same thing (e.g. `c ? y : y`) is
+  // dropped, so that its condition is not computed for nothing. Returns the
+  // node that stands for n; children are rewritten in place.
+  int Collapse(int n) {
+    DecisionNode& node = tree_[n];
+    if (node.leaf) return n;
+    for (int& c : node.child) c = Collapse(c);
+    return SameSubtree(node.child[0], node.child[1]) ? node.child[1] : n;
+  }
+
+  bool SameSubtree(int a, int b) const {
+    if (a == b) return true;
+    const DecisionNode& x = tree_[a];
+    const DecisionNode& y = tree_[b];
+    if (x.leaf || y.leaf) return x.leaf && y.leaf && x.outputs == y.outputs;
+    return x.cond == y.cond && SameSubtree(x.child[0], y.child[0]) &&
+           SameSubtree(x.child[1], y.child[1]);
+  }
+
+  void ComputeNeed(int n) {
     const DecisionNode& node = tree_[n];
     if (node.leaf) {
       need_[n] = Closure(node.outputs);
-      return absl::OkStatus();
+      return;
     }
-    if (node.cond == kNoValue || node.child[0] < 0 || node.child[1] < 0) {
-      return MakeStatus(ErrorKind::kInternal,
-                        absl::StrCat("tracer: decision node ", n, " is incomplete"));
-    }
-    for (int c : node.child) {
-      if (auto s = ComputeNeed(c); !s.ok()) return s;
-    }
+    for (int c : node.child) ComputeNeed(c);
     ValueSet both;
     std::set_intersection(need_[node.child[0]].begin(), need_[node.child[0]].end(),
                           need_[node.child[1]].begin(), need_[node.child[1]].end(),
@@ -69,12 +87,11 @@ class Merger {
     ValueSet cond = Closure({node.cond});
     std::set_union(cond.begin(), cond.end(), both.begin(), both.end(),
                    std::back_inserter(need_[n]));
-    return absl::OkStatus();
   }
 
   // The order nodes are emitted in within a block: a post-order walk of the
-  // operands from the tree's conditions and outputs (tree pre-order, then
-  // before else). It depends only on the kernel's structure, not on the order
+  // operands from the tree's conditions and outputs (the tree in
+  // pre-order, then-side first). It depends only on the kernel's structure, not on the order
   // in which the C++ compiler evaluated operands while the DAG was recorded.
   void RankCanonically() {
     rank_.assign(dag_.insts.size(), kUnranked);
@@ -96,7 +113,7 @@ class Merger {
         stack.pop_back();
       }
     };
-    std::vector<int> pending = {0};
+    std::vector<int> pending = {root_};
     while (!pending.empty()) {
       const DecisionNode& node = tree_[pending.back()];
       pending.pop_back();
@@ -130,7 +147,8 @@ class Merger {
     for (ValueId v : need_[n]) {
       if (!emitted_[v]) fresh.push_back(v);
     }
-    std::sort(fresh.begin(), fresh.end(), [&](ValueId a, ValueId b) { return rank_[a] < rank_[b]; });
+    std::sort(fresh.begin(), fresh.end(),
+              [&](ValueId a, ValueId b) { return rank_[a] < rank_[b]; });
     for (ValueId v : fresh) {
       EmitValue(v);
       emitted_[v] = true;
@@ -152,7 +170,8 @@ class Merger {
   }
 
   const Function& dag_;
-  const std::vector<DecisionNode>& tree_;
+  std::vector<DecisionNode> tree_;  // a copy: Collapse rewrites children
+  int root_ = 0;
   Builder builder_;
   static constexpr uint32_t kUnranked = ~uint32_t{0};
 

@@ -98,7 +98,10 @@ inline constexpr auto kRepeatedCondition = [](auto x, auto y) {
   out = out + 1;
   if (x > 0) out = out * exp(x);  // same condition: no new decision
   if (!(x > 0)) out = out - 3;    // its negation: no new decision either
-  return out;
+  if (0 < x) out = out / 5;       // the same fact, operands swapped
+  if (x != y) return out;         // a new decision ...
+  if (y == x) return out * y;     // ... whose negation is known: the else-side is dead
+  return out + x;
 };
 
 inline constexpr auto kSelect = [](auto x, auto y) {
@@ -439,8 +442,24 @@ TEST_CASE("hand-written branchy kernels: tight on every path and equal to the la
   CheckAgainstDoubles<1>("ladder", kernels::kLadder, -4, 4);
   CheckAgainstDoubles<3>("early_and_late", kernels::kEarlyAndLate);
   Function repeated = CheckAgainstDoubles<2>("repeated", kernels::kRepeatedCondition);
-  CHECK(CountOps(repeated, Op::kIf) == 1);  // the same condition is decided once per path
-  CHECK(Paths(repeated).size() == 2);
+  CHECK(CountOps(repeated, Op::kIf) == 3);  // x > 0 once, then x != y on each side
+  CHECK(CountOps(repeated, Op::kEq) == 0);  // y == x is never asked: it is known
+  CHECK(Paths(repeated).size() == 4);
+}
+
+TEST_CASE("a decision whose two sides do the same thing leaves no If and no condition") {
+  Function f = Trace("same", [](auto x, auto y) {
+    auto r = x > 0 ? y : y;
+    if (y < x) return r * 2;
+    return r * 2;
+  }, Types(Type::kF64, 2));
+  REQUIRE(Verify(f).ok());
+  CHECK(Print(f) ==
+        "func same(%0: f64, %1: f64) -> (f64) {\n"
+        "  %2 = const 2 : f64\n"
+        "  %3 = mul %1, %2 : f64\n"
+        "  return %3\n"
+        "}\n");
 }
 
 TEST_CASE("select stays branch-free") {
