@@ -1,0 +1,66 @@
+// The REPL's syntax tree: one node type for expressions, one for statements, each with its source span.
+//
+// One tree serves both worlds of the language: a `def` body is lowered to a
+// jit::Function by lower.h (scalar IR, the same IR the C++ tracer produces),
+// and a top-level expression is evaluated on arrays by the runtime
+// (evaluator.h). Keeping the tree lets `:time` re-run a statement and lets a
+// function be lowered again for another element type, without re-parsing.
+//
+// Example (text -> tree):
+//   def f(x) = if x > 0 then x else 0
+//   // Stmt{kDef, name "f", params {"x"},
+//   //      body Expr{kIf, [Expr{kBinary ">", [x, 0]}, Expr{kName x}, Expr{kNumber 0}]}}
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "examples/repl/lexer.h"
+#include "examples/repl/source_error.h"
+
+namespace dualcast::repl {
+
+struct Expr {
+  enum Kind {
+    kNumber,   // number
+    kName,     // name
+    kCall,     // name(args...) or name.(args...) (dot)
+    kUnary,    // op: kMinus or kNot; args[0]
+    kBinary,   // op; args[0] op args[1]
+    kIf,       // if args[0] then args[1] else args[2]
+    kLet,      // let names = args[0] in args[1]
+    kTuple,    // (args[0], args[1], ...)
+    kArray,    // [args...] (nested for higher ranks)
+  };
+  Kind kind = kNumber;
+  Span span;     // the whole expression
+  Span op_span;  // the operator or callee token: where the caret points
+  Tok op = Tok::kEnd;
+  double number = 0;
+  std::string name;
+  std::vector<std::string> names;  // kLet: bound names (several destructure a tuple)
+  std::vector<Span> name_spans;    // kLet: where each bound name is
+  bool dot = false;                // kCall: written name.(...)
+  std::vector<std::unique_ptr<Expr>> args;
+};
+
+struct Stmt {
+  enum Kind {
+    kDef,     // def name(params) = body
+    kAssign,  // name = value, or a, b = value
+    kExpr,    // value (printed)
+  };
+  Kind kind = kExpr;
+  Span span;
+  std::string name;                 // kDef
+  Span name_span;
+  std::vector<std::string> params;  // kDef
+  std::vector<Span> param_spans;
+  std::vector<std::string> targets;  // kAssign
+  std::vector<Span> target_spans;
+  std::shared_ptr<const Expr> body;  // kDef: body; kAssign/kExpr: the value
+  bool quiet = false;                // ended with ';': do not print the result
+};
+
+}  // namespace dualcast::repl

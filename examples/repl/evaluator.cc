@@ -1,0 +1,447 @@
+// Top-level expression evaluation through the dualcast runtime (see evaluator.h).
+#include "examples/repl/evaluator.h"
+
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include <dualcast/operators.hpp>
+#include <dualcast/partials.hpp>
+#include <dualcast/reductions.hpp>
+#include <dualcast/tape.hpp>
+
+#include "jit/broadcast_layout.h"
+#include "jit/error.h"
+
+namespace dualcast::repl {
+namespace {
+
+ErrorCategory CategoryOf(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kShape: return ErrorCategory::kShape;
+    case ErrorKind::kArity: return ErrorCategory::kArity;
+    case ErrorKind::kType: return ErrorCategory::kType;
+    case ErrorKind::kInvalidArgument: return ErrorCategory::kValue;
+    default: return ErrorCategory::kRuntime;
+  }
+}
+
+using Unary = std::function<A(const A&)>;
+using BinaryFn = std::function<A(const A&, const A&)>;
+
+// The runtime's math functions by their ops.def spelling (the X-macros of operators.hpp).
+const std::map<std::string, Unary>& UnaryMath() {
+  static const auto* table = new std::map<std::string, Unary>{
+#define DC_REPL_UNARY(name) {#name, [](const A& x) { return dualcast::name(x); }},
+      DUALCAST_UNARY_MATH(DC_REPL_UNARY)
+#undef DC_REPL_UNARY
+      {"neg", [](const A& x) { return -x; }},
+      {"not", [](const A& x) { return x == 0.0; }},
+  };
+  return *table;
+}
+
+const std::map<std::string, BinaryFn>& BinaryMath() {
+  static const auto* table = new std::map<std::string, BinaryFn>{
+#define DC_REPL_BINARY(name) {#name, [](const A& a, const A& b) { return dualcast::name(a, b); }},
+      DUALCAST_BINARY_MATH(DC_REPL_BINARY)
+#undef DC_REPL_BINARY
+      {"add", [](const A& a, const A& b) { return a + b; }},
+      {"sub", [](const A& a, const A& b) { return a - b; }},
+      {"mul", [](const A& a, const A& b) { return a * b; }},
+      {"div", [](const A& a, const A& b) { return a / b; }},
+      {"eq", [](const A& a, const A& b) { return a == b; }},
+      {"ne", [](const A& a, const A& b) { return a != b; }},
+      {"lt", [](const A& a, const A& b) { return a < b; }},
+      {"le", [](const A& a, const A& b) { return a <= b; }},
+      {"gt", [](const A& a, const A& b) { return a > b; }},
+      {"ge", [](const A& a, const A& b) { return a >= b; }},
+      // On 0/1 arrays (what comparisons give): nonzero is true.
+      {"and", [](const A& a, const A& b) { return dualcast::where(a, b != 0.0, 0.0); }},
+      {"or", [](const A& a, const A& b) { return dualcast::where(a, 1.0, b != 0.0); }},
+  };
+  return *table;
+}
+
+std::string ShapeText(const A& a) { return jit::FormatShape(a.shape()); }
+
+}  // namespace
+
+template <class F>
+auto AtSpan(Span span, F&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const Error& error) {
+    throw SourceError(CategoryOf(error.kind()), span, error.what());
+  }
+}
+
+A Evaluator::Array(const Expr& e) {
+  Value v = Eval(e);
+  if (!v.single()) {
+    throw SourceError(ErrorCategory::kArity, e.span,
+                      "expected one array here, but this gives a tuple of " +
+                          std::to_string(v.parts.size()));
+  }
+  return v.parts[0];
+}
+
+Value Evaluator::Eval(const Expr& e) {
+  switch (e.kind) {
+    case Expr::kNumber: return {{A::scalar(e.number)}, {}};
+    case Expr::kName: return Name(e);
+    case Expr::kCall: return Call(e);
+    case Expr::kUnary: return {{Unary(e)}, {}};
+    case Expr::kBinary: return {{Binary(e)}, {}};
+    case Expr::kIf:
+      throw SourceError(ErrorCategory::kType, e.op_span,
+                        "'if' works inside a def (one element at a time); on arrays use "
+                        "where(cond, a, b), or define a function and broadcast it with f.(...)");
+    case Expr::kLet: {
+      Value value = Eval(*e.args[0]);
+      const size_t n = e.names.size();
+      if (n > 1 && value.parts.size() != n) {
+        throw SourceError(ErrorCategory::kArity, e.args[0]->span,
+                          "'let' binds " + std::to_string(n) + " names but the value has " +
+                              std::to_string(value.parts.size()));
+      }
+      const size_t mark = locals_.size();
+      if (n == 1) {
+        locals_.emplace_back(e.names[0], value);
+      } else {
+        for (size_t k = 0; k < n; ++k) locals_.emplace_back(e.names[k], Value{{value.parts[k]}, {}});
+      }
+      Value out = Eval(*e.args[1]);
+      locals_.resize(mark);
+      return out;
+    }
+    case Expr::kTuple: {
+      Value out;
+      for (const auto& a : e.args) out.parts.push_back(Array(*a));
+      return out;
+    }
+    case Expr::kArray: return {{Literal(e)}, {}};
+  }
+  return {};
+}
+
+Value Evaluator::Name(const Expr& e) {
+  for (auto it = locals_.rbegin(); it != locals_.rend(); ++it) {
+    if (it->first == e.name) return it->second;
+  }
+  if (const Value* v = s_.variable(e.name)) return *v;
+  double constant = 0;
+  if (BuiltinConstant(e.name, &constant)) return {{A::scalar(constant)}, {}};
+  std::string hint;
+  if (s_.function(e.name) != nullptr || IsScalarBuiltin(e.name)) {
+    hint = " ('" + e.name + "' is a function: call it as " + e.name + ".(...))";
+  }
+  throw SourceError(ErrorCategory::kUnknownName, e.span, "unknown name '" + e.name + "'" + hint);
+}
+
+Value Evaluator::Call(const Expr& e) {
+  if (const UserFunction* f = s_.function(e.name)) return UserCall(e, *f);
+  bool found = false;
+  Value v = Builtin(e, &found);
+  if (found) return v;
+  std::string hint;
+  if (s_.variable(e.name) != nullptr) hint = " ('" + e.name + "' is a variable, not a function)";
+  throw SourceError(ErrorCategory::kUnknownName, e.op_span, "unknown function '" + e.name + "'" + hint);
+}
+
+Value Evaluator::UserCall(const Expr& e, const UserFunction& f) {
+  const size_t arity = f.def->params.size();
+  if (e.args.size() != arity) {
+    std::string params;
+    for (const auto& p : f.def->params) params += (params.empty() ? "" : ", ") + p;
+    throw SourceError(ErrorCategory::kArity, e.op_span,
+                      "'" + e.name + "' takes " + std::to_string(arity) + " argument" +
+                          (arity == 1 ? "" : "s") + " (" + params + "), got " +
+                          std::to_string(e.args.size()));
+  }
+  std::vector<A> args;
+  for (const auto& a : e.args) args.push_back(Array(*a));
+  if (args.empty()) {
+    // A function of no arguments is a constant: broadcast it against a scalar.
+    throw SourceError(ErrorCategory::kArity, e.op_span,
+                      "'" + e.name + "' takes no arguments; a function needs at least one to be "
+                      "broadcast");
+  }
+  Value out;
+  out.parts = AtSpan(e.span, [&] { return broadcast_n(f.kernel, args); });
+  return out;
+}
+
+int64_t Evaluator::Integer(const Expr& e, const std::string& what) {
+  A a = Array(e);
+  if (a.size() != 1) {
+    throw SourceError(ErrorCategory::kValue, e.span,
+                      what + " must be a number, not an array of shape " + ShapeText(a));
+  }
+  const double v = a.item();
+  if (!(v >= 0) || v != std::floor(v) || v > 1e12) {
+    throw SourceError(ErrorCategory::kValue, e.span,
+                      what + " must be a whole number >= 0, got " + FormatArray(a));
+  }
+  return static_cast<int64_t>(v);
+}
+
+std::vector<int64_t> Evaluator::Dims(const Expr& call, size_t first, size_t count) {
+  std::vector<int64_t> dims;
+  double total = 1;
+  for (size_t k = first; k < first + count; ++k) {
+    dims.push_back(Integer(*call.args[k], "a size"));
+    total *= static_cast<double>(dims.back());
+  }
+  if (total > 1e9) {
+    throw SourceError(ErrorCategory::kValue, call.span,
+                      "that is " + std::to_string(static_cast<long long>(total)) +
+                          " elements; the REPL allows at most 1e9");
+  }
+  return dims;
+}
+
+Value Evaluator::Builtin(const Expr& e, bool* found) {
+  *found = true;
+  const std::string& n = e.name;
+  const size_t argc = e.args.size();
+  auto arity = [&](size_t lo, size_t hi, const char* usage) {
+    if (argc < lo || argc > hi) {
+      throw SourceError(ErrorCategory::kArity, e.op_span,
+                        "'" + n + "' takes " +
+                            (lo == hi ? std::to_string(lo)
+                                      : hi == SIZE_MAX ? std::to_string(lo) + " or more"
+                                                       : std::to_string(lo) + " to " + std::to_string(hi)) +
+                            " argument" + (hi == 1 ? "" : "s") + ", got " + std::to_string(argc) +
+                            " (usage: " + usage + ")");
+    }
+  };
+  auto one = [](A a) { return Value{{std::move(a)}, {}}; };
+
+  if (n == "rand" || n == "randn") {
+    std::vector<int64_t> dims = Dims(e, 0, argc);
+    const uint64_t seed = s_.next_seed_++;
+    return one(AtSpan(e.span, [&] {
+      return n == "rand" ? A::uniform(dims, seed) : A::normal(dims, seed);
+    }));
+  }
+  if (n == "zeros" || n == "ones") {
+    std::vector<int64_t> dims = Dims(e, 0, argc);
+    return one(AtSpan(e.span, [&] { return n == "zeros" ? A::zeros(dims) : A::ones(dims); }));
+  }
+  if (n == "bernoulli") {
+    arity(1, SIZE_MAX, "bernoulli(dims..., p): 1 with probability p, else 0");
+    A p = Array(*e.args[argc - 1]);
+    if (p.size() != 1 || !(p.item() >= 0 && p.item() <= 1)) {
+      throw SourceError(ErrorCategory::kValue, e.args[argc - 1]->span,
+                        "the probability (last argument of bernoulli) must be one number in [0, 1]");
+    }
+    std::vector<int64_t> dims = Dims(e, 0, argc - 1);
+    const uint64_t seed = s_.next_seed_++;
+    return one(AtSpan(e.span, [&] { return A::uniform(dims, seed) < p.item(); }));
+  }
+  if (n == "range") {
+    arity(1, 2, "range(n) = 0..n-1, range(a, b) = a..b-1");
+    if (argc == 1) {
+      const int64_t count = Integer(*e.args[0], "the length of range");
+      return one(AtSpan(e.span, [&] { return A::arange(count); }));
+    }
+    A a = Array(*e.args[0]), b = Array(*e.args[1]);
+    if (a.size() != 1 || b.size() != 1 || a.item() != std::floor(a.item()) ||
+        b.item() != std::floor(b.item()) || !(b.item() >= a.item()) || b.item() - a.item() > 1e9) {
+      throw SourceError(ErrorCategory::kValue, e.span,
+                        "range(a, b) needs whole numbers a <= b (it gives a, a+1, ..., b-1)");
+    }
+    const double lo = a.item();
+    return one(AtSpan(e.span, [&] {
+      A r = A::arange(static_cast<int64_t>(b.item() - lo)) + lo;
+      r.eval();
+      return r;
+    }));
+  }
+  if (n == "sum" || n == "mean") {
+    arity(1, SIZE_MAX, "sum(x) or sum(x, axis, ...)");
+    A x = Array(*e.args[0]);
+    std::vector<int> axes;
+    for (size_t k = 1; k < argc; ++k) {
+      A ax = Array(*e.args[k]);
+      if (ax.size() != 1 || ax.item() != std::floor(ax.item())) {
+        throw SourceError(ErrorCategory::kValue, e.args[k]->span, "an axis must be a whole number");
+      }
+      axes.push_back(static_cast<int>(ax.item()));
+    }
+    return one(AtSpan(e.span, [&] {
+      if (axes.empty()) return n == "sum" ? dualcast::sum(x) : dualcast::mean(x);
+      return n == "sum" ? dualcast::sum(x, axes) : dualcast::mean(x, axes);
+    }));
+  }
+  if (n == "matmul") {
+    arity(2, 2, "matmul(a, b) for (m, k) x (k, n) matrices");
+    A a = Array(*e.args[0]), b = Array(*e.args[1]);
+    return one(AtSpan(e.span, [&] { return dualcast::matmul(a, b); }));
+  }
+  if (n == "transpose") {
+    arity(1, 1, "transpose(x) reverses the axes");
+    A x = Array(*e.args[0]);
+    return one(AtSpan(e.span, [&] { return dualcast::transpose(x); }));
+  }
+  if (n == "reshape") {
+    arity(2, SIZE_MAX, "reshape(x, dims...)");
+    A x = Array(*e.args[0]);
+    std::vector<int64_t> dims = Dims(e, 1, argc - 1);
+    return one(AtSpan(e.span, [&] { return dualcast::reshape(x, dims); }));
+  }
+  if (n == "where" || n == "select") {
+    arity(3, 3, "where(cond, a, b): a where cond != 0, else b; both are computed");
+    A c = Array(*e.args[0]), a = Array(*e.args[1]), b = Array(*e.args[2]);
+    return one(AtSpan(e.span, [&] { return dualcast::where(c, a, b); }));
+  }
+  if (n == "fma") {
+    arity(3, 3, "fma(a, b, c) = a*b + c, one rounding");
+    A a = Array(*e.args[0]), b = Array(*e.args[1]), c = Array(*e.args[2]);
+    return one(AtSpan(e.span, [&] { return dualcast::fma(a, b, c); }));
+  }
+  if (n == "grad") return Grad(e);
+  if (n == "partials") return PartialsCall(e);
+  if (auto it = UnaryMath().find(n); it != UnaryMath().end()) {
+    arity(1, 1, (n + "(x), elementwise").c_str());
+    A x = Array(*e.args[0]);
+    return one(AtSpan(e.span, [&] { return it->second(x); }));
+  }
+  if (auto it = BinaryMath().find(n); it != BinaryMath().end()) {
+    arity(2, 2, (n + "(a, b), elementwise").c_str());
+    A a = Array(*e.args[0]), b = Array(*e.args[1]);
+    return one(AtSpan(e.span, [&] { return it->second(a, b); }));
+  }
+  *found = false;
+  return {};
+}
+
+Value Evaluator::Grad(const Expr& e) {
+  if (e.args.size() < 2) {
+    throw SourceError(ErrorCategory::kArity, e.op_span,
+                      "'grad' takes a scalar expression and one or more variables: grad(loss, x, y)");
+  }
+  std::vector<A> inputs;
+  std::vector<std::string> labels;
+  for (size_t k = 1; k < e.args.size(); ++k) {
+    const Expr& arg = *e.args[k];
+    if (arg.kind != Expr::kName) {
+      throw SourceError(ErrorCategory::kValue, arg.span,
+                        "grad differentiates with respect to variables: write a variable's name here");
+    }
+    inputs.push_back(Array(arg));
+    labels.push_back("d/d" + arg.name);
+  }
+  // The tape records what the loss expression does from here on; the
+  // variables are leaves, so their adjoints are the gradient.
+  Tape tape;
+  A loss = Array(*e.args[0]);
+  if (loss.size() != 1) {
+    throw SourceError(ErrorCategory::kShape, e.args[0]->span,
+                      "grad needs a scalar loss (one element), but this has shape " + ShapeText(loss) +
+                          "; wrap it in sum(...) or mean(...)");
+  }
+  Value out;
+  out.parts = AtSpan(e.span, [&] { return tape.gradient(loss, inputs); });
+  out.labels = std::move(labels);
+  return out;
+}
+
+Value Evaluator::PartialsCall(const Expr& e) {
+  if (e.args.empty() || e.args[0]->kind != Expr::kName || s_.function(e.args[0]->name) == nullptr) {
+    throw SourceError(ErrorCategory::kValue, e.args.empty() ? e.op_span : e.args[0]->span,
+                      "partials takes a user function (defined with def) and its arguments: "
+                      "partials(f, x, y)");
+  }
+  const UserFunction& f = *s_.function(e.args[0]->name);
+  const size_t arity = f.def->params.size();
+  if (e.args.size() - 1 != arity) {
+    throw SourceError(ErrorCategory::kArity, e.op_span,
+                      "'" + f.def->name + "' takes " + std::to_string(arity) + " argument" +
+                          (arity == 1 ? "" : "s") + ", partials got " + std::to_string(e.args.size() - 1));
+  }
+  std::vector<A> args;
+  for (size_t k = 1; k < e.args.size(); ++k) args.push_back(Array(*e.args[k]));
+  Partials<double> p = AtSpan(e.span, [&] { return dualcast::partials(f.kernel, args); });
+  Value out;
+  const int M = p.num_outputs();
+  for (int m = 0; m < M; ++m) {
+    out.parts.push_back(p.value(m));
+    out.labels.push_back(M == 1 ? f.def->name : f.def->name + "[" + std::to_string(m) + "]");
+  }
+  for (int m = 0; m < M; ++m) {
+    for (size_t j = 0; j < arity; ++j) {
+      out.parts.push_back(p.d(m, static_cast<int>(j)));
+      out.labels.push_back("d" + (M == 1 ? f.def->name : f.def->name + "[" + std::to_string(m) + "]") +
+                           "/d" + f.def->params[j]);
+    }
+  }
+  return out;
+}
+
+A Evaluator::Literal(const Expr& e) {
+  // Shape from the first element at each level; every element must agree.
+  std::vector<int64_t> shape;
+  std::vector<double> values;
+  std::function<void(const Expr&, size_t)> walk = [&](const Expr& node, size_t depth) {
+    if (node.kind == Expr::kArray) {
+      const int64_t count = static_cast<int64_t>(node.args.size());
+      if (depth == shape.size()) {
+        if (!values.empty()) {
+          throw SourceError(ErrorCategory::kValue, node.span,
+                            "ragged array literal: a list where the others have numbers");
+        }
+        shape.push_back(count);
+      } else if (shape[depth] != count) {
+        throw SourceError(ErrorCategory::kValue, node.span,
+                          "ragged array literal: this row has " + std::to_string(count) +
+                              " elements, the first one has " + std::to_string(shape[depth]));
+      }
+      for (const auto& child : node.args) walk(*child, depth + 1);
+      return;
+    }
+    if (depth != shape.size()) {
+      throw SourceError(ErrorCategory::kValue, node.span,
+                        "ragged array literal: a number where the others have lists");
+    }
+    A item = Array(node);
+    if (item.size() != 1) {
+      throw SourceError(ErrorCategory::kValue, node.span,
+                        "an array literal holds numbers; this is an array of shape " + ShapeText(item));
+    }
+    values.push_back(item.item());
+  };
+  walk(e, 0);
+  return AtSpan(e.span, [&] { return A::from(values, shape); });
+}
+
+A Evaluator::Unary(const Expr& e) {
+  A x = Array(*e.args[0]);
+  return AtSpan(e.span, [&] { return e.op == Tok::kNot ? A(x == 0.0) : A(-x); });
+}
+
+A Evaluator::Binary(const Expr& e) {
+  A a = Array(*e.args[0]);
+  A b = Array(*e.args[1]);
+  return AtSpan(e.span, [&]() -> A {
+    switch (e.op) {
+      case Tok::kPlus: return a + b;
+      case Tok::kMinus: return a - b;
+      case Tok::kStar: return a * b;
+      case Tok::kSlash: return a / b;
+      case Tok::kCaret: return dualcast::pow(a, b);
+      case Tok::kEq: return a == b;
+      case Tok::kNe: return a != b;
+      case Tok::kLt: return a < b;
+      case Tok::kLe: return a <= b;
+      case Tok::kGt: return a > b;
+      case Tok::kGe: return a >= b;
+      case Tok::kAnd: return dualcast::where(a, b != 0.0, 0.0);
+      case Tok::kOr: return dualcast::where(a, 1.0, b != 0.0);
+      default: return a;
+    }
+  });
+}
+
+}  // namespace dualcast::repl

@@ -1,0 +1,424 @@
+// The REPL session: statements, definitions, printing, and the `:` commands (see session.h).
+#include "examples/repl/session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <sstream>
+
+#include <dualcast/device.hpp>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "examples/repl/evaluator.h"
+#include "examples/repl/parser.h"
+#include "jit/broadcast_layout.h"
+#include "jit/cpu/cpu_backend.h"
+#include "jit/error.h"
+#include "jit/jvp.h"
+#include "jit/kernel_spec.h"
+#include "jit/optimize.h"
+#include "jit/print.h"
+#include "jit/stats.h"
+
+namespace dualcast::repl {
+namespace {
+
+std::string Trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+bool IsReservedName(const std::string& name) {
+  static const char* const kArrayBuiltins[] = {
+      "rand", "randn", "zeros", "ones", "range", "bernoulli", "sum", "mean", "matmul",
+      "transpose", "reshape", "grad", "partials", "where", "select", "fma"};
+  for (const char* b : kArrayBuiltins) {
+    if (name == b) return true;
+  }
+  double ignored;
+  return IsScalarBuiltin(name) || BuiltinConstant(name, &ignored);
+}
+
+// The statement-level work shared by plain statements and `:time`.
+struct Outcome {
+  Value value;
+  bool has_value = false;
+};
+
+void Materialize(const Value& v) {
+  for (const A& a : v.parts) a.eval();
+}
+
+}  // namespace
+
+std::string FormatArray(const A& a) {
+  if (a.rank() == 0) return absl::StrFormat("%.6g", a.item());
+  return a.str();
+}
+
+Session::Session(std::ostream& out, std::ostream& err, Options options)
+    : out_(out), err_(err), options_(std::move(options)) {}
+
+Session::~Session() = default;
+
+const Value* Session::variable(const std::string& name) const {
+  auto it = variables_.find(name);
+  return it == variables_.end() ? nullptr : &it->second;
+}
+
+const UserFunction* Session::function(const std::string& name) const {
+  auto it = functions_.find(name);
+  return it == functions_.end() ? nullptr : &it->second;
+}
+
+Value Session::Evaluate(std::string_view expression) {
+  std::unique_ptr<Expr> e = ParseExpression(expression);
+  Evaluator ev(*this);
+  Value v = ev.Eval(*e);
+  Materialize(v);
+  return v;
+}
+
+bool Session::Run(std::string_view text, int first_line) {
+  try {
+    const std::string trimmed = Trim(text);
+    if (!trimmed.empty() && trimmed[0] == ':') {
+      Command(text);
+    } else {
+      Statement(text);
+    }
+    out_.flush();
+    return true;
+  } catch (const SourceError& error) {
+    out_.flush();
+    err_ << FormatError(options_.origin, first_line, text, error);
+  } catch (const Error& error) {
+    out_.flush();
+    err_ << (options_.origin.empty() ? "" : options_.origin + ":" + std::to_string(first_line) + ": ")
+         << "error: " << error.what() << "\n";
+  } catch (const std::exception& error) {
+    out_.flush();
+    err_ << (options_.origin.empty() ? "" : options_.origin + ":" + std::to_string(first_line) + ": ")
+         << "error: internal error (please report): " << error.what() << "\n";
+  }
+  err_.flush();
+  return false;
+}
+
+void Session::Statement(std::string_view text) {
+  if (Lex(text).size() == 1) return;  // only whitespace and comments
+  Stmt s = ParseStatement(text);
+  switch (s.kind) {
+    case Stmt::kDef:
+      Define(s, text);
+      return;
+    case Stmt::kAssign: {
+      Evaluator ev(*this);
+      Value v = ev.Eval(*s.body);
+      Materialize(v);
+      for (size_t k = 0; k < s.targets.size(); ++k) {
+        const std::string& name = s.targets[k];
+        if (IsReservedName(name)) {
+          throw SourceError(ErrorCategory::kValue, s.target_spans[k],
+                            "'" + name + "' is a built-in name; choose another variable name");
+        }
+        if (functions_.count(name)) {
+          throw SourceError(ErrorCategory::kValue, s.target_spans[k],
+                            "'" + name + "' is a function; choose another variable name");
+        }
+      }
+      if (s.targets.size() > 1 && v.parts.size() != s.targets.size()) {
+        throw SourceError(ErrorCategory::kArity, s.body->span,
+                          std::to_string(s.targets.size()) + " names on the left but the value has " +
+                              std::to_string(v.parts.size()));
+      }
+      if (s.targets.size() == 1) {
+        variables_[s.targets[0]] = Value{v.parts, {}};
+        if (!s.quiet) Print(s.targets[0], variables_[s.targets[0]]);
+      } else {
+        for (size_t k = 0; k < s.targets.size(); ++k) {
+          variables_[s.targets[k]] = Value{{v.parts[k]}, {}};
+          if (!s.quiet) Print(s.targets[k], variables_[s.targets[k]]);
+        }
+      }
+      return;
+    }
+    case Stmt::kExpr: {
+      Evaluator ev(*this);
+      Value v = ev.Eval(*s.body);
+      Materialize(v);
+      if (!s.quiet) Print("", v);
+      return;
+    }
+  }
+}
+
+void Session::Define(const Stmt& s, std::string_view text) {
+  if (variables_.count(s.name)) {
+    throw SourceError(ErrorCategory::kValue, s.name_span,
+                      "'" + s.name + "' is a variable; choose another function name");
+  }
+  double ignored;
+  if (!IsScalarBuiltin(s.name) && !BuiltinConstant(s.name, &ignored) && IsReservedName(s.name)) {
+    throw SourceError(ErrorCategory::kValue, s.name_span,
+                      "'" + s.name + "' is a built-in array function and cannot be redefined");
+  }
+  auto is_variable = [this](const std::string& name) { return variables_.count(name) > 0; };
+  std::shared_ptr<const FunctionDef> def = MakeFunctionDef(s, defs_, std::string(text), is_variable);
+  Kernel kernel(def->name, [def](const std::string& name, std::span<const jit::Type> types) {
+    if (types.size() != def->params.size()) {
+      throw Error(ErrorKind::kArity, name + " takes " + std::to_string(def->params.size()) +
+                                         " arguments, got " + std::to_string(types.size()));
+    }
+    const jit::Type dtype = types.empty() ? jit::Type::kF64 : types[0];
+    for (jit::Type t : types) {
+      if (t != dtype) throw Error(ErrorKind::kType, name + ": all arguments must have one element type");
+    }
+    return LowerFunction(*def, dtype);
+  });
+  const bool redefined = functions_.count(def->name) > 0;
+  functions_[def->name] = UserFunction{def, kernel};
+  defs_[def->name] = def;
+  out_ << (redefined ? "redefined " : "defined ") << def->name << "("
+       << absl::StrJoin(def->params, ", ") << ")";
+  if (def->num_outputs != 1) out_ << " -> " << def->num_outputs << " outputs";
+  out_ << "\n";
+}
+
+void Session::Print(const std::string& name, const Value& v) {
+  auto line = [&](const std::string& label, const A& a) {
+    const std::string text = FormatArray(a);
+    if (label.empty()) {
+      out_ << text << "\n";
+    } else if (text.find('\n') != std::string::npos) {
+      out_ << label << " =\n" << text << "\n";
+    } else {
+      out_ << label << " = " << text << "\n";
+    }
+  };
+  if (v.single() && v.labels.empty()) {
+    line(name, v.parts[0]);
+    return;
+  }
+  for (size_t k = 0; k < v.parts.size(); ++k) {
+    std::string label = k < v.labels.size() ? v.labels[k] : "[" + std::to_string(k) + "]";
+    if (!name.empty()) label = name + "[" + std::to_string(k) + "]";
+    line(label, v.parts[k]);
+  }
+}
+
+const UserFunction& Session::NamedFunction(const std::string& name) const {
+  const UserFunction* f = function(name);
+  if (f == nullptr) {
+    throw Error(ErrorKind::kInvalidArgument,
+                name.empty() ? std::string("this command needs a function name (see :help)")
+                             : "unknown function '" + name + "' (define it with def " + name + "(...) = ...)");
+  }
+  return *f;
+}
+
+void Session::Command(std::string_view text) {
+  const std::string line = Trim(text);
+  const size_t space = line.find_first_of(" \t\n");
+  const std::string name = line.substr(1, space == std::string::npos ? std::string::npos : space - 1);
+  const std::string rest = space == std::string::npos ? "" : Trim(line.substr(space));
+  std::istringstream words(rest);
+  std::string word1, word2;
+  words >> word1 >> word2;
+
+  if (name == "quit" || name == "q" || name == "exit") {
+    quit_ = true;
+  } else if (name == "help" || name == "h" || name == "?") {
+    out_ << HelpText();
+  } else if (name == "ir") {
+    IrCommand(word1);
+  } else if (name == "code") {
+    if (!word2.empty() && word2 != "jvp") {
+      throw Error(ErrorKind::kInvalidArgument, "usage: :code f [jvp]");
+    }
+    CodeCommand(word1, word2 == "jvp");
+  } else if (name == "device") {
+    DeviceCommand(word1);
+  } else if (name == "time") {
+    if (rest.empty()) throw Error(ErrorKind::kInvalidArgument, "usage: :time <statement>");
+    // The statement's spans are relative to `rest`; shift them into the command line.
+    const size_t offset = text.find(rest, text.find(':'));
+    try {
+      TimeCommand(rest);
+    } catch (const SourceError& e) {
+      throw SourceError(e.category(), {e.span().begin + offset, e.span().end + offset}, e.what());
+    }
+  } else if (name == "stats") {
+    out_ << jit::FormatStats() << "\n";
+  } else if (name == "vars") {
+    VarsCommand();
+  } else if (name == "seed") {
+    char* end = nullptr;
+    const unsigned long long seed = std::strtoull(word1.c_str(), &end, 10);
+    if (word1.empty() || *end != '\0') throw Error(ErrorKind::kInvalidArgument, "usage: :seed <n>");
+    next_seed_ = seed;
+    out_ << "the next random call uses seed " << seed << "\n";
+  } else if (name == "fusion") {
+    if (word1 == "off") {
+      if (!unfused_) unfused_.emplace();
+      out_ << "fusion off: every array operation is its own kernel and tape node (pure reverse mode)\n";
+    } else if (word1 == "on") {
+      unfused_.reset();
+      out_ << "fusion on: consecutive broadcasts in a statement run as one kernel\n";
+    } else {
+      throw Error(ErrorKind::kInvalidArgument, "usage: :fusion on|off");
+    }
+  } else {
+    throw Error(ErrorKind::kInvalidArgument, "unknown command ':" + name + "' (:help lists them)");
+  }
+}
+
+void Session::TimeCommand(std::string_view statement) {
+  Stmt s = ParseStatement(statement);
+  if (s.kind == Stmt::kDef) throw Error(ErrorKind::kInvalidArgument, ":time runs a statement, not a def");
+  const uint64_t seed = next_seed_;
+  auto run_once = [&] {
+    next_seed_ = seed;  // every run sees the same random numbers
+    Evaluator ev(*this);
+    Value v = ev.Eval(*s.body);
+    Materialize(v);
+    return v;
+  };
+  using Clock = std::chrono::steady_clock;
+  const jit::Stats before = jit::GetStats();
+  auto t0 = Clock::now();
+  Value first = run_once();
+  const double first_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  const jit::Stats after = jit::GetStats();
+  std::vector<double> times;
+  double total = 0;
+  while (times.size() < 100 && (times.size() < 5 || total < 1000.0)) {
+    t0 = Clock::now();
+    run_once();
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    times.push_back(ms);
+    total += ms;
+  }
+  std::sort(times.begin(), times.end());
+  const double median = times[times.size() / 2];
+  out_ << absl::StrFormat("median %.4g ms over %d runs; first run %.4g ms, of which compiling %.4g ms (%d kernel%s)\n",
+                          median, times.size(), first_ms, after.compile_ms - before.compile_ms,
+                          after.compiles - before.compiles,
+                          after.compiles - before.compiles == 1 ? "" : "s");
+  if (s.kind == Stmt::kAssign && s.targets.size() == 1 && !IsReservedName(s.targets[0]) &&
+      !functions_.count(s.targets[0])) {
+    variables_[s.targets[0]] = Value{first.parts, {}};
+  }
+}
+
+void Session::IrCommand(const std::string& name) {
+  const UserFunction& f = NamedFunction(name);
+  const int arity = static_cast<int>(f.def->params.size());
+  std::shared_ptr<const jit::Function> fn = f.kernel.function(arity, jit::Type::kF64);
+  out_ << "; " << name << ": the IR the runtime compiles (float64, optimised)\n" << jit::Print(*fn);
+  std::vector<int> wrt(static_cast<size_t>(arity));
+  for (int j = 0; j < arity; ++j) wrt[static_cast<size_t>(j)] = j;
+  jit::JvpResult jvp = jit::Jvp(*fn, wrt);
+  std::vector<std::string> outs;
+  const size_t M = fn->num_outputs();
+  for (size_t m = 0; m < M; ++m) outs.push_back(M == 1 ? "y" : "y" + std::to_string(m));
+  for (size_t m = 0; m < M; ++m) {
+    for (int j = 0; j < arity; ++j) {
+      outs.push_back("d" + outs[m] + "/d" + f.def->params[static_cast<size_t>(j)] +
+                     (jvp.structurally_zero[m * static_cast<size_t>(arity) + static_cast<size_t>(j)]
+                          ? " (structurally 0)"
+                          : ""));
+    }
+  }
+  out_ << "; jvp (forward mode, one tangent lane per input); outputs: " << absl::StrJoin(outs, ", ")
+       << "\n"
+       << jit::Print(jit::Optimize(jvp.function));
+}
+
+void Session::CodeCommand(const std::string& name, bool jvp) {
+  const UserFunction& f = NamedFunction(name);
+  const int arity = static_cast<int>(f.def->params.size());
+  std::shared_ptr<const jit::Function> fn = f.kernel.function(arity, jit::Type::kF64);
+  if (jvp) {
+    std::vector<int> wrt(static_cast<size_t>(arity));
+    for (int j = 0; j < arity; ++j) wrt[static_cast<size_t>(j)] = j;
+    fn = std::make_shared<const jit::Function>(jit::Optimize(jit::Jvp(*fn, wrt).function));
+  }
+  // A representative launch: every argument a contiguous vector of one length.
+  std::vector<std::vector<int64_t>> shapes(static_cast<size_t>(arity), std::vector<int64_t>{1024});
+  absl::StatusOr<jit::BroadcastLayout> layout = jit::MergeBroadcast(shapes, {}, name);
+  ThrowIfError(layout.status());
+  jit::KernelSpec spec = jit::KernelSpec::For(fn, jit::Type::kF64, jit::Target::kCpu, *layout);
+  if (default_device().is_cuda()) {
+    out_ << "; the CUDA C backend is not built into this version; showing the CPU kernel\n";
+  }
+  out_ << "; " << name << (jvp ? " (values and partials)" : "") << ": LLVM IR for " << spec.Describe()
+       << ", every argument a contiguous array of one shape\n"
+       << jit::CpuKernelIr(spec);
+}
+
+void Session::DeviceCommand(const std::string& device) {
+  if (device == "cpu") {
+    set_default_device(Device::cpu());
+    out_ << "device: cpu\n";
+    return;
+  }
+  if (device == "cuda") {
+    Device d = Device::cuda();
+    if (!d.available()) {
+      std::string reason = d.unavailable_reason();
+      if (reason.rfind("no CUDA device", 0) != 0) reason = "no CUDA device: " + reason;
+      throw Error(ErrorKind::kDevice, reason + "; staying on the cpu");
+    }
+    set_default_device(d);
+    out_ << "device: " << d.name() << " (new arrays are created there)\n";
+    return;
+  }
+  throw Error(ErrorKind::kInvalidArgument, "usage: :device cpu|cuda");
+}
+
+void Session::VarsCommand() {
+  for (const auto& [name, f] : functions_) {
+    out_ << "def " << name << "(" << absl::StrJoin(f.def->params, ", ") << ")";
+    if (f.def->num_outputs != 1) out_ << " -> " << f.def->num_outputs << " outputs";
+    out_ << "\n";
+  }
+  for (const auto& [name, v] : variables_) {
+    out_ << name << " :";
+    for (const A& a : v.parts) out_ << " " << jit::FormatShape(a.shape());
+    out_ << "\n";
+  }
+}
+
+std::string Session::HelpText() {
+  return R"(dualcast REPL: define branchy scalar functions, broadcast them over arrays, differentiate.
+Arrays are float64 (double) on the current device. Statements:
+  def f(x, y) = expr         a scalar function; becomes dualcast IR (see :ir f)
+      expr: numbers, names, + - * / ^, == != < <= > >=, and or not,
+            if c then a else b (only the taken branch runs, values and derivatives),
+            let x = e in body, (a, b) tuples for several outputs,
+            math functions by their dualcast names: exp log sqrt sin tanh sigmoid softplus
+            relu abs pow atan2 min max hypot ... (also add, lt, select, where), calls of earlier defs
+  x = expr                   assign (end a statement with ';' to not print it); a, b = f.(x)
+  f.(x, y)                   broadcast f elementwise (NumPy rules); f(x, y) does the same
+  rand(4, 4) randn(n) zeros(2, 3) ones(3) range(n) range(a, b) [[1, 2], [3, 4]]
+  bernoulli(n, 1, p)         0/1 array, 1 with probability p
+  sum(x) mean(x) sum(x, axis) matmul(a, b) transpose(x) reshape(x, dims...) where(c, a, b)
+  grad(loss, x, y)           reverse mode through the tape: d loss / d x, d loss / d y
+  partials(f, x, y)          f's values and elementwise partials df/dx, df/dy (forward mode)
+Random numbers: the k-th random call of a session uses seed k (:seed n to choose);
+  dualcast::Array<double>::uniform(shape, k) / normal(shape, k) give the same numbers in C++.
+Commands:
+  :ir f            the function's IR and its jvp      :code f [jvp]   its LLVM IR (CPU kernel)
+  :device cpu|cuda where new arrays live              :time <stmt>    median of repeated runs
+  :stats           compiles, cache hits, launches     :fusion on|off  fuse broadcasts (default on)
+  :vars            variables and functions            :seed n         next random seed
+  :help            this text                          :quit           leave (also Ctrl-D)
+Long definitions continue on the next line after a trailing '\', an open bracket,
+an operator, or an 'if' still waiting for its 'else'.
+)";
+}
+
+}  // namespace dualcast::repl
