@@ -32,14 +32,15 @@
 namespace dualcast::detail {
 namespace {
 
-// The recompute-mode backward function of one (primal, wrt, adjoint mask).
+// The recompute-mode backward function of one (primal, wrt, outputs with an
+// adjoint, wrt positions whose adjoint is wanted).
 struct BackwardFunction {
   std::shared_ptr<const jit::Function> function;  // inputs: leaves, then present adjoints
   std::vector<int> outputs_wrt;                   // output k is the adjoint of wrt[outputs_wrt[k]]
 };
 
 BackwardFunction BuildBackward(const jit::Function& primal, const std::vector<int>& wrt,
-                               const std::vector<bool>& present) {
+                               const std::vector<bool>& present, const std::vector<bool>& wanted) {
   const size_t M = primal.num_outputs(), J = wrt.size();
   jit::JvpResult jvp = jit::Jvp(primal, wrt);
   jit::Function fn(absl::StrCat(primal.name, "_vjp"));
@@ -53,6 +54,7 @@ BackwardFunction BuildBackward(const jit::Function& primal, const std::vector<in
   BackwardFunction result;
   std::vector<jit::ValueId> outs;
   for (size_t j = 0; j < J; ++j) {
+    if (!wanted[j]) continue;
     jit::ValueId sum = jit::kNoValue;
     for (size_t m = 0; m < M; ++m) {
       if (!present[m] || jvp.structurally_zero[m * J + j]) continue;
@@ -78,13 +80,13 @@ class BackwardCache {
   }
 
   BackwardFunction Get(const std::shared_ptr<const jit::Function>& primal, const std::vector<int>& wrt,
-                       const std::vector<bool>& present) {
-    Key key{primal.get(), wrt, present};
+                       const std::vector<bool>& present, const std::vector<bool>& wanted) {
+    Key key{primal.get(), wrt, present, wanted};
     {
       absl::MutexLock lock(&mu_);
       if (auto it = map_.find(key); it != map_.end()) return it->second.backward;
     }
-    BackwardFunction built = BuildBackward(*primal, wrt, present);
+    BackwardFunction built = BuildBackward(*primal, wrt, present, wanted);
     absl::MutexLock lock(&mu_);
     if (map_.size() >= kMaxEntries) map_.clear();  // bounded; rebuilding is cheap
     map_.try_emplace(key, Entry{primal, built});
@@ -97,10 +99,11 @@ class BackwardCache {
     const jit::Function* primal;
     std::vector<int> wrt;
     std::vector<bool> present;
+    std::vector<bool> wanted;
     bool operator==(const Key&) const = default;
     template <typename H>
     friend H AbslHashValue(H h, const Key& k) {
-      return H::combine(std::move(h), k.primal, k.wrt, k.present);
+      return H::combine(std::move(h), k.primal, k.wrt, k.present, k.wanted);
     }
   };
   struct Entry {
@@ -159,6 +162,7 @@ class BroadcastGradNode final : public ReleasableGradNode {
   void BackwardCached(const std::vector<std::shared_ptr<ArrayImpl>>& ybar, Add& add) {
     const size_t M = info_.primal->num_outputs(), J = info_.wrt.size();
     for (size_t j = 0; j < J; ++j) {
+      if (!InputNeeded(static_cast<size_t>(info_.wrt[j]))) continue;
       std::vector<ProductTerm> terms;
       for (size_t m = 0; m < M && m < ybar.size(); ++m) {
         const auto& p = info_.partials[m * J + j];
@@ -180,7 +184,9 @@ class BroadcastGradNode final : public ReleasableGradNode {
       present[m] = true;
       args.push_back(ybar[m]);
     }
-    BackwardFunction fn = BackwardCache::Global().Get(info_.primal, info_.wrt, present);
+    std::vector<bool> wanted(info_.wrt.size());
+    for (size_t j = 0; j < wanted.size(); ++j) wanted[j] = InputNeeded(static_cast<size_t>(info_.wrt[j]));
+    BackwardFunction fn = BackwardCache::Global().Get(info_.primal, info_.wrt, present, wanted);
     if (fn.outputs_wrt.empty()) return;
     std::vector<std::shared_ptr<ArrayImpl>> full =
         Execute(absl::StrCat(info_.name, " (backward)"), fn.function, args);

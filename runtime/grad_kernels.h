@@ -64,6 +64,21 @@ std::shared_ptr<ArrayImpl> Scaled(const ArrayImpl& a, double factor);
 // A new contiguous array of `shape` filled with `value`.
 std::shared_ptr<ArrayImpl> Filled(DType dtype, const std::vector<int64_t>& shape, double value);
 
+// While the tape sweep runs one node's Backward: whether that node's input
+// `j` leads to a requested gradient (a node may skip computing the others;
+// their adjoints are discarded anyway). True for every j outside a sweep.
+bool InputNeeded(size_t j);
+class NeededInputsScope {
+ public:
+  explicit NeededInputsScope(const std::vector<bool>* needed);
+  ~NeededInputsScope();
+  NeededInputsScope(const NeededInputsScope&) = delete;
+  NeededInputsScope& operator=(const NeededInputsScope&) = delete;
+
+ private:
+  const std::vector<bool>* saved_;
+};
+
 // Throws Error(kDevice) unless `a` is a materialised CPU array (`what` names the op).
 void CheckHostArray(const ArrayImpl& a, const char* what);
 

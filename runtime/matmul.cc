@@ -127,7 +127,8 @@ struct MatmulNode final : detail::GradNode {
       const std::vector<std::shared_ptr<ArrayImpl>>& outs) override {
     if (outs.empty() || outs[0] == nullptr) return {nullptr, nullptr};
     const std::shared_ptr<ArrayImpl>& g = outs[0];
-    return {Gemm(g, Transposed(*inputs[1])), Gemm(Transposed(*inputs[0]), g)};
+    return {detail::InputNeeded(0) ? Gemm(g, Transposed(*inputs[1])) : nullptr,
+            detail::InputNeeded(1) ? Gemm(Transposed(*inputs[0]), g) : nullptr};
   }
 };
 

@@ -17,6 +17,7 @@ namespace {
 // suspended (while a sweep runs, so its own array work is not recorded).
 thread_local std::vector<Tape*> t_tapes;
 thread_local int t_paused = 0;
+thread_local const std::vector<bool>* t_needed = nullptr;
 
 struct PauseRecording {
   PauseRecording() { ++t_paused; }
@@ -73,6 +74,12 @@ std::string ShapeText(const std::vector<int64_t>& s) { return jit::FormatShape(s
 }  // namespace
 
 namespace detail {
+
+bool InputNeeded(size_t j) { return t_needed == nullptr || j >= t_needed->size() || (*t_needed)[j]; }
+NeededInputsScope::NeededInputsScope(const std::vector<bool>* needed) : saved_(t_needed) {
+  t_needed = needed;
+}
+NeededInputsScope::~NeededInputsScope() { t_needed = saved_; }
 
 bool TapeActive() { return !t_tapes.empty() && t_paused == 0; }
 
@@ -179,7 +186,15 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
       }
     }
     if (!any) continue;
-    std::vector<std::shared_ptr<detail::ArrayImpl>> contributions = node.Backward(outs);
+    std::vector<bool> needed(node.inputs.size(), false);
+    for (size_t j = 0; j < needed.size(); ++j) {
+      needed[j] = node.inputs[j] != nullptr && reaches.contains(KeyOf(*node.inputs[j], on_tape));
+    }
+    std::vector<std::shared_ptr<detail::ArrayImpl>> contributions;
+    {
+      detail::NeededInputsScope scope(&needed);
+      contributions = node.Backward(outs);
+    }
     outs.clear();
     if (contributions.size() != node.inputs.size()) {
       throw Error(ErrorKind::kInternal,

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <thread>
 
 #include "dualcast/array.hpp"
 #include "dualcast/detail/broadcast_grad.hpp"
@@ -260,6 +261,40 @@ TEST_CASE("broadcast node, cache mode: x̄ = sum over the broadcast axis of ȳ �
   CheckClose(g[0].to_vector(), gx, 1e-14);
   CheckClose(g[1].to_vector(), gy, 1e-14);
   CheckClose(g[2].to_vector(), gw, 1e-14);
+}
+
+TEST_CASE("a node's saved arrays are released when no tape holds it any more") {
+  D x = D::normal({3, 1}, 17), y = D::normal({1, 4}, 18);
+  D kept_by_outer, kept_by_none;
+  {
+    Tape outer;
+    {
+      Tape inner;
+      kept_by_outer = HandBroadcastMul(x, y);
+    }
+    CHECK(kept_by_outer.impl()->grad_fn->inputs.size() == 2);  // the outer tape still needs it
+    auto g = outer.gradient(sum(kept_by_outer), {x});
+    CHECK(g[0].shape() == Shape{3, 1});
+  }
+  CHECK(kept_by_outer.impl()->grad_fn->inputs.empty());
+  {
+    Tape only;
+    kept_by_none = HandBroadcastMul(x, y);
+  }
+  CHECK(kept_by_none.impl()->grad_fn->inputs.empty());
+  CHECK(kept_by_none.to_vector().size() == 12);  // the values themselves stay
+}
+
+TEST_CASE("a tape records only its own thread's operations") {
+  D x = D::normal({5}, 19);
+  Tape tape;
+  std::thread other([&] {
+    CHECK_FALSE(detail::TapeActive());
+    D s = sum(x);
+    CHECK(s.impl()->grad_fn == nullptr);
+  });
+  other.join();
+  CHECK(tape.size() == 0);
 }
 
 TEST_CASE("accumulate_gradient adds into user buffers and strided views; errors write nothing") {
