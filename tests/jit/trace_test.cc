@@ -238,12 +238,11 @@ void Walk(const Function& f, BlockId b, size_t i, Path p, const std::function<vo
       q.taken.push_back(side);
       q.roots.push_back(Resolve(q, inst.args[0]));
       BlockId branch = side ? inst.then_block : inst.else_block;
-      Walk(f, branch, 0, q, [&, v, i, branch](Path r) {
+      Walk(f, branch, 0, q, [&, i, branch](Path r) {
         const auto& ys = f.blocks[branch].yields;
         for (size_t j = 0; j < ys.size(); ++j) r.alias[body[i + 1 + j]] = Resolve(r, ys[j]);
         Walk(f, b, i + 1, r, done);
       });
-      (void)v;
     }
     return;
   }
@@ -547,14 +546,14 @@ TEST_CASE("float and double tracing: input, op and constant types follow the inp
 TEST_CASE("mixed f32/f64 operands widen; a constant path output takes the output type") {
   Function f = Trace("mixed", [](auto a, auto b) {
     using V = decltype(a);
-    if (a > 0) return a;  // f32
-    if (b > 0) return V(0.1);   // a constant made alone: default type f64, converted to f32
-    return V(a * 0 + 2);  // folded? no: a*0 is not a constant (a is an input)
+    if (a > 0) return a;       // f32: the output type
+    if (b > 0) return V(0.1);  // a constant made alone: default type f64, re-rounded to f32
+    return a * 3;
   }, std::vector<Type>{Type::kF32, Type::kF64});
   REQUIRE(Verify(f).ok());
   CHECK(f.output_type(0) == Type::kF32);
   CHECK(Contains(Print(f), "const 0.100000001 : f32"));
-  CHECK_FALSE(Contains(Print(f), ": f64\n    yield"));
+  CHECK_FALSE(Contains(Print(f), "cast"));
 
   Function g = Trace("widen", [](auto a, auto b) { return a + b; },
                      std::vector<Type>{Type::kF32, Type::kF64});
@@ -616,18 +615,18 @@ TEST_CASE("the same lambda traced twice gives the same structure and hash") {
 
 TEST_CASE("several threads trace at once") {
   uint64_t expected = StructuralHash(Trace("cell", kernels::kHmLstm, Types(Type::kF32, 6)));
-  std::vector<uint64_t> hashes(4);
+  std::vector<int> matches(4, 0);
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (int rep = 0; rep < 20; ++rep) {
-        hashes[t] ^= StructuralHash(Trace("cell", kernels::kHmLstm, Types(Type::kF32, 6)));
+        Function f = Trace("cell", kernels::kHmLstm, Types(Type::kF32, 6));
+        matches[t] += StructuralHash(f) == expected && Verify(f).ok();
       }
     });
   }
   for (auto& th : threads) th.join();
-  for (uint64_t h : hashes) CHECK(h == 0);  // an even number of equal hashes xor to zero
-  (void)expected;
+  for (int m : matches) CHECK(m == 20);
 }
 
 // ---- errors ----
