@@ -16,7 +16,6 @@
 // number of threads, so results are reproducible.
 #include <algorithm>
 #include <cstring>
-#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -143,8 +142,8 @@ struct Odometer {
 
 template <class T>
 struct Operands {
-  std::vector<const T*> base;     // 2 per term; null for an absent b
-  std::vector<int64_t> inner;     // inner stride per operand
+  std::vector<const T*> base;  // 2 per term; null for an absent b
+  std::vector<int64_t> inner;  // inner stride per operand
 };
 
 // acc[0..len) += Σ_t a_t ⊙ b_t along the inner dim.
@@ -234,8 +233,7 @@ double DotRow(int64_t len, const Operands<T>& ops, const std::vector<int64_t>& o
 }
 
 template <class T>
-void ReduceTyped(const std::vector<ProductTerm>& terms, const std::vector<Dim>& dims, T* out,
-                 int64_t out_size) {
+void ReduceTyped(const std::vector<ProductTerm>& terms, const std::vector<Dim>& dims, T* out) {
   const size_t nops = terms.size() * 2;
   Operands<T> ops;
   for (const ProductTerm& t : terms) {
@@ -329,7 +327,6 @@ void ReduceTyped(const std::vector<ProductTerm>& terms, const std::vector<Dim>& 
       out[out_off] = static_cast<T>(total);
     }
   });
-  (void)out_size;
 }
 
 }  // namespace
@@ -368,9 +365,9 @@ std::shared_ptr<ArrayImpl> ReduceProducts(DType dtype, const std::vector<Product
     return out;
   }
   if (dtype == DType::kF32) {
-    ReduceTyped<float>(terms, dims, static_cast<float*>(out->data()), out->size());
+    ReduceTyped<float>(terms, dims, static_cast<float*>(out->data()));
   } else {
-    ReduceTyped<double>(terms, dims, static_cast<double*>(out->data()), out->size());
+    ReduceTyped<double>(terms, dims, static_cast<double*>(out->data()));
   }
   return out;
 }

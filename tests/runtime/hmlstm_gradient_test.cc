@@ -114,7 +114,7 @@ Array<T> ReverseModeCell(const Array<T>& z, const Array<T>& zb, const Array<T>& 
 }
 
 template <class T>
-void CheckHmLstm(bool rows, PartialsMode mode, bool comparator) {
+void CheckHmLstm(bool rows, PartialsMode mode, bool comparator, size_t budget = Tape::kDefaultBudgetBytes) {
   const int n = 7;
   const Shape zshape = rows ? Shape{n, 1} : Shape{1, n};
   auto zv = Array<T>::uniform(zshape, 1).to_vector(), zbv = Array<T>::uniform(zshape, 2).to_vector();
@@ -127,7 +127,7 @@ void CheckHmLstm(bool rows, PartialsMode mode, bool comparator) {
   const auto I = Array<T>::uniform({n, n}, 5), G = Array<T>::uniform({n, n}, 6);
   const auto Cbar = Array<T>::uniform({n, n}, 7, T(-1), T(1));
 
-  Tape tape(mode);
+  Tape tape(mode, budget);
   Array<T> c = comparator ? ReverseModeCell(Z, Zb, C, F, I, G) : broadcast(Cell(), Z, Zb, C, F, I, G);
   Array<T> loss = sum(c * Cbar);
   std::vector<Array<T>> grads = tape.gradient(loss, {Z, Zb, C, F, I, G});
@@ -159,6 +159,9 @@ TEST_CASE_TEMPLATE("HM-LSTM full variant: value and all six gradients vs the han
       CAPTURE(static_cast<int>(mode));
       CheckHmLstm<T>(rows, mode, /*comparator=*/false);
     }
+    // kAuto: a zero budget forces recompute, the default one caches.
+    CheckHmLstm<T>(rows, PartialsMode::kAuto, /*comparator=*/false, 0);
+    CheckHmLstm<T>(rows, PartialsMode::kAuto, /*comparator=*/false);
   }
 }
 
