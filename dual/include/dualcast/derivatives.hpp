@@ -1,7 +1,7 @@
 // Eager derivative helpers: derivative, gradient and jacobian of a generic callable at a point.
 #pragma once
 
-#include "dualcast/device.hpp"
+#include "dualcast/host_device.hpp"
 #include "dualcast/dual_number.hpp"
 
 #if !DUALCAST_RTC

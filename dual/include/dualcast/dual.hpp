@@ -11,7 +11,7 @@
 // Works as host C++20, in nvcc device code and under NVRTC (-std=c++20 with
 // -I<cuda>/include/cccl); printing and the std::array helpers are host-only.
 
-#include "dualcast/device.hpp"
+#include "dualcast/host_device.hpp"
 #include "dualcast/math.hpp"
 #include "dualcast/dual_number.hpp"
 #include "dualcast/dual_math.hpp"

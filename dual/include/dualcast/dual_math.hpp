@@ -1,7 +1,7 @@
 // Math on Dual numbers in dualcast::math: derivative rules and the conventions at kinks.
 #pragma once
 
-#include "dualcast/device.hpp"
+#include "dualcast/host_device.hpp"
 #include "dualcast/dual_number.hpp"
 #include "dualcast/math.hpp"
 

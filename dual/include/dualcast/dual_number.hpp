@@ -1,7 +1,7 @@
 // Dual<T, N, Tag>: a value with N tangent lanes, its arithmetic, comparisons and type traits.
 #pragma once
 
-#include "dualcast/device.hpp"
+#include "dualcast/host_device.hpp"
 #include "dualcast/math.hpp"
 
 namespace dualcast {

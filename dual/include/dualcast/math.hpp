@@ -1,7 +1,7 @@
 // Scalar math for float/double in dualcast::math: the reference primal formulas every layer shares.
 #pragma once
 
-#include "dualcast/device.hpp"
+#include "dualcast/host_device.hpp"
 
 #if !DUALCAST_RTC
 #include <cmath>
