@@ -1,12 +1,329 @@
-// The lazy broadcast graph: pending arrays are computed here, fused with the broadcasts they need.
+// The lazy broadcast graph: Materialize gathers, composes and runs a group of pending broadcasts as one kernel.
+//
+// The group of a requested array is every pending node it depends on through
+// pending inputs. Its leaves are the materialised arrays those nodes read
+// (each distinct array once). Its outputs are the requested array plus every
+// other pending output of the group still held from outside the group (by a
+// user's handle or by a pending node not in the group): the same kernel
+// writes them, so reading them later costs nothing. "Held from outside" is
+// use_count minus the group's own references (node inputs), which is exact
+// because the lazy graph keeps outputs only weakly.
+//
+// Two kinds of intermediates are cut out instead (computed first, as their
+// own group, so that they become leaves): a held output whose shape differs
+// from the requested one (the fused kernel runs over the requested shape), and,
+// while a tape records, a held output that other nodes of the group consume
+// (so that its gradient, which a user may ask for, has a node of its own).
+//
+// Example:
+//   y = f.(x, a); z = g.(y, b); w = h.(z, y); w read while y is held:
+//   one kernel over leaves {x, a, b} with outputs {w, y}; z is never stored.
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "dualcast/detail/array_impl.hpp"
+#include "dualcast/detail/broadcast_grad.hpp"
+#include "dualcast/detail/execute.hpp"
+#include "dualcast/detail/grad_node.hpp"
+#include "dualcast/detail/lazy.hpp"
+#include "dualcast/kernel.hpp"
+#include "jit/compose.h"
 #include "jit/error.h"
+#include "jit/optimize.h"
 
 namespace dualcast::detail {
+namespace {
+
+// One lock for the whole lazy graph: gathering, running and filling a group
+// must not interleave with another thread doing the same to shared nodes.
+absl::Mutex& GraphMutex() {
+  static absl::Mutex* mu = new absl::Mutex();
+  return *mu;
+}
+
+struct Group {
+  std::vector<std::shared_ptr<LazyNode>> nodes;  // topological order, root's node last
+  absl::flat_hash_map<const LazyNode*, int> index;
+};
+
+Group Gather(const std::shared_ptr<LazyNode>& root) {
+  Group g;
+  // Iterative post-order DFS (graphs can be long chains).
+  std::vector<std::pair<std::shared_ptr<LazyNode>, size_t>> stack;
+  absl::flat_hash_map<const LazyNode*, bool> visiting;
+  stack.push_back({root, 0});
+  visiting[root.get()] = true;
+  while (!stack.empty()) {
+    auto& [node, next] = stack.back();
+    if (next < node->inputs.size()) {
+      const std::shared_ptr<ArrayImpl>& in = node->inputs[next++];
+      std::shared_ptr<LazyNode> dep = in->pending;
+      if (dep != nullptr && !visiting.contains(dep.get())) {
+        visiting[dep.get()] = true;
+        stack.push_back({std::move(dep), 0});
+      }
+      continue;
+    }
+    g.index[node.get()] = static_cast<int>(g.nodes.size());
+    g.nodes.push_back(std::move(node));
+    stack.pop_back();
+  }
+  return g;
+}
+
+// One output of a group node that is still alive.
+struct LiveOutput {
+  std::shared_ptr<ArrayImpl> impl;
+  int node = 0;
+  int output = 0;
+  long internal_refs = 0;  // inputs of group nodes that are this array
+  bool held_outside = false;
+};
+
+std::vector<LiveOutput> LiveOutputs(const Group& g) {
+  absl::flat_hash_map<const ArrayImpl*, long> refs;
+  for (const auto& node : g.nodes) {
+    for (const auto& in : node->inputs) {
+      if (in->pending != nullptr) ++refs[in.get()];
+    }
+  }
+  std::vector<LiveOutput> live;
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const auto& node = *g.nodes[n];
+    for (size_t m = 0; m < node.outputs.size(); ++m) {
+      LiveOutput o;
+      o.impl = node.outputs[m].lock();
+      if (o.impl == nullptr || o.impl->pending == nullptr) continue;
+      o.node = static_cast<int>(n);
+      o.output = static_cast<int>(m);
+      auto it = refs.find(o.impl.get());
+      o.internal_refs = it == refs.end() ? 0 : it->second;
+      // Minus our own `o.impl`.
+      o.held_outside = o.impl.use_count() - 1 - o.internal_refs > 0;
+      live.push_back(std::move(o));
+    }
+  }
+  return live;
+}
+
+// The composed function of a group, cached by the group's wiring so that a
+// loop that builds the same graph every iteration composes it once.
+struct Composed {
+  std::shared_ptr<const jit::Function> primal;
+  // Keep the node functions alive: the cache key holds their addresses.
+  std::vector<std::shared_ptr<const jit::Function>> parts;
+};
+
+std::shared_ptr<const Composed> ComposeCached(const std::string& name,
+                                              const std::vector<jit::Type>& leaf_types,
+                                              const std::vector<jit::FusionNode>& nodes,
+                                              const std::vector<jit::FusionSource>& outputs) {
+  // Runs under GraphMutex, so the map needs no lock of its own.
+  static auto* cache = new absl::flat_hash_map<std::string, std::shared_ptr<const Composed>>();
+  std::string key = absl::StrCat(leaf_types.size(), ":", static_cast<int>(leaf_types[0]), "|");
+  for (const jit::FusionNode& n : nodes) {
+    absl::StrAppend(&key, reinterpret_cast<uintptr_t>(n.function.get()), "(");
+    for (const jit::FusionSource& s : n.inputs) {
+      absl::StrAppend(&key, static_cast<int>(s.kind), ".", s.index, ".", s.output, ",");
+    }
+    absl::StrAppend(&key, ")");
+  }
+  absl::StrAppend(&key, "->");
+  for (const jit::FusionSource& s : outputs) {
+    absl::StrAppend(&key, static_cast<int>(s.kind), ".", s.index, ".", s.output, ",");
+  }
+  auto it = cache->find(key);
+  if (it != cache->end()) return it->second;
+  auto c = std::make_shared<Composed>();
+  for (const jit::FusionNode& n : nodes) c->parts.push_back(n.function);
+  c->primal = std::make_shared<const jit::Function>(
+      jit::Optimize(jit::Compose(name, leaf_types, nodes, outputs)));
+  cache->emplace(std::move(key), c);
+  return c;
+}
+
+std::string GroupName(const Group& g) {
+  if (g.nodes.size() == 1) return g.nodes[0]->name;
+  std::vector<std::string> names;
+  for (const auto& n : g.nodes) {
+    if (std::find(names.begin(), names.end(), n->name) == names.end()) names.push_back(n->name);
+  }
+  return absl::StrCat("fused(", absl::StrJoin(names, ","), ")");
+}
+
+// What the tape must be told once the lock is released.
+struct PendingRecord {
+  BroadcastGradInfo info;
+  std::vector<std::shared_ptr<ArrayImpl>> outputs;
+};
+
+void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<LiveOutput> live,
+         std::vector<PendingRecord>* records) {
+  const LazyNode& root_node = *g.nodes.back();
+
+  // Leaves, each distinct array once.
+  std::vector<std::shared_ptr<ArrayImpl>> leaves;
+  std::vector<bool> leaf_constant;
+  absl::flat_hash_map<const ArrayImpl*, int> leaf_index;
+  std::vector<jit::FusionNode> nodes;
+  for (const auto& node : g.nodes) {
+    jit::FusionNode fn{node->function, {}};
+    for (size_t k = 0; k < node->inputs.size(); ++k) {
+      const std::shared_ptr<ArrayImpl>& in = node->inputs[k];
+      if (in->pending != nullptr) {
+        fn.inputs.push_back({jit::FusionSource::kNode, g.index.at(in->pending.get()),
+                             in->pending_output});
+        continue;
+      }
+      auto [it, added] = leaf_index.try_emplace(in.get(), static_cast<int>(leaves.size()));
+      if (added) {
+        leaves.push_back(in);
+        leaf_constant.push_back(node->constant[k]);
+      } else {
+        leaf_constant[it->second] = leaf_constant[it->second] && node->constant[k];
+      }
+      fn.inputs.push_back({jit::FusionSource::kLeaf, it->second, 0});
+    }
+    nodes.push_back(std::move(fn));
+  }
+
+  // Outputs: the root, then every other live output held from outside.
+  std::vector<jit::FusionSource> sources = {
+      {jit::FusionSource::kNode, static_cast<int>(g.nodes.size()) - 1, root->pending_output}};
+  std::vector<std::shared_ptr<ArrayImpl>> targets = {root};
+  for (LiveOutput& o : live) {
+    if (o.impl == root || !o.held_outside) continue;
+    sources.push_back({jit::FusionSource::kNode, o.node, o.output});
+    targets.push_back(o.impl);
+  }
+  live.clear();  // drop our references before anything else looks at use counts
+
+  const std::string name = GroupName(g);
+  std::vector<jit::Type> leaf_types(leaves.size(), JitType(root_node.dtype));
+  std::shared_ptr<const Composed> composed = ComposeCached(name, leaf_types, nodes, sources);
+  const size_t M = targets.size();
+
+  std::vector<std::shared_ptr<ArrayImpl>> values;
+  PendingRecord record;
+  const bool taped = TapeActive();
+  if (!taped) {
+    values = Execute(name, composed->primal, leaves);
+  } else {
+    BroadcastGradInfo& info = record.info;
+    info.name = name;
+    info.primal = composed->primal;
+    info.leaves = leaves;
+    info.out_shape = root_node.shape;
+    for (size_t j = 0; j < leaves.size(); ++j) {
+      if (!leaf_constant[j]) info.wrt.push_back(static_cast<int>(j));
+    }
+    const size_t J = info.wrt.size();
+    std::shared_ptr<const jit::JvpResult> jvp = CachedJvp(composed->primal, info.wrt);
+    size_t nonzero = 0;
+    for (bool zero : jvp->structurally_zero) nonzero += zero ? 0 : 1;
+    int64_t elements = 1;
+    for (int64_t s : root_node.shape) elements *= s;
+    const size_t bytes = nonzero * static_cast<size_t>(elements) * SizeOf(root_node.dtype);
+    if (ActivePartialsMode(bytes) == PartialsMode::kRecompute) {
+      values = Execute(name, composed->primal, leaves);
+    } else {
+      ExecuteOptions options;
+      options.write.assign(M, true);
+      for (bool zero : jvp->structurally_zero) options.write.push_back(!zero);
+      auto fn = std::shared_ptr<const jit::Function>(jvp, &jvp->function);
+      std::vector<std::shared_ptr<ArrayImpl>> all = Execute(name, fn, leaves, options);
+      values.assign(all.begin(), all.begin() + M);
+      info.partials.resize(M * J);
+      for (size_t m = 0; m < M; ++m) {
+        for (size_t j = 0; j < J; ++j) {
+          info.partials[m * J + j] = all[jit::PartialIndex(M, J, m, j)];
+        }
+      }
+    }
+  }
+
+  for (size_t m = 0; m < M; ++m) {
+    ArrayImpl& t = *targets[m];
+    t.storage = values[m]->storage;
+    t.strides = values[m]->strides;
+    t.offset = values[m]->offset;
+    t.pending.reset();
+    t.pending_output = 0;
+  }
+  if (taped) {
+    record.outputs = std::move(targets);
+    records->push_back(std::move(record));
+  }
+}
+
+void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root, std::vector<PendingRecord>* records)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(GraphMutex()) {
+  const bool taped = TapeActive();
+  while (root->pending != nullptr) {
+    Group g = Gather(root->pending);
+    std::vector<LiveOutput> live = LiveOutputs(g);
+    std::vector<std::shared_ptr<ArrayImpl>> cuts;
+    for (const LiveOutput& o : live) {
+      if (o.impl == root || !o.held_outside) continue;
+      if (o.impl->shape != root->shape || (taped && o.internal_refs > 0)) cuts.push_back(o.impl);
+    }
+    if (cuts.empty()) {
+      Run(g, root, std::move(live), records);
+      return;
+    }
+    live.clear();
+    g = Group();
+    for (const auto& cut : cuts) MaterializeLocked(cut, records);
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const jit::JvpResult> CachedJvp(const std::shared_ptr<const jit::Function>& fn,
+                                                std::span<const int> wrt) {
+  struct Entry {
+    std::shared_ptr<const jit::Function> fn;  // keeps the keyed address alive
+    std::shared_ptr<const jit::JvpResult> jvp;
+  };
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* cache = new absl::flat_hash_map<std::string, Entry>();
+  std::string key = absl::StrCat(reinterpret_cast<uintptr_t>(fn.get()), ":",
+                                 absl::StrJoin(wrt.begin(), wrt.end(), ","));
+  {
+    absl::MutexLock lock(&mu);
+    auto it = cache->find(key);
+    if (it != cache->end()) return it->second.jvp;
+  }
+  auto jvp = std::make_shared<jit::JvpResult>(jit::Jvp(*fn, wrt));
+  jvp->function = jit::Optimize(jvp->function);
+  absl::MutexLock lock(&mu);
+  auto [it, added] = cache->try_emplace(std::move(key), Entry{fn, std::move(jvp)});
+  return it->second.jvp;
+}
 
 void Materialize(ArrayImpl& impl) {
   if (impl.pending == nullptr) return;
-  throw Error(ErrorKind::kInternal, "lazy evaluation is not implemented yet");
+  std::vector<PendingRecord> records;
+  {
+    absl::MutexLock lock(&GraphMutex());
+    if (impl.pending == nullptr) return;  // another thread got here first
+    // A shared_ptr to `impl` from its node (it is alive, so the weak one locks).
+    std::shared_ptr<ArrayImpl> root = impl.pending->outputs[impl.pending_output].lock();
+    if (root.get() != &impl) {
+      throw Error(ErrorKind::kInternal, "a pending array is not owned by its lazy node");
+    }
+    MaterializeLocked(root, &records);
+  }
+  for (PendingRecord& r : records) {
+    Record(MakeBroadcastGradNode(std::move(r.info)), r.outputs);
+  }
 }
 
 }  // namespace dualcast::detail

@@ -1,0 +1,140 @@
+// broadcast(): eager validation of a call, then a pending LazyNode (or, under Unfused, the result).
+#include "dualcast/broadcast.hpp"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "dualcast/detail/execute.hpp"
+#include "dualcast/detail/lazy.hpp"
+#include "jit/broadcast_layout.h"
+#include "jit/error.h"
+
+namespace dualcast {
+namespace {
+thread_local int unfused_depth = 0;
+}  // namespace
+
+Unfused::Unfused() { ++unfused_depth; }
+Unfused::~Unfused() { --unfused_depth; }
+bool Unfused::active() { return unfused_depth > 0; }
+
+namespace detail {
+namespace {
+
+std::shared_ptr<ArrayImpl> NumberArray(double value, DType dtype, Device device) {
+  std::shared_ptr<ArrayImpl> a = NewArray(dtype, {}, device);
+  if (dtype == DType::kF32) {
+    *static_cast<float*>(a->data()) = static_cast<float>(value);
+  } else {
+    *static_cast<double*>(a->data()) = value;
+  }
+  return a;
+}
+
+// The first array argument, after checking handles, element types and devices.
+size_t CheckOperands(const std::string& name, const std::vector<Operand>& operands, DType dtype) {
+  size_t first = operands.size();
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const Operand& op = operands[i];
+    if (op.kind == Operand::kEmptyHandle) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  absl::StrCat(name, ": argument ", i + 1,
+                               " is an empty Array handle (default-constructed); pass an array"));
+    }
+    if (op.kind != Operand::kArray) continue;
+    if (first == operands.size()) first = i;
+    const ArrayImpl& a = *op.array;
+    if (a.dtype != dtype) {
+      throw Error(ErrorKind::kType,
+                  absl::StrCat(name, ": argument ", i + 1, " is ", DTypeName(a.dtype),
+                               " but argument ", first + 1, " is ", DTypeName(dtype),
+                               "; all array arguments of a broadcast must have one element type"));
+    }
+    const Device& d0 = operands[first].array->device;
+    if (a.device != d0) {
+      throw Error(ErrorKind::kDevice,
+                  absl::StrCat(name, ": argument ", i + 1, " is on ", a.device.name(),
+                               " but argument ", first + 1, " is on ", d0.name(),
+                               "; move the arrays to one device with .to(device) first"));
+    }
+  }
+  if (first == operands.size()) {
+    throw Error(ErrorKind::kArity, name + ": a broadcast needs at least one array argument");
+  }
+  return first;
+}
+
+}  // namespace
+
+std::vector<std::shared_ptr<ArrayImpl>> Broadcast(const Kernel& k, std::vector<Operand> operands,
+                                                  DType dtype, bool single_output) {
+  const std::string& name = k.name();
+  const size_t first = CheckOperands(name, operands, dtype);
+  const Device device = operands[first].array->device;
+
+  std::shared_ptr<const jit::Function> fn = k.function(static_cast<int>(operands.size()), dtype);
+  const size_t num_outputs = fn->num_outputs();
+  if (single_output && num_outputs != 1) {
+    throw Error(ErrorKind::kArity,
+                absl::StrCat(name, ": the kernel returns ", num_outputs,
+                             " outputs; use broadcast_n to get one array per output"));
+  }
+
+  std::vector<std::vector<int64_t>> shapes, strides;
+  for (const Operand& op : operands) {
+    shapes.push_back(op.kind == Operand::kArray ? op.array->shape : std::vector<int64_t>{});
+    strides.push_back(op.kind == Operand::kArray ? op.array->strides : std::vector<int64_t>{});
+  }
+  std::vector<int64_t> shape = BroadcastShape(name, shapes);
+  // Also catches layouts above the kernels' rank limit now rather than at the read.
+  absl::StatusOr<jit::BroadcastLayout> layout = jit::MergeBroadcast(shapes, strides, name);
+  if (!layout.ok()) ThrowStatus(layout.status());
+
+  auto node = std::make_shared<LazyNode>();
+  node->name = name;
+  node->function = fn;
+  node->shape = shape;
+  node->dtype = dtype;
+  node->device = device;
+  for (const Operand& op : operands) {
+    const bool number = op.kind == Operand::kNumber;
+    node->inputs.push_back(number ? NumberArray(op.number, dtype, device) : op.array);
+    node->constant.push_back(number);
+  }
+
+  // Evaluate pending arguments first when fusion is off, or when the group
+  // this node would join has grown past the cap.
+  absl::flat_hash_set<const LazyNode*> seen;
+  long estimate = 1;
+  for (const auto& in : node->inputs) {
+    if (in->pending != nullptr && seen.insert(in->pending.get()).second) {
+      estimate += in->pending->group_estimate;
+    }
+  }
+  if (Unfused::active() || estimate > kMaxFusedNodes) {
+    for (const auto& in : node->inputs) Materialize(*in);
+    estimate = 1;
+  }
+  node->group_estimate = static_cast<int>(estimate);
+
+  std::vector<std::shared_ptr<ArrayImpl>> outputs;
+  for (size_t m = 0; m < num_outputs; ++m) {
+    auto out = std::make_shared<ArrayImpl>();
+    out->dtype = dtype;
+    out->device = device;
+    out->shape = shape;
+    out->strides = ContiguousStrides(shape);
+    out->pending = node;
+    out->pending_output = static_cast<int>(m);
+    node->outputs.push_back(out);
+    outputs.push_back(std::move(out));
+  }
+  if (Unfused::active()) Materialize(*outputs[0]);
+  return outputs;
+}
+
+}  // namespace detail
+}  // namespace dualcast

@@ -1,0 +1,140 @@
+// broadcast / broadcast_n: apply a Kernel elementwise over arrays with NumPy rules, lazily and fused.
+//
+// A call checks everything at once — the kernel's arity (by tracing it), the
+// element types, the devices and the broadcast shape — and throws
+// dualcast::Error naming the kernel, the argument positions (1-based), the
+// sizes and the dimension; then it returns arrays that are *pending*. Reading
+// one (to_vector, item, printing, eval, a non-broadcast op, the tape) computes
+// it together with every pending broadcast it depends on, as ONE composed
+// kernel over the leaf arrays; an intermediate result that is still held
+// elsewhere is written by that same kernel as an extra output. While a Tape
+// records on this thread, the kernel also produces the partials with respect
+// to the leaves (or, in recompute mode, the tape re-runs it later).
+//
+// Arguments are Arrays of one element type, or plain numbers (which become
+// rank-0 constants and are never differentiated). Inputs are read when the
+// result is computed: do not write into an argument's memory while a result
+// computed from it is pending (call eval() on the result first).
+//
+// `Unfused` turns fusion off on this thread while it lives: every broadcast
+// is computed immediately, on its own, one kernel and one tape node per call
+// (the pure reverse-mode comparator, and a debugging aid).
+//
+// Example:
+//   auto y = dualcast::broadcast(f, x, a);            // pending
+//   auto z = dualcast::broadcast(g, y, 2.0);          // pending
+//   std::vector<float> v = z.to_vector();             // one launch: g(f(x, a), 2)
+//   auto outs = dualcast::broadcast_n(sincos, x);    // outs[0], outs[1]
+//   { dualcast::Unfused unfused; auto w = dualcast::broadcast(f, x, a); }  // computed now
+#pragma once
+
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include "dualcast/array.hpp"
+#include "dualcast/kernel.hpp"
+
+namespace dualcast {
+
+// While alive, broadcasts on this thread are computed immediately and never
+// fused (nesting allowed).
+class Unfused {
+ public:
+  Unfused();
+  ~Unfused();
+  Unfused(const Unfused&) = delete;
+  Unfused& operator=(const Unfused&) = delete;
+  // Whether an Unfused guard is alive on this thread.
+  static bool active();
+};
+
+namespace detail {
+
+// One argument of a broadcast, type-erased.
+struct Operand {
+  enum Kind { kArray, kNumber, kEmptyHandle } kind = kArray;
+  std::shared_ptr<ArrayImpl> array;
+  double number = 0;
+};
+
+// The non-template core of broadcast/broadcast_n: validates, records the lazy
+// node and returns its (pending) outputs. `dtype` is the result type (that of
+// the first Array argument). With `single_output`, a kernel with several
+// outputs is an error that points to broadcast_n.
+std::vector<std::shared_ptr<ArrayImpl>> Broadcast(const Kernel& k, std::vector<Operand> operands,
+                                                  DType dtype, bool single_output);
+
+template <class A>
+struct IsArray : std::false_type {};
+template <class T>
+struct IsArray<Array<T>> : std::true_type {};
+
+template <class A>
+concept BroadcastArgument =
+    IsArray<A>::value || (std::is_arithmetic_v<A> && !std::is_same_v<A, bool>);
+
+// The element type of the first Array among A...
+template <class... A>
+struct FirstArray {};
+template <class A, class... R>
+struct FirstArray<A, R...> : FirstArray<R...> {};
+template <class T, class... R>
+struct FirstArray<Array<T>, R...> {
+  using type = T;
+};
+
+template <class A>
+Operand ToOperand(const A& a) {
+  if constexpr (IsArray<A>::value) {
+    if (!a.valid()) return Operand{Operand::kEmptyHandle, nullptr, 0};
+    return Operand{Operand::kArray, a.impl(), 0};
+  } else {
+    return Operand{Operand::kNumber, nullptr, static_cast<double>(a)};
+  }
+}
+
+template <ElementType T>
+std::vector<Array<T>> Wrap(std::vector<std::shared_ptr<ArrayImpl>> impls) {
+  std::vector<Array<T>> out;
+  out.reserve(impls.size());
+  for (auto& impl : impls) out.emplace_back(std::move(impl));
+  return out;
+}
+
+}  // namespace detail
+
+// k applied elementwise; k must have one output (else Error(kArity): use broadcast_n).
+template <detail::BroadcastArgument... A>
+  requires(detail::IsArray<A>::value || ...)
+Array<typename detail::FirstArray<A...>::type> broadcast(const Kernel& k, const A&... args) {
+  using T = typename detail::FirstArray<A...>::type;
+  auto outs = detail::Broadcast(k, {detail::ToOperand(args)...}, detail::DTypeOf<T>(), true);
+  return Array<T>(std::move(outs[0]));
+}
+
+// k applied elementwise; one array per output of k.
+template <detail::BroadcastArgument... A>
+  requires(detail::IsArray<A>::value || ...)
+std::vector<Array<typename detail::FirstArray<A...>::type>> broadcast_n(const Kernel& k,
+                                                                        const A&... args) {
+  using T = typename detail::FirstArray<A...>::type;
+  return detail::Wrap<T>(
+      detail::Broadcast(k, {detail::ToOperand(args)...}, detail::DTypeOf<T>(), false));
+}
+
+// The same with the arguments in a vector (arity known only at run time).
+template <ElementType T>
+Array<T> broadcast(const Kernel& k, const std::vector<Array<T>>& args) {
+  std::vector<detail::Operand> ops;
+  for (const auto& a : args) ops.push_back(detail::ToOperand(a));
+  return Array<T>(detail::Broadcast(k, std::move(ops), detail::DTypeOf<T>(), true)[0]);
+}
+template <ElementType T>
+std::vector<Array<T>> broadcast_n(const Kernel& k, const std::vector<Array<T>>& args) {
+  std::vector<detail::Operand> ops;
+  for (const auto& a : args) ops.push_back(detail::ToOperand(a));
+  return detail::Wrap<T>(detail::Broadcast(k, std::move(ops), detail::DTypeOf<T>(), false));
+}
+
+}  // namespace dualcast

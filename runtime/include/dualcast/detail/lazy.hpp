@@ -1,0 +1,53 @@
+// LazyNode: one pending broadcast of the lazy graph, and the caches fusion shares with partials().
+//
+// broadcast() validates its arguments and records a LazyNode instead of
+// computing; every output is an ArrayImpl whose `pending` points back at the
+// node. Materialize (lazy.cc) gathers the pending nodes a requested array
+// depends on, composes them into one function over the leaf arrays and runs
+// it with one launch. Nodes hold their inputs strongly and their outputs
+// weakly, so an intermediate nobody holds any more is never written.
+//
+// Example:
+//   auto y = broadcast(f, x, a);   // y.impl()->pending: node {f, inputs {x, a}}
+//   auto z = broadcast(g, y, b);   // node {g, inputs {y (pending), b}}
+//   z.to_vector();                 // one kernel: g(f(x, a), b)
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "dualcast/detail/array_impl.hpp"
+#include "jit/ir.h"
+#include "jit/jvp.h"
+
+namespace dualcast::detail {
+
+struct LazyNode {
+  std::string name;                              // the kernel's
+  std::shared_ptr<const jit::Function> function;  // traced for these inputs' arity and dtype
+  std::vector<std::shared_ptr<ArrayImpl>> inputs;
+  // Per input: a number the runtime turned into a rank-0 array (x * 2): never
+  // differentiated, since no user can ask for its gradient.
+  std::vector<bool> constant;
+  std::vector<int64_t> shape;  // the broadcast shape; every output has it
+  DType dtype = DType::kF32;
+  Device device = Device::cpu();
+  std::vector<std::weak_ptr<ArrayImpl>> outputs;
+  // Upper bound on the pending nodes this one depends on (itself included);
+  // bounds the size of a fused group and the depth of the graph.
+  int group_estimate = 1;
+};
+
+// Fused groups larger than this are cut: broadcast() evaluates its pending
+// arguments first. Keeps composed functions (and compile times) bounded and
+// the graph shallow enough to be destroyed without deep recursion.
+inline constexpr int kMaxFusedNodes = 48;
+
+// The forward-mode (values + partials) version of `fn` with respect to `wrt`,
+// computed once per (fn, wrt) and shared. Thread-safe.
+std::shared_ptr<const jit::JvpResult> CachedJvp(const std::shared_ptr<const jit::Function>& fn,
+                                                std::span<const int> wrt);
+
+}  // namespace dualcast::detail

@@ -1,0 +1,143 @@
+// Tests of dualcast::partials: values and dy_m/dx_j against Dual<double>, wrt subsets, user views, errors.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <dualcast/dual.hpp>
+
+#include "dualcast/array.hpp"
+#include "dualcast/partials.hpp"
+#include "jit/error.h"
+#include "jit/stats.h"
+
+namespace dualcast {
+namespace {
+
+std::string MessageOf(const std::function<void()>& f, ErrorKind kind) {
+  try {
+    f();
+  } catch (const Error& e) {
+    CHECK(e.kind() == kind);
+    return e.what();
+  }
+  FAIL("no dualcast::Error thrown");
+  return "";
+}
+
+// A small plasticity-like law with two outputs and a branch.
+auto Law = [](auto eps, auto ep, auto E) {
+  using namespace dualcast::math;
+  auto trial = E * (eps - ep);
+  if (abs(trial) > 1) return std::tuple{copysign(1 + 0.1 * (abs(trial) - 1), trial), ep + 0.01 * trial};
+  return std::tuple{trial, ep};
+};
+
+TEST_CASE("partials: every dy_m/dx_j of a branchy two-output kernel, one launch, against Dual") {
+  Kernel law = kernel("law", Law);
+  auto eps = Array<double>::uniform({4, 3}, 1, -2, 2);
+  auto ep = Array<double>::uniform({3}, 2, -0.5, 0.5);
+  auto E = Array<double>::uniform({4, 1}, 3, 0.5, 2);
+  jit::ResetStats();
+  Partials<double> p = partials(law, {eps, ep, E});
+  CHECK(jit::GetStats().launches == 1);
+  CHECK(p.num_outputs() == 2);
+  std::vector<double> e = eps.to_vector(), q = ep.to_vector(), s = E.to_vector();
+  using D = Dual<double, 3>;
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      auto [y0, y1] = Law(D::variable(e[i * 3 + j], 0), D::variable(q[j], 1), D::variable(s[i], 2));
+      const D ys[2] = {y0, y1};
+      for (int m = 0; m < 2; ++m) {
+        CHECK(p.value(m).at({i, j}) == doctest::Approx(ys[m].value()).epsilon(1e-14));
+        for (int k = 0; k < 3; ++k) {
+          CHECK(p.d(m, k).at({i, j}) == doctest::Approx(ys[m].partial(k)).epsilon(1e-13));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("partials: an untaken sqrt branch gives exactly 0, structural zeros, wrt subsets") {
+  Kernel k = kernel("safe_sqrt", [](auto x, auto y) {
+    using namespace dualcast::math;
+    if (x > 0) return sqrt(x);
+    return 0 * y + 0;
+  });
+  auto x = Array<float>::from({-1, 4, -0.0f, 9}, {4});
+  auto y = Array<float>::ones({4});
+  PartialsOptions<float> only_x;
+  only_x.wrt = {0};
+  only_x.values = false;
+  Partials<float> p = partials(k, {x, y}, only_x);
+  CHECK(p.d(0, 0).to_vector() == std::vector<float>{0, 0.25f, 0, 1.0f / 6});
+  CHECK(MessageOf([&] { p.value(0); }, ErrorKind::kInvalidArgument) ==
+        "safe_sqrt: values were not computed (PartialsOptions::values was false)");
+  CHECK(MessageOf([&] { p.d(0, 1); }, ErrorKind::kInvalidArgument) ==
+        "safe_sqrt: no partials with respect to argument position 1 were computed; add it to "
+        "PartialsOptions::wrt");
+  Kernel c = kernel("const_in_x", [](auto x, auto y) {
+    if (x > 0) return y;
+    return 2 * y;
+  });
+  Partials<float> q = partials(c, {x, y});
+  CHECK(q.structurally_zero(0, 0));
+  CHECK_FALSE(q.structurally_zero(0, 1));
+  CHECK(q.d(0, 0).to_vector() == std::vector<float>{0, 0, 0, 0});
+  CHECK(q.d(0, 1).to_vector() == std::vector<float>{2, 1, 2, 1});
+}
+
+TEST_CASE("partials into user views land in the user's buffer; errors leave it untouched") {
+  Kernel k = kernel("prod", [](auto a, auto b) { return a * b; });
+  const int n = 5;
+  auto a = Array<double>::uniform({n}, 4, -1, 1);
+  auto b = Array<double>::uniform({n}, 5, -1, 1);
+  // Interleaved columns of an n x 4 table: value, d/da, d/db, untouched.
+  std::vector<double> table(n * 4, -7.0);
+  auto col = [&](int c) { return Array<double>::view(table.data() + c, {n}, {4}); };
+  PartialsOptions<double> opts;
+  opts.value_out = {col(0)};
+  opts.partial_out = {col(1), col(2)};
+  Partials<double> p = partials(k, {a, b}, opts);
+  std::vector<double> as = a.to_vector(), bs = b.to_vector();
+  for (int i = 0; i < n; ++i) {
+    CHECK(table[i * 4 + 0] == as[i] * bs[i]);
+    CHECK(table[i * 4 + 1] == bs[i]);
+    CHECK(table[i * 4 + 2] == as[i]);
+    CHECK(table[i * 4 + 3] == -7.0);
+  }
+  CHECK(p.d(0, 1).to_vector() == as);
+
+  const std::vector<double> before = table;
+  PartialsOptions<double> bad = opts;
+  bad.partial_out[1] = Array<double>::view(table.data(), {n - 1}, {4});
+  CHECK(MessageOf([&] { partials(k, {a, b}, bad); }, ErrorKind::kShape) ==
+        "prod: partial_out[1] (d output 0 / d argument 1) has shape [4] but the broadcast result "
+        "has shape [5]; pass an array (or view) of exactly that shape");
+  CHECK(std::memcmp(before.data(), table.data(), table.size() * sizeof(double)) == 0);
+
+  // A destination over an argument's memory (in place) is refused, nothing written.
+  auto view_a = Array<double>::view(table.data(), {n}, {4});
+  PartialsOptions<double> alias;
+  alias.value_out = {col(0)};
+  CHECK(MessageOf([&] { partials(k, {view_a, b}, alias); }, ErrorKind::kInvalidArgument) ==
+        "prod: destination for output 1 overlaps the memory of argument 1; results cannot be "
+        "written over the arguments (in place): pass a separate destination or copy() the "
+        "argument");
+  CHECK(std::memcmp(before.data(), table.data(), table.size() * sizeof(double)) == 0);
+  // Interleaved with an argument's column is fine: no element is shared.
+  alias.value_out = {col(3)};
+  partials(k, {view_a, b}, alias);
+  for (int i = 0; i < n; ++i) CHECK(table[i * 4 + 3] == table[i * 4] * bs[i]);
+  PartialsOptions<double> out_of_range;
+  out_of_range.wrt = {2};
+  CHECK(MessageOf([&] { partials(k, {a, b}, out_of_range); }, ErrorKind::kInvalidArgument) ==
+        "prod: wrt position 2 is out of range; the kernel was given 2 arguments (positions 0 to "
+        "1)");
+}
+
+}  // namespace
+}  // namespace dualcast
