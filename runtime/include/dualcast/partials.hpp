@@ -15,7 +15,7 @@
 //   Array<double> sigma = p.value(0), dsigma_deps = p.d(0, 0);
 //   dualcast::PartialsOptions<double> o;
 //   o.wrt = {0};                                   // only d/d eps
-//   o.partial_out = {Array<double>::view(buf, {n}, {6})};  // into the caller's table
+//   o.partial_out = {Array<double>::view(buf, {n}, {6})};  // law has one output: 1 x 1 arrays
 //   dualcast::partials(law, {eps, ep, alpha, E, sy, H}, o);
 #pragma once
 
