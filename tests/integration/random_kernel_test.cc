@@ -1,9 +1,9 @@
 // Property test: random branchy lambdas (depth <= 6) traced, jvp'ed and interpreted vs Dual<double, 3>.
 //
-// A random expression tree is turned into a real generic lambda by a generic
-// evaluator whose `if` is an ordinary C++ `if` on the data, so the tracer sees
-// exactly what a user's lambda would give it: decisions, early returns,
-// shared subexpressions. Set DUALCAST_SEED to reproduce or explore; the
+// The trees come from tests/kernels/random_kernel.h (shared with the
+// differential tester): a generic evaluator whose `if` is an ordinary C++
+// `if` on the data, so the tracer sees exactly what a user's lambda would
+// give it: decisions, early returns, shared subexpressions. Set DUALCAST_SEED to reproduce or explore; the
 // failing function's seed and IR are printed.
 #include <doctest/doctest.h>
 
@@ -18,111 +18,11 @@
 #include "jit/print.h"
 #include "jit/trace.h"
 #include "jit/verify.h"
+#include "kernels/random_kernel.h"
 #include <dualcast/dual.hpp>
 
 namespace dualcast::testing {
 namespace {
-
-struct Node {
-  enum Kind { kInput, kUnary, kBinary, kScalar, kIf, kSelect } kind;
-  int op = 0;
-  int index = 0;
-  double c = 0;
-  int a = -1, b = -1, t = -1, e = -1;
-};
-
-struct Tree {
-  std::vector<Node> nodes;
-  int root = -1;
-};
-
-constexpr int kUnaryOps = 8, kBinaryOps = 6, kScalarOps = 4;
-
-template <class T>
-T Eval(const Tree& tree, int n, const std::array<T, 3>& x) {
-  using namespace dualcast::math;
-  const Node& node = tree.nodes[n];
-  switch (node.kind) {
-    case Node::kInput: return x[node.index];
-    case Node::kUnary: {
-      T a = Eval(tree, node.a, x);
-      switch (node.op) {
-        case 0: return sin(a);
-        case 1: return cos(a);
-        case 2: return tanh(a);
-        case 3: return sigmoid(a);
-        case 4: return atan(a);
-        case 5: return -a;
-        case 6: return sqrt(abs(a) + 1);
-        default: return exp(tanh(a));
-      }
-    }
-    case Node::kBinary: {
-      T a = Eval(tree, node.a, x), b = Eval(tree, node.b, x);
-      switch (node.op) {
-        case 0: return a + b;
-        case 1: return a - b;
-        case 2: return a * b;
-        case 3: return min(a, b);
-        case 4: return max(a, b);
-        default: return hypot(a, b);
-      }
-    }
-    case Node::kScalar: {
-      T a = Eval(tree, node.a, x);
-      switch (node.op) {
-        case 0: return a + node.c;
-        case 1: return a * node.c;
-        case 2: return node.c - a;
-        default: return a / (a * a + node.c * node.c + 1);
-      }
-    }
-    case Node::kIf:
-      if (Eval(tree, node.a, x) < Eval(tree, node.b, x)) return Eval(tree, node.t, x);
-      return Eval(tree, node.e, x);
-    case Node::kSelect:
-      return select(Eval(tree, node.a, x) > Eval(tree, node.b, x), Eval(tree, node.t, x),
-                    Eval(tree, node.e, x));
-  }
-  return x[0];
-}
-
-// At most kMaxIfs real branches per tree keeps paths (<= 2^kMaxIfs) well under
-// the tracer's limit; further choices become selects.
-constexpr int kMaxIfs = 7;
-
-int Grow(Tree& tree, std::mt19937_64& rng, int depth, int& ifs) {
-  std::uniform_int_distribution<int> pick(0, 99);
-  Node node{};
-  int p = pick(rng);
-  if (depth == 0 || p < 15) {
-    node.kind = Node::kInput;
-    node.index = pick(rng) % 3;
-  } else if (p < 35) {
-    node.kind = Node::kUnary;
-    node.op = pick(rng) % kUnaryOps;
-    node.a = Grow(tree, rng, depth - 1, ifs);
-  } else if (p < 55) {
-    node.kind = Node::kBinary;
-    node.op = pick(rng) % kBinaryOps;
-    node.a = Grow(tree, rng, depth - 1, ifs);
-    node.b = Grow(tree, rng, depth - 1, ifs);
-  } else if (p < 65) {
-    node.kind = Node::kScalar;
-    node.op = pick(rng) % kScalarOps;
-    node.c = std::uniform_real_distribution<double>(-2, 2)(rng);
-    node.a = Grow(tree, rng, depth - 1, ifs);
-  } else {
-    node.kind = p < 90 && ifs < kMaxIfs ? Node::kIf : Node::kSelect;
-    if (node.kind == Node::kIf) ++ifs;
-    node.a = Grow(tree, rng, depth - 1, ifs);
-    node.b = Grow(tree, rng, depth - 1, ifs);
-    node.t = Grow(tree, rng, depth - 1, ifs);
-    node.e = Grow(tree, rng, depth - 1, ifs);
-  }
-  tree.nodes.push_back(node);
-  return static_cast<int>(tree.nodes.size()) - 1;
-}
 
 bool Close(double got, double want) {
   if (std::isnan(want)) return std::isnan(got);
@@ -133,10 +33,11 @@ bool Close(double got, double want) {
 // Returns an empty string when the function with this seed agrees everywhere.
 std::string CheckOne(uint64_t seed) {
   std::mt19937_64 rng(seed);
-  Tree tree;
-  int ifs = 0;
-  tree.root = Grow(tree, rng, 6, ifs);
-  auto lambda = [&tree](auto a, auto b, auto c) { return Eval(tree, tree.root, std::array{a, b, c}); };
+  const Tree tree = GrowTree(rng);  // 3 inputs, depth 6, classic ops
+  auto lambda = [&tree](auto a, auto b, auto c) {
+    const std::array xs{a, b, c};
+    return EvalNode<decltype(a)>(tree, tree.root(), xs);
+  };
   const jit::Type types[] = {jit::Type::kF64, jit::Type::kF64, jit::Type::kF64};
   jit::Function f = jit::Trace("random", lambda, types);
   if (auto s = jit::Verify(f); !s.ok()) return std::string(s.message());
@@ -148,7 +49,7 @@ std::string CheckOne(uint64_t seed) {
   for (int point = 0; point < 20; ++point) {
     std::array<double, 3> x{u(rng), u(rng), u(rng)};
     std::array<D, 3> xd{D::variable(x[0], 0), D::variable(x[1], 1), D::variable(x[2], 2)};
-    D want = Eval(tree, tree.root, xd);
+    D want = EvalNode<D>(tree, tree.root(), xd);
     std::vector<double> got = jit::Interpret(g, x);
     bool ok = got.size() == 4 && Close(got[0], want.value());
     for (int j = 0; ok && j < 3; ++j) ok = Close(got[1 + j], want.partial(j));
