@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <numeric>
 #include <ostream>
 
@@ -17,9 +19,68 @@
 namespace dualcast {
 namespace detail {
 
+namespace {
+
+// A caching allocator for large CPU blocks. Fresh pages from the OS cost a
+// page fault each on first touch (~21 K faults, several ms, for the 80 MB an
+// HM-LSTM n=2048 gradient step allocates), and such steps repeat with the
+// same sizes. Freed blocks >= kMinCached are kept, keyed by their rounded
+// size, up to kMaxCachedBytes in all, and handed out again. Thread-safe.
+class BlockCache {
+ public:
+  static constexpr size_t kMinCached = size_t{1} << 20;
+  static constexpr size_t kMaxCachedBytes = size_t{1} << 30;
+
+  static BlockCache& Global() {
+    static BlockCache* cache = new BlockCache;  // leaked: outlives every Storage
+    return *cache;
+  }
+  static size_t Round(size_t bytes) {
+    const size_t granule = bytes >= kMinCached ? size_t{1} << 16 : kAlignment;
+    return (bytes + granule - 1) / granule * granule;
+  }
+  void* Take(size_t rounded) {
+    if (rounded < kMinCached) return nullptr;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = free_.find(rounded);
+    if (it == free_.end()) return nullptr;
+    void* p = it->second;
+    free_.erase(it);
+    cached_bytes_ -= rounded;
+    return p;
+  }
+  // Returns false when the block should go back to the system instead.
+  bool Give(void* p, size_t rounded) {
+    if (rounded < kMinCached) return false;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cached_bytes_ + rounded > kMaxCachedBytes) return false;
+    free_.emplace(rounded, p);
+    cached_bytes_ += rounded;
+    return true;
+  }
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [size, p] : free_) std::free(p);
+    free_.clear();
+    cached_bytes_ = 0;
+  }
+
+ private:
+  std::mutex mu_;
+  std::multimap<size_t, void*> free_;
+  size_t cached_bytes_ = 0;
+};
+
+}  // namespace
+
 Storage::~Storage() {
-  if (owning && data != nullptr && device.is_cpu()) std::free(data);
+  if (owning && data != nullptr && device.is_cpu()) {
+    const size_t rounded = BlockCache::Round(bytes);
+    if (!BlockCache::Global().Give(data, rounded)) std::free(data);
+  }
 }
+
+void ReleaseCachedMemory() { BlockCache::Global().Clear(); }
 
 std::shared_ptr<Storage> Allocate(size_t bytes, Device device) {
   if (!device.is_cpu()) {
@@ -32,8 +93,13 @@ std::shared_ptr<Storage> Allocate(size_t bytes, Device device) {
   storage->bytes = bytes;
   storage->device = device;
   if (bytes > 0) {
-    size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-    storage->data = std::aligned_alloc(kAlignment, rounded);
+    const size_t rounded = BlockCache::Round(bytes);
+    storage->data = BlockCache::Global().Take(rounded);
+    if (storage->data == nullptr) storage->data = std::aligned_alloc(kAlignment, rounded);
+    if (storage->data == nullptr) {
+      BlockCache::Global().Clear();  // give cached blocks back and try once more
+      storage->data = std::aligned_alloc(kAlignment, rounded);
+    }
     if (storage->data == nullptr) {
       throw Error(ErrorKind::kMemory,
                   absl::StrFormat("out of memory: could not allocate %d bytes (%.1f MiB) on the "

@@ -37,7 +37,10 @@ struct Storage {
 };
 
 // Allocates `bytes` on `device` (throws Error kMemory with the size on failure).
+// Large CPU blocks are recycled through a process-wide cache (array.cc).
 std::shared_ptr<Storage> Allocate(size_t bytes, Device device);
+// Returns every cached free block to the system.
+void ReleaseCachedMemory();
 
 struct LazyNode;  // a pending broadcast (lazy.cc)
 struct GradNode;  // the tape node that produced an array (tape.cc)
