@@ -42,6 +42,7 @@ struct Expr {
   std::vector<std::string> names;  // kLet: bound names (several destructure a tuple)
   std::vector<Span> name_spans;    // kLet: where each bound name is
   bool dot = false;                // kCall: written name.(...)
+  int height = 1;                  // kBinary: length of the longest operator chain below
   std::vector<std::unique_ptr<Expr>> args;
 };
 

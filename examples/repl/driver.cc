@@ -19,8 +19,10 @@ int RunScript(std::istream& in, Session& session, const ScriptOptions& options, 
       echo_out << (line.empty() ? "" : statement.empty() ? "> " : "  ") << line << "\n";
       echo_out.flush();
     }
+    const bool blank = line.find_first_not_of(" \t") == std::string::npos;
+    if (statement.empty() && blank) continue;
     statement += statement.empty() ? line : "\n" + line;
-    if (NeedsMoreInput(statement)) continue;
+    if (!blank && NeedsMoreInput(statement)) continue;
     const bool ok = session.Run(statement, first_line);
     statement.clear();
     if (!ok && options.strict) return 1;
@@ -43,8 +45,10 @@ int RunInteractive(Session& session, LineEditor& editor) {
       std::cout << "\n";
       break;
     }
+    const bool blank = line->find_first_not_of(" \t") == std::string::npos;
+    if (statement.empty() && blank) continue;
     statement += statement.empty() ? *line : "\n" + *line;
-    if (NeedsMoreInput(statement)) continue;
+    if (!blank && NeedsMoreInput(statement)) continue;
     editor.AddHistory(JoinForHistory(statement));
     session.Run(statement, 1);
     statement.clear();

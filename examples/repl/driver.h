@@ -2,7 +2,8 @@
 //
 // Both loops gather lines until lexer.h's NeedsMoreInput says the statement
 // is complete (trailing '\', open bracket, dangling operator or an 'if'
-// without its 'else'), then hand it to Session::Run with its first line
+// without its 'else'); an empty line always ends it (so a forgotten 'else'
+// or ')' is reported instead of waiting forever). Then it goes to Session::Run with its first line
 // number, so errors name "file:line:col".
 //
 // Exit status of a script: 0 when it ran to the end (errors were reported

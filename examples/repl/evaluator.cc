@@ -209,9 +209,10 @@ Value Evaluator::Builtin(const Expr& e, bool* found) {
     if (argc < lo || argc > hi) {
       throw SourceError(ErrorCategory::kArity, e.op_span,
                         "'" + n + "' takes " +
-                            (lo == hi ? std::to_string(lo)
-                                      : hi == SIZE_MAX ? std::to_string(lo) + " or more"
-                                                       : std::to_string(lo) + " to " + std::to_string(hi)) +
+                            (lo == hi         ? std::to_string(lo)
+                             : hi == SIZE_MAX ? std::to_string(lo) + " or more"
+                             : hi == lo + 1   ? std::to_string(lo) + " or " + std::to_string(hi)
+                                              : std::to_string(lo) + " to " + std::to_string(hi)) +
                             " argument" + (hi == 1 ? "" : "s") + ", got " + std::to_string(argc) +
                             " (usage: " + usage + ")");
     }
@@ -396,7 +397,7 @@ A Evaluator::Literal(const Expr& e) {
       } else if (shape[depth] != count) {
         throw SourceError(ErrorCategory::kValue, node.span,
                           "ragged array literal: this row has " + std::to_string(count) +
-                              " elements, the first one has " + std::to_string(shape[depth]));
+                              (count == 1 ? " element" : " elements") + ", the first one has " + std::to_string(shape[depth]));
       }
       for (const auto& child : node.args) walk(*child, depth + 1);
       return;

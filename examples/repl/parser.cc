@@ -1,6 +1,7 @@
 // The REPL's recursive-descent parser (grammar in parser.h).
 #include "examples/repl/parser.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace dualcast::repl {
@@ -9,6 +10,8 @@ namespace {
 // Deep enough for any real expression, shallow enough that a pathological
 // input ("((((((...") ends in an error instead of a stack overflow.
 constexpr int kMaxNesting = 200;
+// The same for operator chains ("1+1+1+..."), which build a deep tree without nesting.
+constexpr int kMaxChain = 2000;
 
 class Parser {
  public:
@@ -121,13 +124,19 @@ class Parser {
 
   std::unique_ptr<Expr> Or() {
     auto lhs = And();
-    while (Peek().kind == Tok::kOr) lhs = Binary(std::move(lhs), Next(), And());
+    while (Peek().kind == Tok::kOr) {
+      const Token& op = Next();
+      lhs = Binary(std::move(lhs), op, And());
+    }
     return lhs;
   }
 
   std::unique_ptr<Expr> And() {
     auto lhs = NotExpr();
-    while (Peek().kind == Tok::kAnd) lhs = Binary(std::move(lhs), Next(), NotExpr());
+    while (Peek().kind == Tok::kAnd) {
+      const Token& op = Next();
+      lhs = Binary(std::move(lhs), op, NotExpr());
+    }
     return lhs;
   }
 
@@ -276,6 +285,11 @@ class Parser {
     e->op = op.kind;
     e->op_span = op.span;
     e->span = {lhs->span.begin, rhs->span.end};
+    e->height = std::max(lhs->height, rhs->height) + 1;
+    if (e->height > kMaxChain) {
+      Fail(op.span, "expression too long (more than " + std::to_string(kMaxChain) +
+                        " operators in a chain); split it with 'let'");
+    }
     e->args.push_back(std::move(lhs));
     e->args.push_back(std::move(rhs));
     return e;

@@ -417,7 +417,7 @@ Commands:
   :vars            variables and functions            :seed n         next random seed
   :help            this text                          :quit           leave (also Ctrl-D)
 Long definitions continue on the next line after a trailing '\', an open bracket,
-an operator, or an 'if' still waiting for its 'else'.
+an operator, or an 'if' still waiting for its 'else'; an empty line ends a statement.
 )";
 }
 

@@ -1,0 +1,347 @@
+// Tests of the REPL: lexer, parser and carets, IR lowering against Dual, and the session's numbers
+// (the golden transcript gradients.out included) against Dual<double> and the C++ API.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <dualcast/dual.hpp>
+
+#include "dualcast/array.hpp"
+#include "dualcast/broadcast.hpp"
+#include "dualcast/kernel.hpp"
+#include "dualcast/operators.hpp"
+#include "dualcast/reductions.hpp"
+#include "dualcast/tape.hpp"
+#include "examples/repl/driver.h"
+#include "examples/repl/lexer.h"
+#include "examples/repl/lower.h"
+#include "examples/repl/parser.h"
+#include "examples/repl/session.h"
+#include "jit/interpret.h"
+#include "jit/jvp.h"
+#include "jit/verify.h"
+
+namespace {
+
+using namespace dualcast::repl;
+using dualcast::Array;
+
+// The HM-LSTM cell as a C++ generic lambda: the reference the REPL's `def cell` must match.
+auto cell_lambda = [](auto z, auto zb, auto c, auto f, auto i, auto g) {
+  using namespace dualcast::math;
+  if (z == 1) return sigmoid(i) * tanh(g);
+  if (zb == 0) return c;
+  return sigmoid(f) * c + sigmoid(i) * tanh(g);
+};
+
+const char* const kCellDef =
+    "def cell(z, zb, c, f, i, g) = if z == 1 then sigmoid(i)*tanh(g) else if zb == 0 then c "
+    "else sigmoid(f)*c + sigmoid(i)*tanh(g)";
+
+// Value and the six partials of the cell at a point, by Dual<double, 6>.
+std::vector<double> CellDual(const std::vector<double>& x) {
+  using D = dualcast::Dual<double, 6>;
+  std::vector<D> v;
+  for (int k = 0; k < 6; ++k) v.push_back(D::variable(x[static_cast<size_t>(k)], k));
+  D y = cell_lambda(v[0], v[1], v[2], v[3], v[4], v[5]);
+  std::vector<double> out{y.value()};
+  for (int k = 0; k < 6; ++k) out.push_back(y.partial(k));
+  return out;
+}
+
+SourceError CatchError(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const SourceError& e) {
+    return e;
+  }
+  FAIL("expected a SourceError");
+  return SourceError(ErrorCategory::kRuntime, {}, "");
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The numbers printed after "label =" (up to the closing "dtype=...)") in a transcript.
+std::vector<double> PrintedArray(const std::string& transcript, const std::string& label) {
+  const size_t at = transcript.find("\n" + label + " =");
+  REQUIRE_MESSAGE(at != std::string::npos, label);
+  const size_t end = transcript.find("dtype=", at);
+  const std::string body = transcript.substr(at + label.size() + 3, end - at - label.size() - 3);
+  std::vector<double> out;
+  std::regex number(R"(-?(nan|inf|[0-9.]+(e[-+]?[0-9]+)?))");
+  for (auto it = std::sregex_iterator(body.begin(), body.end(), number); it != std::sregex_iterator(); ++it) {
+    out.push_back(std::stod(it->str()));
+  }
+  return out;
+}
+
+void CheckClose(double got, double want, double rel = 1e-5) {
+  CHECK(got == doctest::Approx(want).epsilon(rel).scale(1.0));
+}
+
+}  // namespace
+
+TEST_CASE("lexer: tokens, spans, comments, and when a statement continues on the next line") {
+  std::vector<Token> t = Lex("y = cell.(z, 2.5e-1) # note");
+  REQUIRE(t.size() == 9);
+  CHECK(t[0].kind == Tok::kIdent);
+  CHECK(t[1].kind == Tok::kAssign);
+  CHECK(t[3].kind == Tok::kDotParen);
+  CHECK(t[3].span.begin == 8);
+  CHECK(t[6].number == 0.25);
+  CHECK(t[8].kind == Tok::kEnd);
+
+  CHECK(NeedsMoreInput("def f(x) = x + \\"));
+  CHECK(NeedsMoreInput("y = f(1,"));
+  CHECK(NeedsMoreInput("y = [[1, 2],"));
+  CHECK(NeedsMoreInput("def f(x) = if x > 0 then x"));
+  CHECK(NeedsMoreInput("def f(x) =\n  if x > 0 then x\n  else if x < -1 then 0"));
+  CHECK(NeedsMoreInput("def f(x) = let y = x * 2 in"));
+  CHECK(NeedsMoreInput("y = x *  # comment"));
+  CHECK_FALSE(NeedsMoreInput("def f(x) = if x > 0 then x else 0"));
+  CHECK_FALSE(NeedsMoreInput("y = f(1))"));
+  CHECK_FALSE(NeedsMoreInput(":time y = x +"));
+  CHECK_FALSE(NeedsMoreInput("# only a comment"));
+  CHECK_FALSE(NeedsMoreInput("y = 3 $ 4 ("));  // does not lex: the parser reports it
+
+  CHECK(JoinForHistory("def f(x) = \\\n  x * 2  # double\n") == "def f(x) = x * 2");
+
+  SourceError e = CatchError([] { Lex("x = 1 ! 2"); });
+  CHECK(e.category() == ErrorCategory::kParse);
+  CHECK(e.span().begin == 6);
+}
+
+TEST_CASE("parser: precedence, tuples, assignments and the caret of each error") {
+  Stmt s = ParseStatement("y = -x ^ 2 + 1 * 3");
+  REQUIRE(s.kind == Stmt::kAssign);
+  const Expr& sum = *s.body;
+  CHECK(sum.kind == Expr::kBinary);
+  CHECK(sum.op == Tok::kPlus);
+  CHECK(sum.args[0]->kind == Expr::kUnary);            // -(x^2)
+  CHECK(sum.args[0]->args[0]->op == Tok::kCaret);
+  CHECK(sum.args[1]->op == Tok::kStar);
+
+  Stmt t = ParseStatement("a, b = f.(x, (1, 2));");
+  CHECK(t.targets == std::vector<std::string>{"a", "b"});
+  CHECK(t.quiet);
+  CHECK(t.body->dot);
+  CHECK(t.body->args[1]->kind == Expr::kTuple);
+
+  Stmt d = ParseStatement("def f(x, y) = let s, c = g(x) in if s > c and not y == 0 then s else c");
+  CHECK(d.kind == Stmt::kDef);
+  CHECK(d.params == std::vector<std::string>{"x", "y"});
+  CHECK(d.body->kind == Expr::kLet);
+
+  // The caret of a parse error: "error: ..." then the line and '^' under column 9.
+  const std::string text = "y = 1 + * 2";
+  SourceError e = CatchError([&] { ParseStatement(text); });
+  CHECK(e.span().begin == 8);
+  CHECK(FormatError("s.dc", 3, text, e) ==
+        "s.dc:3:9: error: expected an expression, found '*'\n  y = 1 + * 2\n          ^\n");
+  // On the second line of a multi-line statement, the line number and column follow.
+  SourceError e2 = CatchError([] { ParseStatement("def f(x) =\n  x +* 2"); });
+  CHECK(FormatError("s.dc", 4, "def f(x) =\n  x +* 2", e2) ==
+        "s.dc:5:6: error: expected an expression, found '*'\n    x +* 2\n       ^\n");
+  CHECK(CatchError([] { ParseStatement("1 < 2 < 3"); }).span().begin == 6);
+  CHECK(CatchError([] { ParseStatement("def f(x, x) = x"); }).span().begin == 9);
+  CHECK(CatchError([] { ParseStatement("y = (1 + 2"); }).span().begin == 10);
+  // Pathological nesting ends in an error, not a stack overflow.
+  CHECK(CatchError([] { ParseStatement(std::string(5000, '(')); }).category() == ErrorCategory::kParse);
+  std::string chain = "x";
+  for (int k = 0; k < 3000; ++k) chain += "+1";
+  CHECK(CatchError([&] { ParseStatement(chain); }).category() == ErrorCategory::kParse);
+}
+
+TEST_CASE("lowering: def cell is real IR whose jvp matches Dual<double, 6> on every branch") {
+  auto def = MakeFunctionDef(ParseStatement(kCellDef), {});
+  CHECK(def->num_outputs == 1);
+  for (dualcast::jit::Type type : {dualcast::jit::Type::kF64, dualcast::jit::Type::kF32}) {
+    dualcast::jit::Function f = LowerFunction(*def, type);
+    CHECK(dualcast::jit::Verify(f).ok());
+    CHECK(f.num_inputs() == 6);
+  }
+  dualcast::jit::Function f = LowerFunction(*def, dualcast::jit::Type::kF64);
+  std::vector<int> wrt = {0, 1, 2, 3, 4, 5};
+  dualcast::jit::JvpResult jvp = dualcast::jit::Jvp(f, wrt);
+  const std::vector<std::vector<double>> points = {
+      {1, 0, 0.5, 0.1, 0.2, 0.3},     // FLUSH
+      {0, 0, -0.7, 1.5, -2, 0.9},     // COPY
+      {0, 1, 0.5, 0.1, 0.2, 0.3},     // UPDATE
+      {0, 1, 2.5, -3, 1.25, -0.75}};  // UPDATE
+  for (const auto& x : points) {
+    std::vector<double> want = CellDual(x);
+    std::vector<double> got = dualcast::jit::Interpret(jvp.function, x);
+    REQUIRE(got.size() == 7);
+    for (size_t k = 0; k < 7; ++k) CheckClose(got[k], want[k], 1e-14);
+  }
+  // z and zb reach the output only through branch conditions: structurally zero.
+  CHECK(jvp.structurally_zero[0]);
+  CHECK(jvp.structurally_zero[1]);
+  CHECK_FALSE(jvp.structurally_zero[2]);
+
+  // Calls of earlier functions are inlined; tuples give several outputs.
+  FunctionTable known;
+  known["sc"] = MakeFunctionDef(ParseStatement("def sc(x) = (sin(x), cos(x))"), known);
+  auto h = MakeFunctionDef(ParseStatement("def h(x) = let s, c = sc(x) in s*s + c*c"), known);
+  std::vector<double> one = dualcast::jit::Interpret(LowerFunction(*h, dualcast::jit::Type::kF64),
+                                                     std::vector<double>{0.7});
+  CheckClose(one[0], 1.0, 1e-15);
+  CHECK(known["sc"]->num_outputs == 2);
+
+  // Mistakes are SourceErrors at the right place, with the right category.
+  auto lower = [&](const char* text) {
+    return CatchError([&] { MakeFunctionDef(ParseStatement(text), known); });
+  };
+  CHECK(lower("def f(x) = x + y").category() == ErrorCategory::kUnknownName);
+  CHECK(lower("def f(x) = x + y").span().begin == 15);
+  CHECK(lower("def f(x) = sin(x, x)").category() == ErrorCategory::kArity);
+  CHECK(lower("def f(x) = sc(x) + 1").category() == ErrorCategory::kArity);
+  CHECK(lower("def f(x) = if x then 1 else 0").category() == ErrorCategory::kType);
+  CHECK(lower("def f(x) = (x > 0) * 2").category() == ErrorCategory::kType);
+  CHECK(lower("def f(x) = nosuch(x)").category() == ErrorCategory::kUnknownName);
+  CHECK(lower("def exp(x) = x").category() == ErrorCategory::kValue);
+}
+
+TEST_CASE("session: the gradients transcript against Dual<double> and the C++ API on the same seeds") {
+  const std::string dir = DUALCAST_REPL_TEST_DIR;
+  std::ostringstream out, err;
+  Session session(out, err, {.origin = "gradients.dc"});
+  std::ifstream script(dir + "/gradients.dc");
+  REQUIRE(script.good());
+  std::ostringstream echo;
+  CHECK(RunScript(script, session, {.strict = true}, echo) == 0);
+  CHECK(err.str().empty());
+  const std::string golden = ReadFile(dir + "/gradients.out");
+
+  auto var = [&](const char* name) {
+    const Value* v = session.variable(name);
+    REQUIRE_MESSAGE(v != nullptr, name);
+    REQUIRE(v->single());
+    return v->parts[0];
+  };
+
+  // The seed rule: the k-th random call is Array<double>::normal(shape, k).
+  const char* const randoms[] = {"c", "f", "i", "g", "cbar"};
+  for (int k = 0; k < 5; ++k) {
+    CHECK(var(randoms[k]).to_vector() == Array<double>::normal({3, 3}, static_cast<uint64_t>(k + 1)).to_vector());
+  }
+
+  // Reference: per element, d(sum(cell * cbar))/d(c, f, i, g) = cbar * dcell/d(...) by Dual.
+  const std::vector<double> z = var("z").to_vector(), zb = var("zb").to_vector();
+  const std::vector<double> c = var("c").to_vector(), f = var("f").to_vector();
+  const std::vector<double> i = var("i").to_vector(), g = var("g").to_vector();
+  const std::vector<double> cbar = var("cbar").to_vector();
+  std::vector<std::vector<double>> want(4, std::vector<double>(9));
+  std::vector<double> want_y(9);
+  for (size_t e = 0; e < 9; ++e) {
+    std::vector<double> d = CellDual({z[e / 3], zb[e / 3], c[e], f[e], i[e], g[e]});
+    want_y[e] = d[0];
+    for (size_t k = 0; k < 4; ++k) want[k][e] = cbar[e] * d[3 + k];
+  }
+  // The C++ API on the same arrays: a traced kernel, the tape, the runtime's reverse sweep.
+  dualcast::Kernel cell = dualcast::kernel("cell", cell_lambda);
+  std::vector<Array<double>> api;
+  {
+    dualcast::Tape tape;
+    const std::vector<Array<double>> in = {var("c"), var("f"), var("i"), var("g")};
+    auto y = dualcast::broadcast(cell, var("z"), var("zb"), in[0], in[1], in[2], in[3]);
+    api = tape.gradient(dualcast::sum(y * var("cbar")), in);
+  }
+  const char* const grads[] = {"dc", "df", "di", "dg"};
+  for (size_t k = 0; k < 4; ++k) {
+    INFO(grads[k]);
+    const std::vector<double> session_values = var(grads[k]).to_vector();
+    const std::vector<double> api_values = api[k].to_vector();
+    const std::vector<double> printed = PrintedArray(golden, grads[k]);
+    REQUIRE(printed.size() == 9);
+    for (size_t e = 0; e < 9; ++e) {
+      CheckClose(session_values[e], want[k][e], 1e-13);
+      CheckClose(api_values[e], want[k][e], 1e-13);
+      CheckClose(printed[e], want[k][e], 5e-6);  // the transcript shows 6 significant digits
+    }
+  }
+  const std::vector<double> y = var("y").to_vector(), printed_y = PrintedArray(golden, "y");
+  REQUIRE(printed_y.size() == 9);
+  for (size_t e = 0; e < 9; ++e) {
+    CheckClose(y[e], want_y[e], 1e-14);
+    CheckClose(printed_y[e], want_y[e], 5e-6);
+  }
+  // Hand-checkable lines of the same transcript.
+  CHECK(PrintedArray(golden, "gw") == std::vector<double>{1, -1, 1, -1});
+  CHECK(PrintedArray(golden, "gv") == std::vector<double>{4, 6});
+
+  // The partials lines: three points, one per branch, against Dual.
+  const std::vector<std::vector<double>> points = {
+      {1, 0, 0.5, 0.1, 0.2, 0.3}, {0, 0, 0.5, 0.1, 0.2, 0.3}, {0, 1, 0.5, 0.1, 0.2, 0.3}};
+  const char* const labels[] = {"cell", "dcell/dz", "dcell/dzb", "dcell/dc",
+                                "dcell/df", "dcell/di", "dcell/dg"};
+  size_t from = golden.find("> partials(cell");
+  for (const auto& p : points) {
+    REQUIRE(from != std::string::npos);
+    std::vector<double> d = CellDual(p);
+    for (size_t k = 0; k < 7; ++k) {
+      const std::string key = std::string("\n") + labels[k] + " = ";
+      const size_t at = golden.find(key, from);
+      REQUIRE(at != std::string::npos);
+      INFO(labels[k]);
+      CheckClose(std::stod(golden.substr(at + key.size())), d[k], 5e-6);
+    }
+    from = golden.find("> partials(cell", from + 1);
+  }
+}
+
+TEST_CASE("session: errors never end the session and leave its state as it was") {
+  std::ostringstream out, err;
+  Session s(out, err);
+  CHECK(s.Run("x = [1, 2, 3]"));
+  CHECK_FALSE(s.Run("x = x + [1, 2]"));        // shape
+  CHECK(err.str().find("error: add: argument 1 has size 3 and argument 2 has size 2") != std::string::npos);
+  CHECK(err.str().find("\n  x = x + [1, 2]\n      ^~~~~~~~~~\n") != std::string::npos);
+  CHECK(s.variable("x")->parts[0].to_vector() == std::vector<double>{1, 2, 3});
+  CHECK_FALSE(s.Run("y = foo"));                // unknown name
+  CHECK(s.variable("y") == nullptr);
+  CHECK(s.Run("def sq(x) = x * x"));
+  CHECK_FALSE(s.Run("sq.(1, 2)"));              // arity
+  CHECK_FALSE(s.Run("def sq(x) = x +"));        // parse error: sq keeps its definition
+  CHECK(s.Evaluate("sq.(x)").parts[0].to_vector() == std::vector<double>{1, 4, 9});
+  CHECK(s.Run(":quit"));
+  CHECK(s.quit_requested());
+
+  // --strict stops at the first error, with status 1; without it the script goes on.
+  std::istringstream script("x = 1\ny = nosuch\nz = 2\n");
+  std::ostringstream echo;
+  Session strict(out, err);
+  CHECK(RunScript(script, strict, {.strict = true}, echo) == 1);
+  CHECK(strict.variable("z") == nullptr);
+  std::istringstream script2("x = 1\ny = nosuch\nz = 2\n");
+  Session lenient(out, err);
+  CHECK(RunScript(script2, lenient, {}, echo) == 0);
+  CHECK(lenient.variable("z") != nullptr);
+}
+
+TEST_CASE("where vs if: the untaken branch's NaN leaks into the unfused reverse sweep only") {
+  std::ostringstream out, err;
+  Session s(out, err);
+  REQUIRE(s.Run("def safe_sqrt(x) = if x > 0 then sqrt(x) else 0"));
+  REQUIRE(s.Run("x = [-1, 0, 4]"));
+  const std::vector<double> with_if = s.Evaluate("grad(sum(safe_sqrt.(x)), x)").parts[0].to_vector();
+  CHECK(with_if == std::vector<double>{0, 0, 0.25});  // d sqrt(4) = 1 / (2 * 2)
+  REQUIRE(s.Run(":fusion off"));
+  const std::vector<double> with_where =
+      s.Evaluate("grad(sum(where(x > 0, sqrt(x), 0)), x)").parts[0].to_vector();
+  CHECK(std::isnan(with_where[0]));  // 0 * d sqrt(-1) = 0 * NaN
+  CHECK(std::isnan(with_where[1]));  // 0 * d sqrt(0) = 0 * inf
+  CHECK(with_where[2] == 0.25);
+  REQUIRE(s.Run(":fusion on"));
+}

@@ -1,0 +1,84 @@
+#!/bin/sh
+# A real terminal session with dualcast-repl inside tmux: type a definition, use the history (up arrow), get results.
+#
+# usage: tmux_session.sh <dualcast-repl>
+# Exits 77 (ctest: skipped) when tmux is not installed (Debian package: tmux).
+# The history file goes to a temporary XDG_DATA_HOME, checked at the end.
+set -eu
+repl=$1
+if ! command -v tmux >/dev/null 2>&1; then
+  echo "tmux_session.sh: tmux not installed; skipping" >&2
+  exit 77
+fi
+tmp=$(mktemp -d)
+sock="$tmp/tmux.sock"
+t="tmux -S $sock"
+cleanup() { $t kill-server >/dev/null 2>&1 || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+$t new-session -d -s repl -x 160 -y 50 \
+  "env XDG_DATA_HOME=$tmp/data DUALCAST_CACHE_DIR=off TERM=xterm '$repl'; sleep 5"
+
+screen() { $t capture-pane -p -t repl -S -200; }
+# wait_for <count> <fixed string>: until the pane shows the string at least <count> times (10 s).
+wait_for() {
+  i=0
+  while [ "$(screen | grep -cF -- "$2" || true)" -lt "$1" ]; do
+    i=$((i + 1))
+    if [ $i -gt 100 ]; then
+      echo "tmux_session.sh: timed out waiting for '$2' (x$1); the screen was:" >&2
+      screen >&2
+      exit 1
+    fi
+    sleep 0.1
+  done
+}
+keys() { $t send-keys -t repl "$@"; }
+
+wait_for 1 'dc>'
+keys 'def twice(x) = x * 2' Enter
+wait_for 1 'defined twice(x)'
+keys 'twice.([1, 2, 3])' Enter
+wait_for 1 'array([2, 4, 6], dtype=float64)'
+
+# Up twice recalls the definition: running it again redefines the function.
+keys Up Up Enter
+wait_for 1 'redefined twice(x)'
+# History is now: def, call, def. Up twice recalls the call; edit it before running:
+# delete '3])' and type '10])', so the line becomes twice.([1, 2, 10]).
+keys Up Up BSpace BSpace BSpace '10])' Enter
+wait_for 1 'array([2, 4, 20], dtype=float64)'
+
+# A long definition over several lines: the prompt continues with '..> '.
+keys 'def piece(x) =' Enter
+wait_for 1 '..>'
+keys '  if x > 0 then twice(x)' Enter '  else 0' Enter
+wait_for 1 'defined piece(x)'
+keys 'piece.([-1, 5])' Enter
+wait_for 1 'array([0, 10], dtype=float64)'
+
+# An error points at its column and the session goes on.
+keys 'piece.(nosuch)' Enter
+wait_for 1 "error: unknown name 'nosuch'"
+keys 'twice(21)' Enter
+wait_for 1 '42'
+
+keys ':quit' Enter
+i=0
+while [ ! -s "$tmp/data/dualcast/repl_history" ] || ! grep -qF 'twice(21)' "$tmp/data/dualcast/repl_history"; do
+  i=$((i + 1))
+  if [ $i -gt 50 ]; then
+    echo "tmux_session.sh: no history file with the session's statements" >&2
+    ls -la "$tmp/data/dualcast" >&2 || true
+    exit 1
+  fi
+  sleep 0.1
+done
+# libedit stores a space as \040.
+sed 's/\\040/ /g' "$tmp/data/dualcast/repl_history" |
+  grep -qF 'def piece(x) = if x > 0 then twice(x) else 0' || {
+  echo "tmux_session.sh: the multi-line definition is not one history entry:" >&2
+  cat "$tmp/data/dualcast/repl_history" >&2
+  exit 1
+}
+echo "tmux session ok"
