@@ -127,6 +127,10 @@ absl::StatusOr<BroadcastLayout> MergeBroadcast(std::span<const std::vector<int64
         dim.broadcast[i] = true;
       } else {
         dim.strides[i] = strides.empty() ? ContiguousStrides(s)[k] : strides[i][k];
+        // A stride-0 view (e.g. the adjoint of a sum) reads one element along
+        // this dim: exactly a broadcast, so compile it as one and keep the
+        // inner loop contiguous for the other operands.
+        if (dim.strides[i] == 0) dim.broadcast[i] = true;
       }
     }
     dims.push_back(std::move(dim));

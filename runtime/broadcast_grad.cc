@@ -129,6 +129,7 @@ class BroadcastGradNode final : public ReleasableGradNode {
     cached_ = !info_.partials.empty() || expected == 0;
     name = info_.name;
     inputs = info_.leaves;
+    consumed_inside = info_.consumed_inside;
     dtype_ = info_.primal->num_outputs() > 0 && info_.primal->output_type(0) == jit::Type::kF32
                  ? DType::kF32
                  : DType::kF64;

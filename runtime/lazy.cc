@@ -9,11 +9,14 @@
 // use_count minus the group's own references (node inputs), which is exact
 // because the lazy graph keeps outputs only weakly.
 //
-// Two kinds of intermediates are cut out instead (computed first, as their
-// own group, so that they become leaves): a held output whose shape differs
-// from the requested one (the fused kernel runs over the requested shape), and,
-// while a tape records, a held output that other nodes of the group consume
-// (so that its gradient, which a user may ask for, has a node of its own).
+// Held outputs whose shape differs from the requested one are cut out instead
+// (computed first, as their own group, so that they become leaves): the fused
+// kernel runs over the requested shape. While a tape records, a held output
+// that other nodes of the group consume stays fused (one kernel, as in the
+// benchmark's `c = cell.(...); loss = sum(c .* cbar)`); its adjoint through
+// those consumers travels in registers into the leaves' partials, so the tape
+// marks it and refuses a gradient with respect to it, with a message that
+// says to eval() it first (which makes it a leaf of later kernels).
 //
 // Example:
 //   y = f.(x, a); z = g.(y, b); w = h.(z, y); w read while y is held:
@@ -198,10 +201,12 @@ void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<Liv
   std::vector<jit::FusionSource> sources = {
       {jit::FusionSource::kNode, static_cast<int>(g.nodes.size()) - 1, root->pending_output}};
   std::vector<std::shared_ptr<ArrayImpl>> targets = {root};
+  std::vector<bool> consumed_inside = {false};
   for (LiveOutput& o : live) {
     if (o.impl == root || !o.held_outside) continue;
     sources.push_back({jit::FusionSource::kNode, o.node, o.output});
     targets.push_back(o.impl);
+    consumed_inside.push_back(o.internal_refs > 0);
   }
   live.clear();  // drop our references before anything else looks at use counts
 
@@ -221,6 +226,7 @@ void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<Liv
     info.primal = composed->primal;
     info.leaves = leaves;
     info.out_shape = root_node.shape;
+    info.consumed_inside = consumed_inside;
     for (size_t j = 0; j < leaves.size(); ++j) {
       if (!leaf_constant[j]) info.wrt.push_back(static_cast<int>(j));
     }
@@ -265,14 +271,13 @@ void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<Liv
 
 void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root, std::vector<PendingRecord>* records)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(GraphMutex()) {
-  const bool taped = TapeActive();
   while (root->pending != nullptr) {
     Group g = Gather(root->pending);
     std::vector<LiveOutput> live = LiveOutputs(g);
     std::vector<std::shared_ptr<ArrayImpl>> cuts;
     for (const LiveOutput& o : live) {
       if (o.impl == root || !o.held_outside) continue;
-      if (o.impl->shape != root->shape || (taped && o.internal_refs > 0)) cuts.push_back(o.impl);
+      if (o.impl->shape != root->shape) cuts.push_back(o.impl);
     }
     if (cuts.empty()) {
       Run(g, root, std::move(live), records);

@@ -252,6 +252,16 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> CheckedInputs(const std::vector<
       throw Error(ErrorKind::kInvalidArgument,
                   absl::StrCat(what, ": input ", i + 1, " is an empty Array handle"));
     }
+    const detail::ArrayImpl& in = *inputs[i].impl();
+    if (in.grad_fn != nullptr && in.grad_output < static_cast<int>(in.grad_fn->consumed_inside.size()) &&
+        in.grad_fn->consumed_inside[in.grad_output]) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  absl::StrCat(what, ": input ", i + 1, " was computed by the fused kernel '",
+                               in.grad_fn->name,
+                               "' together with the operations that consume it, so its own "
+                               "gradient was never formed; call .eval() on it before using it in "
+                               "further broadcasts to differentiate with respect to it"));
+    }
     impls.push_back(inputs[i].impl());
   }
   return impls;

@@ -225,3 +225,19 @@ TEST_CASE("ContiguousStrides and FormatShape") {
 
 }  // namespace
 }  // namespace dualcast::jit
+
+namespace dualcast::jit {
+namespace {
+
+TEST_CASE("a stride-0 view is compiled as a broadcast, keeping the inner loop contiguous") {
+  // (4, 6) operand next to a (4, 6) view of one element (strides 0, 0).
+  std::vector<std::vector<int64_t>> shapes = {{4, 6}, {4, 6}};
+  std::vector<std::vector<int64_t>> strides = {{6, 1}, {0, 0}};
+  BroadcastLayout layout = MergeBroadcast(shapes, strides, "k").value();
+  CHECK(layout.out_shape == std::vector<int64_t>{24});
+  CHECK(layout.in_broadcast == std::vector<uint32_t>{0b0, 0b1});
+  CHECK(layout.inner_contiguous);
+}
+
+}  // namespace
+}  // namespace dualcast::jit

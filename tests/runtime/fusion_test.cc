@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "jit/error.h"
 #include "dualcast/array.hpp"
 #include "dualcast/broadcast.hpp"
 #include "dualcast/kernel.hpp"
@@ -173,20 +174,46 @@ TEST_CASE("with a tape, a fused chain records partials w.r.t. its leaves (cache 
   }
 }
 
-TEST_CASE("with a tape, a held intermediate keeps its own node, so its gradient is right") {
+TEST_CASE("with a tape, a held intermediate stays fused; its own gradient needs eval() first") {
   Kernel f = F(), g = G();
   auto x = Array<double>::uniform({5}, 10, -1, 1);
-  Tape tape;
-  Array<double> y = broadcast(f, x, 2.0);
-  Array<double> loss = sum(broadcast(g, y, 0.0));  // sum(exp(y))
-  std::vector<Array<double>> grads = tape.gradient(loss, {y, x});
-  std::vector<double> ys = y.to_vector(), gy = grads[0].to_vector(), gx = grads[1].to_vector();
   std::vector<double> xs = x.to_vector();
-  for (int i = 0; i < 5; ++i) {
-    CHECK(gy[i] == doctest::Approx(std::exp(ys[i])).epsilon(1e-14));
-    const double e = 1e-6;
-    const double fd = (std::exp(FRef(xs[i] + e, 2)) - std::exp(FRef(xs[i] - e, 2))) / (2 * e);
-    CHECK(gx[i] == doctest::Approx(fd).epsilon(1e-6));
+  {
+    // Fused: one launch writes y and the loss term; x's gradient is right, and
+    // a gradient with respect to y itself is refused with a clear error.
+    Tape tape;
+    Array<double> y = broadcast(f, x, 2.0);
+    jit::ResetStats();
+    Array<double> loss = sum(broadcast(g, y, 0.0));  // sum(exp(y))
+    CHECK(jit::GetStats().launches == 1);
+    std::vector<double> gx = tape.gradient(loss, {x})[0].to_vector();
+    for (int i = 0; i < 5; ++i) {
+      const double e = 1e-6;
+      const double fd = (std::exp(FRef(xs[i] + e, 2)) - std::exp(FRef(xs[i] - e, 2))) / (2 * e);
+      CHECK(gx[i] == doctest::Approx(fd).epsilon(1e-6));
+    }
+    try {
+      tape.gradient(loss, {y});
+      FAIL("a gradient with respect to a fused-away intermediate was returned");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::kInvalidArgument);
+      CHECK(std::string(e.what()).find("call .eval() on it") != std::string::npos);
+    }
+  }
+  {
+    // eval() first makes y a leaf of the next kernel: its gradient is exp(y).
+    Tape tape;
+    Array<double> y = broadcast(f, x, 2.0);
+    y.eval();
+    Array<double> loss = sum(broadcast(g, y, 0.0));
+    std::vector<Array<double>> grads = tape.gradient(loss, {y, x});
+    std::vector<double> ys = y.to_vector(), gy = grads[0].to_vector(), gx = grads[1].to_vector();
+    for (int i = 0; i < 5; ++i) {
+      CHECK(gy[i] == doctest::Approx(std::exp(ys[i])).epsilon(1e-14));
+      const double e = 1e-6;
+      const double fd = (std::exp(FRef(xs[i] + e, 2)) - std::exp(FRef(xs[i] - e, 2))) / (2 * e);
+      CHECK(gx[i] == doctest::Approx(fd).epsilon(1e-6));
+    }
   }
 }
 

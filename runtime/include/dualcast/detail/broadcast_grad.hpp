@@ -24,6 +24,9 @@ struct BroadcastGradInfo {
   std::vector<std::shared_ptr<ArrayImpl>> leaves;
   std::vector<int64_t> out_shape;  // the broadcast shape (every output has it)
   std::vector<int> wrt;            // leaf positions differentiated (usually all)
+  // Per output: consumed by other nodes fused into the same kernel (see
+  // GradNode::consumed_inside).
+  std::vector<bool> consumed_inside;
   // Cache mode: partials[m * wrt.size() + j] = dy_m/dx_{wrt[j]} with shape
   // out_shape; null where structurally zero. Empty in recompute mode.
   std::vector<std::shared_ptr<ArrayImpl>> partials;

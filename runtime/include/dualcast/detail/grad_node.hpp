@@ -31,6 +31,11 @@ struct GradNode {
   std::string name;  // kernel or op name, for errors and stats
   // The inputs adjoints flow to (arrays that existed before this op).
   std::vector<std::shared_ptr<ArrayImpl>> inputs;
+  // Per output: true when other operations were fused into the same kernel
+  // and consumed it in registers. Its adjoint from those consumers is folded
+  // into the inputs' partials, so a gradient with respect to this output
+  // itself is not available (the tape refuses to give a wrong one).
+  std::vector<bool> consumed_inside;
   // Given the adjoint of each output (null where no gradient reached it),
   // returns each input's adjoint contribution, already reduced to that input's
   // shape (null where it has none).
