@@ -1,0 +1,188 @@
+// CompileCudaImage / CompileCudaKernel / LaunchCudaKernel: NVRTC images, module loading, occupancy and launches.
+#include "jit/cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "jit/cuda/driver.h"
+#include "jit/cuda/driver_api.h"
+#include "jit/disk_cache.h"
+#include "jit/error.h"
+
+namespace dualcast::jit::cuda {
+namespace {
+
+std::string KernelName(const KernelSpec& spec) {
+  return spec.function != nullptr ? spec.function->name : std::string("<null>");
+}
+
+}  // namespace
+
+std::string CudaObjectKey(const KernelSpec& spec, const NvrtcTarget& target) {
+  return absl::StrFormat("dualcast-cuda-v1/%s/%s/%016x/%s", NvrtcVersionString(), target.Name(),
+                         Fnv1a64(absl::StrJoin(NvrtcOptions(target), " ")),
+                         CudaKernelSymbol(spec));
+}
+
+absl::StatusOr<CudaImage> CompileCudaImage(const KernelSpec& spec, const NvrtcTarget& target,
+                                           ObjectStore* store) {
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<CudaKernelSource> src = BuildCudaKernelSource(spec);
+  if (!src.ok()) return src.status();
+  CudaImage image;
+  image.target = target;
+  image.symbol = src->symbol;
+  image.params = src->params;
+  const std::string key = store != nullptr ? CudaObjectKey(spec, target) : std::string();
+  if (store != nullptr) {
+    if (std::optional<std::string> bytes = store->Load(key); bytes && !bytes->empty()) {
+      image.bytes = *std::move(bytes);
+      image.from_object_store = true;
+      return image;
+    }
+  }
+  absl::StatusOr<NvrtcImage> compiled = NvrtcCompile(src->text, src->symbol, target);
+  if (!compiled.ok()) return compiled.status();
+  image.bytes = std::move(compiled->bytes);
+  image.source = std::move(src->text);
+  image.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (store != nullptr) store->Save(key, image.bytes);
+  return image;
+}
+
+absl::StatusOr<CompiledKernel> CompileCudaKernel(const KernelSpec& spec, ObjectStore* store,
+                                                 int ordinal) {
+  absl::StatusOr<DeviceInfo> info = GetDeviceInfo(ordinal);
+  if (!info.ok()) return info.status();
+  if (absl::Status s = MakeCurrent(ordinal); !s.ok()) return s;
+  const NvrtcTarget target = TargetForDevice(info->major, info->minor);
+  absl::StatusOr<CudaImage> image = CompileCudaImage(spec, target, store);
+  if (!image.ok()) return image.status();
+
+  const DriverApi& cu = *LoadedDriver();
+  const std::string where = absl::StrFormat("loading kernel '%s' (%s) on cuda:%d (%s)",
+                                            KernelName(spec), target.Name(), ordinal, info->name);
+  CUmodule module = nullptr;
+  DC_RETURN_IF_CU_ERROR(cu.cuModuleLoadData(&module, image->bytes.data()), "cuModuleLoadData",
+                        where);
+  auto kernel = std::make_shared<CudaKernel>();
+  kernel->module = std::shared_ptr<void>(module, [](void* m) {
+    if (const DriverApi* api = LoadedDriver()) api->cuModuleUnload(static_cast<CUmodule>(m));
+  });
+  kernel->ordinal = ordinal;
+  kernel->element_bytes = spec.dtype == Type::kF32 ? 4 : 8;
+  kernel->symbol = image->symbol;
+  kernel->params = image->params;
+  kernel->target = target;
+  struct Entry {
+    const char* suffix;
+    void** function;
+    int* block;
+    int* min_grid;
+  };
+  for (const Entry& e : {Entry{"_i32", &kernel->function_i32, &kernel->block_i32,
+                               &kernel->min_grid_i32},
+                         Entry{"_i64", &kernel->function_i64, &kernel->block_i64,
+                               &kernel->min_grid_i64}}) {
+    const std::string name = image->symbol + e.suffix;
+    CUfunction fn = nullptr;
+    DC_RETURN_IF_CU_ERROR(cu.cuModuleGetFunction(&fn, module, name.c_str()),
+                          "cuModuleGetFunction", where);
+    DC_RETURN_IF_CU_ERROR(
+        cu.cuOccupancyMaxPotentialBlockSize(e.min_grid, e.block, fn, nullptr, 0, 0),
+        "cuOccupancyMaxPotentialBlockSize", where);
+    *e.function = fn;
+  }
+  CompiledKernel out;
+  out.entry = kernel.get();
+  out.symbol = image->symbol;
+  out.compile_ms = image->compile_ms;
+  out.from_disk = image->from_object_store;
+  out.owner = kernel;
+  return out;
+}
+
+absl::StatusOr<const CudaKernel*> GetCudaKernel(const KernelSpec& spec, int ordinal) {
+  if (absl::Status s = MakeCurrent(ordinal); !s.ok()) return s;
+  // One cache per device: a CUfunction lives in one context, and devices may
+  // differ in architecture (which the spec's key does not hold).
+  static auto* caches = new std::vector<std::unique_ptr<KernelCache>>(DeviceCount());
+  if (ordinal >= static_cast<int>(caches->size())) {
+    return MakeStatus(ErrorKind::kDevice, absl::StrCat("no CUDA device: cuda:", ordinal,
+                                                       " does not exist"));
+  }
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (auto& c : *caches) c = std::make_unique<KernelCache>();
+  });
+  absl::StatusOr<const CachedKernel*> cached =
+      (*caches)[static_cast<size_t>(ordinal)]->GetOrCompile(spec, [&] {
+        return CompileCudaKernel(spec, &DiskCache::Default(), ordinal);
+      });
+  if (!cached.ok()) return cached.status();
+  return (*cached)->entry_as<const CudaKernel*>();
+}
+
+absl::Status LaunchCudaKernel(const CudaKernel& kernel, const KernelArgs& args, int rank) {
+  // The index space: dims 1..R-1 whole, dim 0 restricted to [begin, end).
+  int64_t n = 1;
+  const int64_t rows = rank == 0 ? (args.begin <= 0 && 0 < args.end ? 1 : 0)
+                                 : std::max<int64_t>(0, args.end - args.begin);
+  n = rows;
+  for (int d = 1; d < rank; ++d) n *= args.sizes[d];
+  if (n == 0) return absl::OkStatus();
+  const int64_t begin = rank == 0 ? 0 : args.begin;
+
+  // Parameter values, in plan order; kernelParams points at each.
+  std::vector<uint64_t> values;
+  values.reserve(kernel.params.size());
+  const auto shifted = [&](const void* base, const int64_t* strides, int operand) {
+    const int64_t stride0 = rank == 0 ? 0 : strides[operand * rank];
+    return reinterpret_cast<uint64_t>(base) +
+           static_cast<uint64_t>(begin * stride0 * kernel.element_bytes);
+  };
+  using K = CudaParam::Kind;
+  for (const CudaParam& p : kernel.params) {
+    switch (p.kind) {
+      case K::kInputPtr:
+        values.push_back(shifted(args.inputs[p.operand], args.in_strides, p.operand));
+        break;
+      case K::kOutputPtr:
+        values.push_back(shifted(args.outputs[p.operand], args.out_strides, p.operand));
+        break;
+      case K::kCount: values.push_back(static_cast<uint64_t>(n)); break;
+      case K::kSize: values.push_back(static_cast<uint64_t>(args.sizes[p.dim])); break;
+      case K::kInStride:
+        values.push_back(static_cast<uint64_t>(args.in_strides[p.operand * rank + p.dim]));
+        break;
+      case K::kOutStride:
+        values.push_back(static_cast<uint64_t>(args.out_strides[p.operand * rank + p.dim]));
+        break;
+    }
+  }
+  std::vector<void*> pointers;
+  for (uint64_t& v : values) pointers.push_back(&v);
+
+  const bool narrow = n < (int64_t{1} << 31);
+  CUfunction fn = static_cast<CUfunction>(narrow ? kernel.function_i32 : kernel.function_i64);
+  const int block = std::max(32, narrow ? kernel.block_i32 : kernel.block_i64);
+  const int64_t fill = 4 * int64_t{std::max(1, narrow ? kernel.min_grid_i32 : kernel.min_grid_i64)};
+  const int64_t grid = std::min<int64_t>((n + block - 1) / block, fill);
+  absl::StatusOr<void*> stream = DeviceStream(kernel.ordinal);
+  if (!stream.ok()) return stream.status();
+  DC_RETURN_IF_CU_ERROR(
+      LoadedDriver()->cuLaunchKernel(fn, static_cast<unsigned>(grid), 1, 1,
+                                     static_cast<unsigned>(block), 1, 1, 0,
+                                     static_cast<CUstream>(*stream), pointers.data(), nullptr),
+      "cuLaunchKernel",
+      absl::StrFormat("launch of %s on cuda:%d (%d elements, grid %d x block %d)", kernel.symbol,
+                      kernel.ordinal, n, grid, block));
+  return absl::OkStatus();
+}
+
+}  // namespace dualcast::jit::cuda

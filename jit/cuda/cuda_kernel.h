@@ -1,0 +1,66 @@
+// The CUDA C source of one broadcast kernel: a grid-stride loop over the merged index space around the printed Function.
+//
+// From a KernelSpec this writes two entry points sharing one templated body:
+//   extern "C" __global__ void <symbol>_i32(params...)   index arithmetic in 32 bits
+//   extern "C" __global__ void <symbol>_i64(params...)   for index spaces >= 2^31
+// The launcher picks one per launch (32-bit division and modulo are several
+// times cheaper than 64-bit on the GPU). Each thread takes linear indices
+// idx = blockIdx.x * blockDim.x + threadIdx.x, idx + gridDim.x * blockDim.x,
+// ... below n (one element per iteration, so any grid size is correct),
+// splits idx into merged-dim indices (inner dim fastest: consecutive threads
+// touch consecutive addresses, so loads and stores coalesce), and forms one
+// offset per operand from its strides. What the spec compiles in never
+// becomes a parameter: an input's stride along a dim where it is broadcast
+// is 0 (the index is not even formed), and with inner_contiguous the
+// innermost stride of every operand read or written along it is 1.
+//
+// Parameters (the plan in CudaKernelSource::params, launch order): input
+// pointers, written output pointers, n (elements in all), sizes of dims
+// 1..R-1 (dim 0 needs none: it is what remains after the others), then the
+// strides that are not compiled in. Every integer parameter is a 64-bit
+// `long long`, every pointer a device address. Pointers are `__restrict__`:
+// the runtime never lets an output overlap an input or another output.
+//
+// Example:
+//   absl::StatusOr<CudaKernelSource> src = BuildCudaKernelSource(spec);
+//   // src->text holds "for (I idx = ...; idx < count; idx += step)" and the body.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "jit/kernel_spec.h"
+
+namespace dualcast::jit::cuda {
+
+// One kernel parameter and where its value comes from in KernelArgs.
+struct CudaParam {
+  enum class Kind { kInputPtr, kOutputPtr, kCount, kSize, kInStride, kOutStride };
+  Kind kind;
+  int operand = 0;  // input or output index (pointers and strides)
+  int dim = 0;      // merged dim (sizes and strides)
+};
+
+struct CudaKernelSource {
+  std::string text;                // the whole translation unit
+  std::string symbol;              // entry points are symbol + "_i32" / "_i64"
+  std::vector<CudaParam> params;   // in parameter order
+};
+
+// Checks what the generator relies on (a verified function of float inputs,
+// a float dtype, rank <= kMaxRank, masks sized to the inputs and outputs);
+// kInternal naming the kernel and the field otherwise.
+absl::Status ValidateCudaSpec(const KernelSpec& spec);
+
+// Whether output `m` is stored (an empty mask means every output).
+bool CudaWritesOutput(const KernelSpec& spec, size_t m);
+
+// The kernel's base symbol: "dc_<name>_<dtype>_<16 hex digits>", a stable
+// fingerprint of everything in the spec that changes the generated source.
+std::string CudaKernelSymbol(const KernelSpec& spec);
+
+absl::StatusOr<CudaKernelSource> BuildCudaKernelSource(const KernelSpec& spec);
+
+}  // namespace dualcast::jit::cuda
