@@ -66,6 +66,9 @@ std::string LlvmVersionString() { return cpu::LlvmVersionString(); }
 std::string CpuObjectKey(const KernelSpec& spec) {
   StableHash features;
   features.Bytes(CpuFeaturesString());
+  // Options such as -disable-... change the object; diagnostics like -time-passes
+  // do not, but telling them apart is not worth it.
+  features.Bytes(cpu::LlvmExtraArgs());
   const std::string cpu_name = CpuFeaturesString().substr(0, CpuFeaturesString().find(':'));
   return absl::StrFormat("dualcast-cpu-obj-v1/%s/%s-%016x/%s", LlvmVersionString(), cpu_name,
                          features.state, CpuKernelSymbol(spec));

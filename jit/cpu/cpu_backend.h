@@ -1,8 +1,9 @@
 // The CPU backend's entry point: KernelSpec in, callable kernel (and its LLVM IR text) out.
 //
 // CompileCpuKernel generates LLVM IR for the spec (llvm_kernel.h), optimises
-// it at O3 for the host CPU with vectorised libmvec math, and links it into
-// the process-wide ORC JIT (orc_jit.h). The returned entry point follows
+// it for the host CPU with vectorised libmvec math, and links it into the
+// process-wide ORC JIT (orc_jit.h; orc_jit.cc lists the pass pipeline and its
+// measured compile times). The returned entry point follows
 // kernel_abi.h and is safe to call from any thread, concurrently.
 //
 // Lifetime: kernels are never freed; they stay valid until the process exits,
@@ -62,7 +63,8 @@ absl::StatusOr<std::string> CpuKernelObject(const KernelSpec& spec);
 // 64-bit fingerprint of everything in `spec` that changes the generated code.
 std::string CpuKernelSymbol(const KernelSpec& spec);
 
-// The ObjectStore key: format version, LLVM version, host CPU and features, symbol.
+// The ObjectStore key: format version, LLVM version, host CPU and features,
+// DUALCAST_LLVM_ARGS when set, symbol.
 std::string CpuObjectKey(const KernelSpec& spec);
 
 // For cache keys elsewhere: host CPU name and enabled features; "LLVM x.y.z".

@@ -1,20 +1,28 @@
-// The process-wide LLVM ORC JIT: O3 + codegen for the host CPU, libmvec, and the object-store hook.
+// The process-wide LLVM ORC JIT: a kernel pass pipeline + codegen for the host CPU, libmvec, and the object-store hook.
 //
 // One LLJIT per process, created on first use and never destroyed: compiled
 // kernels stay valid until the process exits (a kernel cache may hand out
 // entry points freely). Compilation is serialised by one mutex: IR building,
-// the O3 pipeline, codegen to an object file, linking and lookup all run on
+// the optimiser, codegen to an object file, linking and lookup all run on
 // the calling thread under it (the machines this targets have few cores and
 // kernels compile in milliseconds; concurrent callers wait, never race).
 //
 // Every kernel goes through an in-memory ELF object: the module is optimised
-// (new pass manager, O3, TargetLibraryInfo with libmvec mappings registered
-// before the function analyses), compiled by a TargetMachine for the host CPU
-// and its features, and the object is linked with LLJIT::addObjectFile. That
+// (new pass manager, the loop-nest subset of O3 that orc_jit.cc lists with
+// its measured compile times, TargetLibraryInfo with libmvec mappings
+// registered before the function analyses), compiled by a TargetMachine for
+// the host CPU and its features (without loop strength reduction: a third of
+// the compile time for no faster code on x86), and the object is linked with
+// LLJIT::addObjectFile. That
 // makes the ObjectStore hook trivial: on a hit the stored bytes are linked
 // without touching LLVM's optimiser; on a miss the fresh object is saved.
 // Symbols resolve against the process (libm) and libmvec.so.1, which is
 // loaded into the JITDylib.
+//
+// LLVM's command-line options are process-wide; the JIT sets its own once
+// (-disable-lsr, -post-RA-scheduler=false) and then DUALCAST_LLVM_ARGS, a
+// diagnostic knob (e.g. "-time-passes" prints where compile time goes). Its
+// text is part of CpuObjectKey, so objects built under it stay apart.
 //
 // Example:
 //   OrcJit& jit = OrcJit::Get();
@@ -67,7 +75,7 @@ class OrcJit {
   absl::StatusOr<std::string> CompileToObject(const std::string& symbol,
                                               const ModuleBuilder& build);
 
-  // The module after the same O3 pipeline, as LLVM assembly text (for `:code`).
+  // The module after the same pipeline, as LLVM assembly text (for `:code`).
   absl::StatusOr<std::string> OptimizedIr(const ModuleBuilder& build);
 
   struct State;
@@ -81,5 +89,7 @@ class OrcJit {
 std::string CpuFeaturesString();
 // "LLVM 19.1.7": an object compiled by another LLVM is not reused.
 std::string LlvmVersionString();
+// $DUALCAST_LLVM_ARGS as read once at first use ("" when unset).
+std::string LlvmExtraArgs();
 
 }  // namespace dualcast::jit::cpu

@@ -401,6 +401,38 @@ TEST_CASE("the loop vectoriser widens a branchy tanh loop with libmvec") {
   CHECK(ir.find("tanhf") != std::string::npos);
 }
 
+// Lines of `ir` that start with `prefix` (a block label, a definition).
+int CountLinesStartingWith(const std::string& ir, const std::string& prefix) {
+  int count = 0;
+  for (size_t at = 0; at < ir.size();) {
+    if (ir.compare(at, prefix.size(), prefix) == 0) ++count;
+    const size_t end = ir.find('\n', at);
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return count;
+}
+
+std::shared_ptr<Function> HmLstmJvp();
+
+TEST_CASE("the kernel pipeline inlines the noalias body, needs no alias checks, unswitches "
+          "ifs invariant along the inner dim") {
+  if (!__builtin_cpu_supports("avx2")) {
+    MESSAGE("host lacks AVX2: vectorisation check skipped");
+    return;
+  }
+  // The HM-LSTM cell in the rows layout: z and zb are broadcast along dim 1,
+  // so `z == 1` and `zb == 0` are invariant in the inner loop.
+  Harness<float> h{HmLstmJvp(), {64, 128}, {0b10, 0b10, 0, 0, 0, 0}};
+  const std::string ir = CpuKernelIr(h.Spec());
+  CHECK_MESSAGE(CountLinesStartingWith(ir, "define ") == 1, ir);  // the body was inlined
+  CHECK_MESSAGE(ir.find("vector.memcheck") == std::string::npos, ir);  // noalias survived
+  // One vector loop per version of the inner loop (blending the branches
+  // instead would leave a single one).
+  CHECK_MESSAGE(CountLinesStartingWith(ir, "vector.body") >= 2, ir);
+  CHECK(ir.find("_ZGV") != std::string::npos);
+}
+
 // An in-memory ObjectStore that counts what it is asked.
 struct MemoryStore : ObjectStore {
   absl::flat_hash_map<std::string, std::string> objects;
