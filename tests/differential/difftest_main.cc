@@ -1,0 +1,86 @@
+// dualcast-difftest: the randomised differential tester as a command (nightly long runs, replaying seeds).
+//
+// usage: dualcast-difftest [--cases N] [--seed S] [--kernels K] [--ci] [--quiet]
+//   (no flags)   the CI run: fixed seeds plus one fresh random seed (printed)
+//   --ci         the same, explicitly
+//   --seed S     run seed S only (what a failure report says to rerun)
+//   --cases N    run seeds S, S+1, ... (S from --seed, else fresh) until N cases
+//   --kernels K  kernels per seed (default 36)
+// Exit status 0 when every executor agreed, 1 on any disagreement, 2 on bad flags.
+//
+// Example:
+//   dualcast-difftest --cases 1000000            # nightly
+//   dualcast-difftest --seed 12345678901234      # replay a CI failure
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "differential/ci_seeds.h"
+
+namespace {
+
+int Usage() {
+  std::cerr << "usage: dualcast-difftest [--cases N] [--seed S] [--kernels K] [--ci] [--quiet]\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace dualcast::difftest;
+  int64_t cases = 0;
+  bool have_seed = false, quiet = false;
+  uint64_t seed = 0;
+  Options options = CiOptions();
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+    if (flag == "--cases") {
+      const char* v = value();
+      if (!v) return Usage();
+      cases = std::strtoll(v, nullptr, 10);
+    } else if (flag == "--seed") {
+      const char* v = value();
+      if (!v) return Usage();
+      seed = std::strtoull(v, nullptr, 10);
+      have_seed = true;
+    } else if (flag == "--kernels") {
+      const char* v = value();
+      if (!v) return Usage();
+      options.kernels_per_seed = std::atoi(v);
+    } else if (flag == "--quiet") {
+      quiet = true;
+    } else if (flag == "--ci") {
+    } else {
+      return Usage();
+    }
+  }
+  if (!quiet) options.log = &std::cout;
+  const auto start = std::chrono::steady_clock::now();
+  Stats stats;
+  if (cases > 0) {
+    uint64_t s = have_seed ? seed : FreshSeed();
+    std::cout << "difftest: seeds from " << s << " until " << cases << " cases" << std::endl;
+    options.max_cases = cases;
+    while (stats.total_cases() < cases) {
+      RunSeed(s++, options, stats);
+      if (!quiet) std::cout << "difftest: through seed " << s - 1 << ": " << stats.total_cases() << " cases, "
+                            << stats.failures << " failures" << std::endl;
+    }
+  } else if (have_seed) {
+    std::cout << "difftest: seed " << seed << std::endl;
+    RunSeed(seed, options, stats);
+  } else {
+    for (uint64_t s : kCiSeeds) RunSeed(s, options, stats);
+    const uint64_t fresh = FreshSeed();
+    std::cout << "difftest: fresh seed " << fresh << " (replay: dualcast-difftest --seed " << fresh << ")"
+              << std::endl;
+    RunSeed(fresh, options, stats);
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "difftest: " << stats.Summary() << "\ndifftest: " << seconds << " s" << std::endl;
+  return stats.failures == 0 ? 0 : 1;
+}
