@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cuda_runtime.h"  // [CUDA path]
 #include "jit/error.h"
 
 namespace dualcast {
@@ -77,12 +78,15 @@ Storage::~Storage() {
   if (owning && data != nullptr && device.is_cpu()) {
     const size_t rounded = BlockCache::Round(bytes);
     if (!BlockCache::Global().Give(data, rounded)) std::free(data);
+  } else if (owning && data != nullptr && device.is_cuda()) {
+    CudaRelease(*this);  // [CUDA path] back to the device's caching allocator
   }
 }
 
 void ReleaseCachedMemory() { BlockCache::Global().Clear(); }
 
 std::shared_ptr<Storage> Allocate(size_t bytes, Device device) {
+  if (device.is_cuda() && device.available()) return CudaAllocate(bytes, device);  // [CUDA path]
   if (!device.is_cpu()) {
     throw Error(ErrorKind::kDevice,
                 absl::StrCat("cannot allocate ", bytes, " bytes on ", device.name(), ": ",
@@ -229,6 +233,7 @@ const detail::ArrayImpl& Array<T>::checked() const {
 
 template <ElementType T>
 Array<T> Array<T>::from(const std::vector<T>& values, Shape shape, Device device) {
+  if (device.is_cuda()) return from(values, std::move(shape), Device::cpu()).to(device);  // [CUDA path]
   auto impl = detail::NewArray(detail::DTypeOf<T>(), shape, device);
   if (static_cast<int64_t>(values.size()) != impl->size()) {
     throw Error(ErrorKind::kShape,
@@ -246,6 +251,7 @@ Array<T> Array<T>::scalar(T value, Device device) {
 
 template <ElementType T>
 Array<T> Array<T>::full(Shape shape, T value, Device device) {
+  if (device.is_cuda()) return full(std::move(shape), value, Device::cpu()).to(device);  // [CUDA path]
   auto impl = detail::NewArray(detail::DTypeOf<T>(), std::move(shape), device);
   std::fill_n(static_cast<T*>(impl->data()), impl->size(), value);
   return Array(std::move(impl));
@@ -263,6 +269,7 @@ Array<T> Array<T>::ones(Shape shape, Device device) {
 
 template <ElementType T>
 Array<T> Array<T>::uniform(Shape shape, uint64_t seed, T lo, T hi, Device device) {
+  if (device.is_cuda()) return uniform(std::move(shape), seed, lo, hi, Device::cpu()).to(device);  // [CUDA path]
   auto impl = detail::NewArray(detail::DTypeOf<T>(), std::move(shape), device);
   Xoshiro rng(seed);
   T* out = static_cast<T*>(impl->data());
@@ -275,6 +282,7 @@ Array<T> Array<T>::uniform(Shape shape, uint64_t seed, T lo, T hi, Device device
 
 template <ElementType T>
 Array<T> Array<T>::normal(Shape shape, uint64_t seed, T mean, T stddev, Device device) {
+  if (device.is_cuda()) return normal(std::move(shape), seed, mean, stddev, Device::cpu()).to(device);  // [CUDA path]
   auto impl = detail::NewArray(detail::DTypeOf<T>(), std::move(shape), device);
   Xoshiro rng(seed);
   T* out = static_cast<T*>(impl->data());
@@ -289,6 +297,7 @@ Array<T> Array<T>::normal(Shape shape, uint64_t seed, T mean, T stddev, Device d
 
 template <ElementType T>
 Array<T> Array<T>::arange(int64_t n, Device device) {
+  if (device.is_cuda()) return arange(n, Device::cpu()).to(device);  // [CUDA path]
   auto impl = detail::NewArray(detail::DTypeOf<T>(), {n}, device);
   T* out = static_cast<T*>(impl->data());
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(i);
@@ -398,6 +407,7 @@ T* Array<T>::mutable_data() {
 
 template <ElementType T>
 std::vector<T> Array<T>::to_vector() const {
+  if (checked().device.is_cuda()) return to(Device::cpu()).to_vector();  // [CUDA path]
   const T* base = data();
   std::vector<T> out(static_cast<size_t>(impl_->size()));
   ForEachElement(impl_->shape, impl_->strides,
@@ -447,6 +457,10 @@ Array<T> Array<T>::to(Device device) const {
   if (!device.available()) {
     throw Error(ErrorKind::kDevice, absl::StrCat("Array::to(", device.name(), "): ",
                                                  device.unavailable_reason()));
+  }
+  if (device.is_cuda() || impl_->device.is_cuda()) {  // [CUDA path] one copy across the bus
+    eval();
+    return Array(detail::CudaTransfer(*impl_, device));
   }
   return from(to_vector(), impl_->shape, device);
 }

@@ -6,15 +6,20 @@
 #include <atomic>
 
 #include "absl/strings/str_cat.h"
+#include "cuda_runtime.h"  // [CUDA path]
 
 namespace dualcast {
 
 namespace {
 std::atomic<int> g_default_kind{0};  // 0 = cpu, 1 + i = cuda:i
 
-// Probed once per process; the CUDA backend issue replaces the second half of
-// this with a real cuInit/cuDeviceGetCount through the loaded driver.
+// Probed once per process. [CUDA path] With the CUDA backend built in, the
+// answer is the runtime-loaded driver's (cuda_runtime.h): dlopen, cuInit and
+// a device count; without it, only whether a driver could be loaded at all.
 std::string ProbeCuda() {
+#ifdef DUALCAST_HAVE_NVRTC
+  return detail::CudaUnavailableReason(Device::cuda(0));
+#else
   void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
@@ -23,6 +28,7 @@ std::string ProbeCuda() {
   }
   dlclose(handle);
   return "no CUDA device: the CUDA execution backend is not built into this version";
+#endif
 }
 
 const std::string& CudaReason() {
@@ -35,9 +41,14 @@ std::string Device::name() const {
   return is_cpu() ? std::string("cpu") : absl::StrCat("cuda:", index_);
 }
 
-bool Device::available() const { return is_cpu() || CudaReason().empty(); }
+// [CUDA path] cuda:i for i > 0 also needs that many devices.
+bool Device::available() const { return unavailable_reason().empty(); }
 
-std::string Device::unavailable_reason() const { return is_cpu() ? "" : CudaReason(); }
+std::string Device::unavailable_reason() const {
+  if (is_cpu()) return "";
+  if (!CudaReason().empty() || index_ == 0) return CudaReason();
+  return detail::CudaUnavailableReason(*this);
+}
 
 Device default_device() {
   int k = g_default_kind.load();

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "dualcast/kernel.hpp"
 #include "absl/strings/str_cat.h"
+#include "cuda_runtime.h"  // [CUDA path]
 #include "jit/broadcast_layout.h"
 #include "jit/cpu/cpu_backend.h"
 #include "jit/cpu/launch.h"
@@ -110,10 +111,16 @@ void CheckInputs(const std::string& name, const jit::Function& fn,
                                jit::TypeName(fn.input_type(i)), " but the array is ",
                                DTypeName(a.dtype)));
     }
-    if (!a.device.is_cpu()) {
+    if (!a.device.is_cpu() && !a.device.available()) {  // [CUDA path] cuda arrays run there
       throw Error(ErrorKind::kDevice,
                   absl::StrCat(name, ": argument ", i + 1, " is on ", a.device.name(),
                                " and cannot be used: ", DeviceProblem(a.device)));
+    }
+    if (a.device != inputs[0]->device) {  // [CUDA path]
+      throw Error(ErrorKind::kDevice,
+                  absl::StrCat(name, ": argument ", i + 1, " is on ", a.device.name(),
+                               " but argument 1 is on ", inputs[0]->device.name(),
+                               "; move the arrays to one device with .to(...) first"));
     }
   }
 }
@@ -260,18 +267,9 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
   jit::BroadcastLayout in_layout = *merged;
   in_layout.in_strides.resize(n_in);
   in_layout.in_broadcast.resize(n_in);
-  jit::KernelSpec spec = jit::KernelSpec::For(fn, JitType(dtype), jit::Target::kCpu, in_layout);
+  jit::KernelSpec spec = jit::KernelSpec::For(
+      fn, JitType(dtype), device.is_cuda() ? jit::Target::kCuda : jit::Target::kCpu, in_layout);
   spec.write = write;
-
-  absl::StatusOr<const jit::CachedKernel*> kernel = jit::KernelCache::Global().GetOrCompile(
-      spec, [&]() -> absl::StatusOr<jit::CompiledKernel> {
-        absl::StatusOr<jit::CompiledCpuKernel> c =
-            jit::CompileCpuKernel(spec, &jit::DiskCache::Default());
-        if (!c.ok()) return c.status();
-        return jit::CompiledKernel{reinterpret_cast<void*>(c->entry), c->symbol, c->compile_ms,
-                                   c->from_object_store, nullptr};
-      });
-  if (!kernel.ok()) ThrowStatus(kernel.status());
 
   std::vector<const void*> in_ptrs(n_in);
   std::vector<int64_t> in_strides(n_in * rank + 1, 0);
@@ -295,6 +293,20 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
   jit::KernelArgs args{sizes.data(),       in_ptrs.data(),     in_strides.data(),
                        out_ptrs.data(),    out_strides.data(), 0,
                        rank == 0 ? 1 : sizes[0]};
+  if (device.is_cuda()) {  // [CUDA path] compile (cached per device) and launch there
+    CudaExecute(kernel_name, spec, args, device);
+    return outputs;
+  }
+  absl::StatusOr<const jit::CachedKernel*> kernel = jit::KernelCache::Global().GetOrCompile(
+      spec, [&]() -> absl::StatusOr<jit::CompiledKernel> {
+        absl::StatusOr<jit::CompiledCpuKernel> c =
+            jit::CompileCpuKernel(spec, &jit::DiskCache::Default());
+        if (!c.ok()) return c.status();
+        return jit::CompiledKernel{reinterpret_cast<void*>(c->entry), c->symbol, c->compile_ms,
+                                   c->from_object_store, nullptr};
+      });
+  if (!kernel.ok()) ThrowStatus(kernel.status());
+
   jit::LaunchCpu((*kernel)->entry_as<jit::KernelEntry>(), args, rank);
   return outputs;
 }

@@ -1,0 +1,152 @@
+// The runtime's GPU path: Storage on cuda:i through the caching allocator, transfers, and Execute's launch.
+#include "cuda_runtime.h"
+
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "jit/error.h"
+
+#ifdef DUALCAST_HAVE_NVRTC
+#include "jit/cuda/cuda_backend.h"
+#include "jit/cuda/driver.h"
+#endif
+
+namespace dualcast::detail {
+
+#ifdef DUALCAST_HAVE_NVRTC
+
+namespace {
+// Adds what we were doing to a driver error, keeping its kind (kDevice, kMemory).
+void ThrowIfBad(const absl::Status& status, const std::string& what) {
+  if (status.ok()) return;
+  ThrowStatus(absl::Status(status.code(), absl::StrCat(what, ": ", status.message())));
+}
+
+void RequireDevice(const Device& device, const std::string& what) {
+  const std::string why = CudaUnavailableReason(device);
+  if (!why.empty()) throw Error(ErrorKind::kDevice, absl::StrCat(what, ": ", why));
+}
+
+// Calls fn(linear index, element offset) over a strided layout, row-major.
+template <class Fn>
+void ForEach(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides, Fn&& fn) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  if (n == 0) return;
+  std::vector<int64_t> index(shape.size(), 0);
+  int64_t offset = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    fn(i, offset);
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++index[d] < shape[d]) {
+        offset += strides[d];
+        break;
+      }
+      offset -= strides[d] * (shape[d] - 1);
+      index[d] = 0;
+    }
+  }
+}
+}  // namespace
+
+std::string CudaUnavailableReason(const Device& device) {
+  const absl::Status& s = jit::cuda::DriverStatus();
+  if (!s.ok()) return std::string(s.message());
+  if (device.index() < 0 || device.index() >= jit::cuda::DeviceCount()) {
+    return absl::StrCat("no CUDA device: ", device.name(), " does not exist (",
+                        jit::cuda::DeviceCount(), " device(s) present)");
+  }
+  return "";
+}
+
+std::shared_ptr<Storage> CudaAllocate(size_t bytes, Device device) {
+  RequireDevice(device, absl::StrCat("cannot allocate ", bytes, " bytes on ", device.name()));
+  absl::StatusOr<uint64_t> address = jit::cuda::DeviceAlloc(device.index(), bytes);
+  if (!address.ok()) ThrowStatus(address.status());
+  auto storage = std::make_shared<Storage>();
+  storage->bytes = bytes;
+  storage->device = device;
+  storage->data = reinterpret_cast<void*>(*address);
+  return storage;
+}
+
+void CudaRelease(Storage& storage) {
+  jit::cuda::DeviceFree(storage.device.index(), reinterpret_cast<uint64_t>(storage.data),
+                        storage.bytes);
+}
+
+std::shared_ptr<ArrayImpl> CudaTransfer(const ArrayImpl& src, Device to) {
+  const std::string what = absl::StrCat("Array::to(", to.name(), ") from ", src.device.name());
+  if (to.is_cuda()) RequireDevice(to, what);
+  if (src.device.is_cuda()) RequireDevice(src.device, what);
+  const size_t es = SizeOf(src.dtype);
+  const int64_t n = src.size();
+  // Gather the source's elements into a contiguous host buffer.
+  std::vector<char> host(static_cast<size_t>(n) * es);
+  if (src.device.is_cpu()) {
+    const char* base = static_cast<const char*>(src.data());
+    ForEach(src.shape, src.strides, [&](int64_t i, int64_t off) {
+      std::memcpy(host.data() + i * es, base + off * static_cast<int64_t>(es), es);
+    });
+  } else if (n > 0) {
+    // Copy the span the view covers, then gather on the host.
+    int64_t extent = 0;
+    for (size_t d = 0; d < src.shape.size(); ++d) extent += (src.shape[d] - 1) * src.strides[d];
+    std::vector<char> span(static_cast<size_t>(extent + 1) * es);
+    ThrowIfBad(jit::cuda::CopyToHost(src.device.index(), span.data(),
+                                     reinterpret_cast<uint64_t>(src.data()), span.size()),
+               what);
+    ForEach(src.shape, src.strides, [&](int64_t i, int64_t off) {
+      std::memcpy(host.data() + i * es, span.data() + off * static_cast<int64_t>(es), es);
+    });
+  }
+  std::shared_ptr<ArrayImpl> out = NewArray(src.dtype, src.shape, to);
+  if (host.empty()) return out;
+  if (to.is_cpu()) {
+    std::memcpy(out->data(), host.data(), host.size());
+  } else {
+    ThrowIfBad(jit::cuda::CopyToDevice(to.index(), reinterpret_cast<uint64_t>(out->data()),
+                                       host.data(), host.size()),
+               what);
+    // The host buffer dies here; the driver staged pageable memory already,
+    // but wait anyway so an error surfaces at this call.
+    ThrowIfBad(jit::cuda::Synchronize(to.index()), what);
+  }
+  return out;
+}
+
+void CudaExecute(const std::string& kernel_name, const jit::KernelSpec& spec,
+                 const jit::KernelArgs& args, Device device) {
+  RequireDevice(device, kernel_name);
+  absl::StatusOr<const jit::cuda::CudaKernel*> kernel =
+      jit::cuda::GetCudaKernel(spec, device.index());
+  if (!kernel.ok()) ThrowStatus(kernel.status());
+  ThrowIfError(jit::cuda::LaunchCudaKernel(**kernel, args, spec.rank));
+}
+
+#else  // no CUDA toolkit in this build
+
+namespace {
+[[noreturn]] void NoCuda(const std::string& what) {
+  throw Error(ErrorKind::kDevice,
+              absl::StrCat(what, ": no CUDA device: this build of dualcast has no CUDA backend "
+                                 "(rebuild with the CUDA toolkit installed)"));
+}
+}  // namespace
+
+std::string CudaUnavailableReason(const Device&) {
+  return "no CUDA device: this build of dualcast has no CUDA backend (rebuild with the CUDA "
+         "toolkit installed)";
+}
+std::shared_ptr<Storage> CudaAllocate(size_t, Device device) { NoCuda(device.name()); }
+void CudaRelease(Storage&) {}
+std::shared_ptr<ArrayImpl> CudaTransfer(const ArrayImpl&, Device to) { NoCuda(to.name()); }
+void CudaExecute(const std::string& kernel_name, const jit::KernelSpec&, const jit::KernelArgs&,
+                 Device) {
+  NoCuda(kernel_name);
+}
+
+#endif
+
+}  // namespace dualcast::detail
