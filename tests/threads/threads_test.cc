@@ -1,0 +1,150 @@
+// Threads: 8 std::threads call partials / broadcast / the tape on their own mesh blocks with one shared Kernel, vs a single-threaded run.
+//
+// What an OpenMP-parallel simulation code does: one Kernel and read-only
+// parameter arrays shared by every thread, each thread calling
+// dualcast::partials on its block of the mesh with views of the caller's
+// memory. Results must equal the single-threaded run over the whole mesh
+// (exactly: the kernels use only arithmetic, sqrt and comparisons, which
+// are correctly rounded on every code path, vector or scalar). Registered
+// with the ctest label `threads`; CI also runs it under ThreadSanitizer with
+// tests/threads/tsan.supp (see docs/embedding.md for what that covers).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <latch>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <dualcast/dualcast.hpp>
+
+namespace {
+
+namespace dc = dualcast;
+using dc::Array;
+
+constexpr int kThreads = 8;
+constexpr int64_t kBlock = 5000;  // points per thread (a chunk of the thread pool's grain)
+constexpr int64_t kPoints = kThreads * kBlock;
+
+// A small return-mapping-like law with real branches and two outputs.
+auto MakeLaw(double shift) {
+  return dc::kernel("threads_law", [shift](auto eps, auto k, auto y) {
+    using namespace dc::math;
+    auto trial = k * eps + shift;
+    if (trial > y) return std::tuple{y + (trial - y) / (1 + k), sqrt(trial - y)};
+    if (trial < -y) return std::tuple{-y + (trial + y) / (1 + k), -sqrt(-y - trial)};
+    return std::tuple{trial, trial * 0};
+  });
+}
+
+std::vector<double> Strains() {
+  std::vector<double> eps(kPoints);
+  for (int64_t i = 0; i < kPoints; ++i) eps[i] = 3.0 * std::sin(0.001 * static_cast<double>(i));
+  return eps;
+}
+
+Array<double> Block(const std::vector<double>& v, int b) {
+  return Array<double>::view(v.data() + b * kBlock, {kBlock});
+}
+Array<double> Block(std::vector<double>& v, int b) {
+  return Array<double>::view(v.data() + b * kBlock, {kBlock});
+}
+
+// Runs fn(thread_index) on kThreads threads released together.
+template <class F>
+void RunTogether(F fn) {
+  std::latch start(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      fn(t);
+    });
+  }
+  for (auto& th : threads) th.join();
+}
+
+}  // namespace
+
+TEST_CASE("8 threads: partials on their own blocks, one shared Kernel, results equal the single-threaded run") {
+  const dc::Kernel law = MakeLaw(0.125);
+  const std::vector<double> eps = Strains();
+  const Array<double> k = Array<double>::scalar(2.0), y = Array<double>::scalar(1.5);
+  k.eval();
+  y.eval();
+
+  // Reference: one call over the whole mesh, on this thread.
+  dc::Partials<double> ref = dc::partials(law, {Array<double>::view(eps.data(), {kPoints}), k, y});
+  const std::vector<double> ref_s = ref.value(0).to_vector(), ref_p = ref.value(1).to_vector();
+  const std::vector<double> ref_ds = ref.d(0, 0).to_vector(), ref_dy = ref.d(1, 2).to_vector();
+
+  // Each thread writes values and d/d eps, d/dy into its block of shared buffers, 5 times.
+  std::vector<double> s(kPoints, -1), p(kPoints, -1), ds(kPoints, -1), dy(kPoints, -1);
+  RunTogether([&](int t) {
+    for (int rep = 0; rep < 5; ++rep) {
+      dc::PartialsOptions<double> o;
+      o.wrt = {0, 2};
+      o.value_out = {Block(s, t), Block(p, t)};
+      o.partial_out = {Block(ds, t), Array<double>(), Array<double>(), Block(dy, t)};
+      dc::partials(law, {Block(eps, t), k, y}, o);
+    }
+  });
+  CHECK(s == ref_s);
+  CHECK(p == ref_p);
+  CHECK(ds == ref_ds);
+  CHECK(dy == ref_dy);
+}
+
+TEST_CASE("8 threads: concurrent first-time trace and compile of one kernel are done once") {
+  // A constant no other test uses, so neither the trace nor the kernel exists yet.
+  const dc::Kernel law = MakeLaw(0.0625);
+  const std::vector<double> eps = Strains();
+  const Array<double> k = Array<double>::scalar(3.0), y = Array<double>::scalar(1.0);
+  k.eval();
+  y.eval();
+  std::vector<double> s(kPoints, -1), ds(kPoints, -1);
+  const dc::Stats before = dc::stats();
+  RunTogether([&](int t) {
+    dc::PartialsOptions<double> o;
+    o.wrt = {0};
+    o.value_out = {Block(s, t), Array<double>()};
+    o.partial_out = {Block(ds, t), Array<double>()};
+    dc::partials(law, {Block(eps, t), k, y}, o);
+  });
+  const dc::Stats after = dc::stats();
+  // One kernel structure: one backend compile (or disk load) in all.
+  CHECK(after.compiles + after.disk_hits - before.compiles - before.disk_hits == 1);
+
+  // Hand-written reference for the first output and its derivative.
+  for (int64_t i = 0; i < kPoints; i += 97) {
+    const double trial = 3.0 * eps[i] + 0.0625;
+    double want = trial, dwant = 3.0;
+    if (trial > 1.0) want = 1.0 + (trial - 1.0) / 4.0, dwant = 0.75;
+    if (trial < -1.0) want = -1.0 + (trial + 1.0) / 4.0, dwant = 0.75;
+    CHECK(s[i] == doctest::Approx(want).epsilon(1e-15));
+    CHECK(ds[i] == doctest::Approx(dwant).epsilon(1e-15));
+  }
+}
+
+TEST_CASE("8 threads: lazy broadcasts and a Tape per thread give the single-threaded gradients") {
+  const dc::Kernel law = MakeLaw(0.125);
+  const std::vector<double> eps = Strains();
+  auto gradients_of = [&](int b) {
+    // Parameters are per thread: the tape differentiates with respect to them.
+    Array<double> k = Array<double>::scalar(2.0), y = Array<double>::scalar(1.5);
+    dc::Tape tape;
+    std::vector<Array<double>> outs = dc::broadcast_n(law, Block(eps, b), k, y);
+    Array<double> loss = dc::sum(outs[0] * outs[0] + outs[1]);
+    std::vector<Array<double>> g = tape.gradient(loss, {k, y});
+    return std::vector<double>{loss.item(), g[0].item(), g[1].item()};
+  };
+  std::vector<std::vector<double>> reference;
+  for (int b = 0; b < kThreads; ++b) reference.push_back(gradients_of(b));
+  std::vector<std::vector<double>> got(kThreads);
+  RunTogether([&](int t) { got[t] = gradients_of(t); });
+  for (int b = 0; b < kThreads; ++b) {
+    CAPTURE(b);
+    CHECK(got[b] == reference[b]);
+  }
+}
