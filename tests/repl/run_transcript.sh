@@ -5,7 +5,8 @@
 # Volatile text is masked on both sides before comparing: times ("12.3 ms"
 # -> "# ms"), run counts, kernel hashes, the reason CUDA is unavailable, and
 # the body of :code listings (LLVM IR depends on the host CPU; its header
-# comment and 'define' line are kept). The kernel disk cache is turned off so
+# comment and the 'define' line's name are kept; its attributes follow
+# the pass pipeline). The kernel disk cache is turned off so
 # compile counts do not depend on earlier runs. --update rewrites the
 # expected file (review the diff by hand before committing it).
 set -eu
@@ -27,6 +28,7 @@ mask() {
   ' | sed -E \
     -e 's/[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)? ms/# ms/g' \
     -e 's/over [0-9]+ runs/over # runs/' \
+    -e 's/^(define [^@]*@[^(]*)\(.*$/\1(...)/' \
     -e 's/[0-9a-f]{16}/<hash>/g' \
     -e 's/(no CUDA device: ).*(; staying on the cpu)/\1<reason>\2/'
 }
