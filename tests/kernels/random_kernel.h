@@ -340,7 +340,9 @@ inline std::vector<Tree> ShrinkCandidates(const Tree& tree) {
   Tree with_input = tree;
   with_input.nodes.push_back(Node{});  // x0, used as a replacement leaf
   const int leaf = static_cast<int>(with_input.nodes.size()) - 1;
-  for (size_t n = 0; n < tree.nodes.size(); ++n) {
+  // Nodes are stored children first, so walking backwards tries the biggest
+  // cuts (at the roots) first.
+  for (size_t n = tree.nodes.size(); n-- > 0;) {
     const Node& node = tree.nodes[n];
     if (node.kind == Node::kInput) {
       if (node.index != 0) out.push_back(Substitute(with_input, static_cast<int>(n), leaf));
