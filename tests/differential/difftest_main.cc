@@ -6,6 +6,7 @@
 //   --seed S     run seed S only (what a failure report says to rerun)
 //   --cases N    run seeds S, S+1, ... (S from --seed, else fresh) until N cases
 //   --kernels K  kernels per seed (default 36)
+//   --determinism-digest  print the digest of the determinism workload (determinism.h)
 // Exit status 0 when every executor agreed, 1 on any disagreement, 2 on bad flags.
 //
 // Example:
@@ -18,6 +19,7 @@
 #include <string>
 
 #include "differential/ci_seeds.h"
+#include "differential/determinism.h"
 
 namespace {
 
@@ -52,6 +54,9 @@ int main(int argc, char** argv) {
       options.kernels_per_seed = std::atoi(v);
     } else if (flag == "--quiet") {
       quiet = true;
+    } else if (flag == "--determinism-digest") {
+      std::cout << DeterminismDigest() << std::endl;
+      return 0;
     } else if (flag == "--ci") {
     } else {
       return Usage();
