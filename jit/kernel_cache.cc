@@ -33,13 +33,13 @@ std::shared_ptr<KernelCache::Slot> KernelCache::FindSlot(uint64_t key,
 }
 
 const CachedKernel* KernelCache::Find(const KernelSpec& spec) const {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   std::shared_ptr<Slot> slot = FindSlot(spec.Key(), spec);
   return slot != nullptr && !slot->compiling ? &slot->cached : nullptr;
 }
 
 size_t KernelCache::size() const {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   size_t n = 0;
   for (const auto& [key, list] : slots_) {
     for (const auto& slot : list) n += slot->compiling ? 0 : 1;
@@ -52,10 +52,10 @@ absl::StatusOr<const CachedKernel*> KernelCache::GetOrCompileWithKey(uint64_t ke
                                                                      CompileFn compile) {
   std::shared_ptr<Slot> mine;
   {
-    absl::MutexLock lock(&mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     // `found` keeps a failed slot alive after Finish drops it from the map.
     if (std::shared_ptr<Slot> found = FindSlot(key, spec)) {
-      while (found->compiling) cv_.Wait(&mu_);
+      while (found->compiling) cv_.wait(lock);
       if (!found->status.ok()) return found->status;
       RecordCacheHit();
       return &found->cached;
@@ -96,9 +96,9 @@ absl::StatusOr<const CachedKernel*> KernelCache::GetOrCompileWithKey(uint64_t ke
 
 void KernelCache::Finish(uint64_t key, const std::shared_ptr<Slot>& slot,
                          absl::StatusOr<CompiledKernel> result) {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   slot->compiling = false;
-  cv_.SignalAll();
+  cv_.notify_all();
   if (result.ok()) {
     slot->cached.kernel = *std::move(result);
     return;

@@ -30,11 +30,11 @@
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include <condition_variable>
+#include <mutex>
 #include "jit/kernel_spec.h"
 
 namespace dualcast::jit {
@@ -95,16 +95,15 @@ class KernelCache {
   };
 
   // The slot for exactly `spec` among those with its key, or null.
-  std::shared_ptr<Slot> FindSlot(uint64_t key, const KernelSpec& spec) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::shared_ptr<Slot> FindSlot(uint64_t key, const KernelSpec& spec) const;  // mu_ held
   // Ends `slot`'s compile, wakes the waiters, and forgets the slot on failure.
   void Finish(uint64_t key, const std::shared_ptr<Slot>& slot,
               absl::StatusOr<CompiledKernel> result);
 
-  mutable absl::Mutex mu_;
-  absl::CondVar cv_;  // signalled whenever a compile ends
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // signalled whenever a compile ends
   // Key -> slots; more than one only on a 64-bit key collision.
-  absl::flat_hash_map<uint64_t, std::vector<std::shared_ptr<Slot>>> slots_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, std::vector<std::shared_ptr<Slot>>> slots_;  // guarded by mu_
 };
 
 // True when the two specs would compile to the same code (the function by

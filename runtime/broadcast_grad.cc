@@ -19,7 +19,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include <mutex>
 #include "dualcast/detail/broadcast_grad.hpp"
 #include "dualcast/detail/execute.hpp"
 #include "dualcast/tape.hpp"
@@ -83,11 +83,11 @@ class BackwardCache {
                        const std::vector<bool>& present, const std::vector<bool>& wanted) {
     Key key{primal.get(), wrt, present, wanted};
     {
-      absl::MutexLock lock(&mu_);
+      std::unique_lock<std::mutex> lock(mu_);
       if (auto it = map_.find(key); it != map_.end()) return it->second.backward;
     }
     BackwardFunction built = BuildBackward(*primal, wrt, present, wanted);
-    absl::MutexLock lock(&mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     if (map_.size() >= kMaxEntries) map_.clear();  // bounded; rebuilding is cheap
     map_.try_emplace(key, Entry{primal, built});
     return built;
@@ -110,8 +110,8 @@ class BackwardCache {
     std::shared_ptr<const jit::Function> primal;  // keeps the key's pointer from being reused
     BackwardFunction backward;
   };
-  absl::Mutex mu_;
-  absl::flat_hash_map<Key, Entry> map_ ABSL_GUARDED_BY(mu_);
+  std::mutex mu_;
+  absl::flat_hash_map<Key, Entry> map_;  // guarded by mu_
 };
 
 class BroadcastGradNode final : public ReleasableGradNode {

@@ -4,10 +4,9 @@
 #include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include <mutex>
 #include "jit/error.h"
 #include "jit/optimize.h"
 
@@ -15,17 +14,17 @@ namespace dualcast {
 
 struct Kernel::State {
   std::string name;
-  absl::Mutex mu;
+  std::mutex mu;
   // Tracing runs the user's lambda, which is not required to be thread-safe
   // (only pure), so it runs under the lock too: one trace at a time per kernel.
-  TraceFn trace ABSL_GUARDED_BY(mu);
+  TraceFn trace;  // guarded by mu
   // Key: arity * 4 + type.
-  absl::flat_hash_map<int, std::shared_ptr<const jit::Function>> traced ABSL_GUARDED_BY(mu);
+  absl::flat_hash_map<int, std::shared_ptr<const jit::Function>> traced;  // guarded by mu
 };
 
 Kernel::Kernel(std::string name, TraceFn trace) : state_(std::make_shared<State>()) {
   state_->name = std::move(name);
-  absl::MutexLock lock(&state_->mu);
+  std::unique_lock<std::mutex> lock(state_->mu);
   state_->trace = std::move(trace);
 }
 
@@ -49,7 +48,7 @@ std::shared_ptr<const jit::Function> Kernel::function(int arity, jit::Type dtype
     throw Error(ErrorKind::kArity, absl::StrCat(state_->name, ": negative arity ", arity));
   }
   const int key = arity * 4 + static_cast<int>(dtype);
-  absl::MutexLock lock(&state_->mu);
+  std::unique_lock<std::mutex> lock(state_->mu);
   auto it = state_->traced.find(key);
   if (it != state_->traced.end()) return it->second;
   std::vector<jit::Type> types(static_cast<size_t>(arity), dtype);

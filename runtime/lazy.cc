@@ -26,11 +26,10 @@
 #include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
+#include <mutex>
 #include "dualcast/detail/array_impl.hpp"
 #include "dualcast/detail/broadcast_grad.hpp"
 #include "dualcast/detail/execute.hpp"
@@ -46,8 +45,8 @@ namespace {
 
 // One lock for the whole lazy graph: gathering, running and filling a group
 // must not interleave with another thread doing the same to shared nodes.
-absl::Mutex& GraphMutex() {
-  static absl::Mutex* mu = new absl::Mutex();
+std::mutex& GraphMutex() {
+  static std::mutex* mu = new std::mutex();
   return *mu;
 }
 
@@ -269,8 +268,9 @@ void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<Liv
   }
 }
 
-void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root, std::vector<PendingRecord>* records)
-    ABSL_EXCLUSIVE_LOCKS_REQUIRED(GraphMutex()) {
+// Requires GraphMutex() held.
+void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root,
+                       std::vector<PendingRecord>* records) {
   while (root->pending != nullptr) {
     Group g = Gather(root->pending);
     std::vector<LiveOutput> live = LiveOutputs(g);
@@ -297,18 +297,18 @@ std::shared_ptr<const jit::JvpResult> CachedJvp(const std::shared_ptr<const jit:
     std::shared_ptr<const jit::Function> fn;  // keeps the keyed address alive
     std::shared_ptr<const jit::JvpResult> jvp;
   };
-  static absl::Mutex mu(absl::kConstInit);
+  static std::mutex mu;
   static auto* cache = new absl::flat_hash_map<std::string, Entry>();
   std::string key = absl::StrCat(reinterpret_cast<uintptr_t>(fn.get()), ":",
                                  absl::StrJoin(wrt.begin(), wrt.end(), ","));
   {
-    absl::MutexLock lock(&mu);
+    std::unique_lock<std::mutex> lock(mu);
     auto it = cache->find(key);
     if (it != cache->end()) return it->second.jvp;
   }
   auto jvp = std::make_shared<jit::JvpResult>(jit::Jvp(*fn, wrt));
   jvp->function = jit::Optimize(jvp->function);
-  absl::MutexLock lock(&mu);
+  std::unique_lock<std::mutex> lock(mu);
   auto [it, added] = cache->try_emplace(std::move(key), Entry{fn, std::move(jvp)});
   return it->second.jvp;
 }
@@ -317,7 +317,7 @@ void Materialize(ArrayImpl& impl) {
   if (impl.pending == nullptr) return;
   std::vector<PendingRecord> records;
   {
-    absl::MutexLock lock(&GraphMutex());
+    std::lock_guard<std::mutex> lock(GraphMutex());
     if (impl.pending == nullptr) return;  // another thread got here first
     // A shared_ptr to `impl` from its node (it is alive, so the weak one locks).
     std::shared_ptr<ArrayImpl> root = impl.pending->outputs[impl.pending_output].lock();
