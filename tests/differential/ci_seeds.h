@@ -22,7 +22,7 @@ inline constexpr uint64_t kCiSeeds[] = {1, 2, 3, 20261121};
 
 inline Options CiOptions() {
   Options o;
-  o.kernels_per_seed = 36;
+  o.kernels_per_seed = 34;
   o.patterns_per_kernel = 2;
   o.shapes_per_pattern = 7;
   return o;

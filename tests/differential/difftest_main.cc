@@ -5,7 +5,7 @@
 //   --ci         the same, explicitly
 //   --seed S     run seed S only (what a failure report says to rerun)
 //   --cases N    run seeds S, S+1, ... (S from --seed, else fresh) until N cases
-//   --kernels K  kernels per seed (default 36)
+//   --kernels K  kernels per seed (default 34)
 //   --determinism-digest  print the digest of the determinism workload (determinism.h)
 // Exit status 0 when every executor agreed, 1 on any disagreement, 2 on bad flags.
 //
