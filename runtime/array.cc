@@ -147,6 +147,19 @@ void CheckShape(const std::vector<int64_t>& shape, const char* what) {
 
 std::shared_ptr<ArrayImpl> NewArray(DType dtype, std::vector<int64_t> shape, Device device) {
   CheckShape(shape, "new array");
+  // The element count and byte size must not wrap: {2^40, 2^40} would
+  // otherwise become a 0-byte "array" of 2^80 elements.
+  int64_t elements = 1, bytes = 0;
+  bool overflow = false;
+  for (int64_t s : shape) overflow = overflow || __builtin_mul_overflow(elements, s, &elements);
+  overflow = overflow ||
+             __builtin_mul_overflow(elements, static_cast<int64_t>(SizeOf(dtype)), &bytes);
+  if (overflow) {
+    throw Error(ErrorKind::kMemory,
+                absl::StrFormat("out of memory: an array of shape [%s] would need more than "
+                                "2^63 bytes; use smaller sizes",
+                                absl::StrJoin(shape, ", ")));
+  }
   auto impl = std::make_shared<ArrayImpl>();
   impl->dtype = dtype;
   impl->device = device;
@@ -321,8 +334,14 @@ std::shared_ptr<ArrayImpl> MakeView(const T* data, Shape shape, Shape strides, b
                   absl::StrFormat("%s: shape %s with strides %s: sizes and strides must be >= 0",
                                   what, ShapeText(shape), ShapeText(strides)));
     }
-    n *= shape[d];
-    extent += (shape[d] - 1) * strides[d];
+    int64_t reach = 0;
+    if (__builtin_mul_overflow(n, shape[d], &n) ||
+        (shape[d] > 0 && (__builtin_mul_overflow(shape[d] - 1, strides[d], &reach) ||
+                          __builtin_add_overflow(extent, reach, &extent)))) {
+      throw Error(ErrorKind::kShape,
+                  absl::StrFormat("%s: shape %s with strides %s addresses more than 2^63 "
+                                  "elements", what, ShapeText(shape), ShapeText(strides)));
+    }
   }
   if (n > 0 && data == nullptr) {
     throw Error(ErrorKind::kInvalidArgument,
