@@ -145,7 +145,11 @@ class BroadcastGradNode final : public ReleasableGradNode {
       auto& slot = contributions[static_cast<size_t>(leaf)];
       slot = slot == nullptr ? std::move(c) : AddArrays(*slot, *c);  // wrt may repeat a leaf
     };
-    if (cached_) {
+    bool uncached_adjoint = false;
+    for (size_t m = 0; m < output_adjoints.size() && m < info_.cached_outputs.size(); ++m) {
+      uncached_adjoint = uncached_adjoint || (output_adjoints[m] != nullptr && !info_.cached_outputs[m]);
+    }
+    if (cached_ && !uncached_adjoint) {
       BackwardCached(output_adjoints, add);
     } else {
       BackwardRecompute(output_adjoints, add);

@@ -239,17 +239,45 @@ void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<Liv
     if (ActivePartialsMode(bytes) == PartialsMode::kRecompute) {
       values = Execute(name, composed->primal, leaves);
     } else {
+      // Store only the requested result's partials (extra outputs recompute
+      // if an adjoint ever reaches them), and none that is literally a value
+      // the kernel already has: a primal output (d(c*w)/dw = c) or a leaf of
+      // the output's shape (d(x*y)/dx = y) is referenced, not copied.
+      const jit::Function& dual_fn = jvp->function;
+      std::vector<std::shared_ptr<ArrayImpl>> alias(M * J);
+      std::vector<int> alias_output(M * J, -1);
       ExecuteOptions options;
       options.write.assign(M, true);
-      for (bool zero : jvp->structurally_zero) options.write.push_back(!zero);
+      for (size_t m = 0; m < M; ++m) {
+        for (size_t j = 0; j < J; ++j) {
+          const size_t k = m * J + j;
+          const jit::ValueId v = dual_fn.outputs()[jit::PartialIndex(M, J, m, j)];
+          bool stored = m == 0 && !jvp->structurally_zero[k];
+          if (stored) {
+            for (size_t m2 = 0; m2 < M; ++m2) {
+              if (dual_fn.outputs()[m2] == v) alias_output[k] = static_cast<int>(m2);
+            }
+            const jit::Inst& inst = dual_fn.inst(v);
+            if (alias_output[k] < 0 && inst.op == jit::Op::kInput &&
+                leaves[inst.index]->shape == root_node.shape) {
+              alias[k] = leaves[inst.index];
+            }
+            stored = alias_output[k] < 0 && alias[k] == nullptr;
+          }
+          options.write.push_back(stored);
+        }
+      }
       auto fn = std::shared_ptr<const jit::Function>(jvp, &jvp->function);
       std::vector<std::shared_ptr<ArrayImpl>> all = Execute(name, fn, leaves, options);
       values.assign(all.begin(), all.begin() + M);
       info.partials.resize(M * J);
-      for (size_t m = 0; m < M; ++m) {
-        for (size_t j = 0; j < J; ++j) {
-          info.partials[m * J + j] = all[jit::PartialIndex(M, J, m, j)];
-        }
+      info.cached_outputs.assign(M, false);
+      info.cached_outputs[0] = true;
+      for (size_t j = 0; j < J; ++j) {
+        std::shared_ptr<ArrayImpl> p = all[jit::PartialIndex(M, J, 0, j)];
+        if (alias_output[j] >= 0) p = values[static_cast<size_t>(alias_output[j])];
+        if (alias[j] != nullptr) p = alias[j];
+        info.partials[j] = std::move(p);
       }
     }
   }

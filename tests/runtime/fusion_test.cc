@@ -174,6 +174,39 @@ TEST_CASE("with a tape, a fused chain records partials w.r.t. its leaves (cache 
   }
 }
 
+TEST_CASE("cache mode: a held extra output that later receives an adjoint is recomputed, exactly") {
+  // loss = sum(g.(y, b)) + sum(y .* y) with y = f.(x, a): y is an extra output
+  // of the first group (partials not stored) and then gets an adjoint of its
+  // own from the second term.
+  Kernel f = F(), g = G();
+  auto x = Array<double>::uniform({6, 4}, 21, -1, 1);
+  auto a = Array<double>::uniform({4}, 22, -1, 1);
+  auto b = Array<double>::uniform({6, 1}, 23, -1, 1);
+  const std::vector<double> xs = x.to_vector(), as = a.to_vector();
+  std::vector<double> grads[2];
+  int k = 0;
+  for (PartialsMode mode : {PartialsMode::kCache, PartialsMode::kRecompute}) {
+    Tape tape(mode);
+    Array<double> y = broadcast(f, x, a);
+    Array<double> first = sum(broadcast(g, y, b));
+    Array<double> second = sum(y * y);
+    Array<double> loss = first + second;
+    grads[k++] = tape.gradient(loss, {x})[0].to_vector();
+  }
+  for (int i = 0; i < 6; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      auto term = [&](double xv) {
+        const double y = FRef(xv, as[j]);
+        return std::exp(y) + y * y;  // b does not depend on x
+      };
+      const double e = 1e-6, xv = xs[i * 4 + j];
+      const double fd = (term(xv + e) - term(xv - e)) / (2 * e);
+      CHECK(grads[0][i * 4 + j] == doctest::Approx(fd).epsilon(1e-6));
+      CHECK(grads[1][i * 4 + j] == doctest::Approx(grads[0][i * 4 + j]).epsilon(1e-13));
+    }
+  }
+}
+
 TEST_CASE("with a tape, a held intermediate stays fused; its own gradient needs eval() first") {
   Kernel f = F(), g = G();
   auto x = Array<double>::uniform({5}, 10, -1, 1);

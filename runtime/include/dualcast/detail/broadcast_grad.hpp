@@ -30,6 +30,12 @@ struct BroadcastGradInfo {
   // Cache mode: partials[m * wrt.size() + j] = dy_m/dx_{wrt[j]} with shape
   // out_shape; null where structurally zero. Empty in recompute mode.
   std::vector<std::shared_ptr<ArrayImpl>> partials;
+  // Cache mode, per output: whether its partials were stored. The group's
+  // requested result always is; extra outputs (intermediates a user still
+  // holds, which seldom receive an adjoint) are not, and an adjoint reaching
+  // one makes this node recompute instead (reading the leaves again).
+  // Empty means every output is cached.
+  std::vector<bool> cached_outputs;
 };
 
 std::shared_ptr<GradNode> MakeBroadcastGradNode(BroadcastGradInfo info);
