@@ -67,7 +67,12 @@ bool MayOverlap(const ArrayImpl& a, const ArrayImpl& b) {
   const auto base_a = reinterpret_cast<uintptr_t>(a.data());
   const auto base_b = reinterpret_cast<uintptr_t>(b.data());
   const uint64_t es = std::max(SizeOf(a.dtype), SizeOf(b.dtype));
-  const uint64_t r = (base_b - base_a) % g;  // modular arithmetic is fine on unsigned
+  // The offset modulo g, on the signed difference: an unsigned wrap-around is
+  // only congruent modulo powers of two (a 6-column interleaved table has a
+  // 48-byte row stride and would be rejected).
+  const int64_t diff = static_cast<int64_t>(base_b - base_a);
+  const int64_t gs = static_cast<int64_t>(g);
+  const uint64_t r = static_cast<uint64_t>(((diff % gs) + gs) % gs);
   return r < es || g - r < es;
 }
 

@@ -141,3 +141,32 @@ TEST_CASE("partials into user views land in the user's buffer; errors leave it u
 
 }  // namespace
 }  // namespace dualcast
+
+namespace dualcast {
+namespace {
+
+TEST_CASE("interleaved columns of a table whose row stride is not a power of two") {
+  // Inputs and outputs in the columns of one n x 6 table (48-byte rows): the
+  // overlap test must work modulo 48, whichever column comes first in memory.
+  Kernel k = kernel("prod6", [](auto a, auto b) { return a * b; });
+  const int n = 7;
+  std::vector<double> table(n * 6);
+  for (int i = 0; i < n; ++i) {
+    table[i * 6 + 3] = 0.25 * i - 1;  // a
+    table[i * 6 + 4] = 1.5 - 0.5 * i;  // b
+  }
+  auto col = [&](int c) { return Array<double>::view(table.data() + c, {n}, {6}); };
+  PartialsOptions<double> opts;
+  opts.value_out = {col(0)};
+  opts.partial_out = {col(1), col(5)};  // below and above the inputs in memory
+  partials(k, {col(3), col(4)}, opts);
+  for (int i = 0; i < n; ++i) {
+    const double a = table[i * 6 + 3], b = table[i * 6 + 4];
+    CHECK(table[i * 6 + 0] == a * b);
+    CHECK(table[i * 6 + 1] == b);
+    CHECK(table[i * 6 + 5] == a);
+  }
+}
+
+}  // namespace
+}  // namespace dualcast
