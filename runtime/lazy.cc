@@ -341,12 +341,30 @@ std::shared_ptr<const jit::JvpResult> CachedJvp(const std::shared_ptr<const jit:
   return it->second.jvp;
 }
 
+namespace {
+// Set while this thread holds GraphMutex(): Execute, run inside a group,
+// materialises its (already computed) leaves and must not lock again.
+thread_local bool t_graph_locked = false;
+}  // namespace
+
 void Materialize(ArrayImpl& impl) {
-  if (impl.pending == nullptr) return;
+  if (t_graph_locked) {
+    if (impl.pending != nullptr) {
+      throw Error(ErrorKind::kInternal, "a fused group read a pending array it does not own");
+    }
+    return;
+  }
   std::vector<PendingRecord> records;
   {
+    // Always under the lock: `pending` and `storage` change when another
+    // thread computes a shared pending array, and reading them without the
+    // lock would race (an uncontended lock costs tens of nanoseconds).
     std::lock_guard<std::mutex> lock(GraphMutex());
-    if (impl.pending == nullptr) return;  // another thread got here first
+    if (impl.pending == nullptr) return;
+    t_graph_locked = true;
+    struct Unmark {
+      ~Unmark() { t_graph_locked = false; }
+    } unmark;
     // A shared_ptr to `impl` from its node (it is alive, so the weak one locks).
     std::shared_ptr<ArrayImpl> root = impl.pending->outputs[impl.pending_output].lock();
     if (root.get() != &impl) {
