@@ -186,7 +186,7 @@ int Main(int argc, char** argv) {
   std::cout << FormatTable(rows);
   if (!o.json.empty()) WriteFile(o.json, FormatJson(rows, kVersion));
   if (!o.csv.empty()) WriteFile(o.csv, FormatCsv(rows));
-  if (!o.plot.empty()) WriteFile(o.plot, FormatSvg(rows, "HM-LSTM cell update, median time per call (" + device + ")"));
+  if (!o.plot.empty()) WriteFile(o.plot, FormatSvg(rows, "HM-LSTM cell update, median time per call, " + device));
   if (failed) std::cout << "FAILED: some implementation disagrees with the float64 reference\n";
   return failed ? 1 : 0;
 }
