@@ -1,4 +1,4 @@
-// KernelSpec's key (stable across processes: it also names on-disk objects) and description.
+// KernelSpec: its key (stable across processes: it also names on-disk objects), description and validation.
 #include "jit/kernel_spec.h"
 
 #include <string>
@@ -6,7 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "jit/broadcast_layout.h"
+#include "jit/error.h"
 #include "jit/hash.h"
+#include "jit/verify.h"
 
 namespace dualcast::jit {
 
@@ -93,5 +95,47 @@ std::string KernelSpec::Describe() const {
                          TargetName(target), TypeName(dtype), rank, bcast, written,
                          inner_contiguous ? "" : " strided", function_hash);
 }
+
+absl::Status KernelSpec::Validate(const char* backend) const {
+  const KernelSpec& spec = *this;
+  auto Invalid = [&](const std::string& what) {
+    std::string name = function ? function->name : "<null>";
+    return MakeStatus(ErrorKind::kInternal,
+                      absl::StrCat(backend, " kernel '", name, "': invalid KernelSpec: ", what,
+                                   " (a bug in the caller that built the spec)"));
+  };
+  if (spec.function == nullptr) return Invalid("no function");
+  const Function& f = *spec.function;
+  if (absl::Status s = Verify(f); !s.ok()) {
+    return Invalid(absl::StrCat("function fails verification: ", s.message()));
+  }
+  if (!IsFloat(spec.dtype)) return Invalid("dtype must be f32 or f64");
+  if (spec.rank < 0 || spec.rank > kMaxRank) {
+    return Invalid(absl::StrFormat("rank %d outside 0..%d", spec.rank, kMaxRank));
+  }
+  if (!spec.input_broadcast.empty() && spec.input_broadcast.size() != f.num_inputs()) {
+    return Invalid(absl::StrFormat("%d broadcast masks for %d inputs",
+                                           spec.input_broadcast.size(), f.num_inputs()));
+  }
+  for (size_t i = 0; i < spec.input_broadcast.size(); ++i) {
+    if (spec.rank < 32 && (spec.input_broadcast[i] >> spec.rank) != 0) {
+      return Invalid(absl::StrFormat("input %d broadcast mask %#x has bits at or "
+                                             "above rank %d", i, spec.input_broadcast[i],
+                                             spec.rank));
+    }
+  }
+  if (!spec.write.empty() && spec.write.size() != f.num_outputs()) {
+    return Invalid(absl::StrFormat("write mask of %d for %d outputs", spec.write.size(),
+                                           f.num_outputs()));
+  }
+  for (size_t i = 0; i < f.num_inputs(); ++i) {
+    if (!IsFloat(f.input_type(i))) {
+      return Invalid(absl::StrFormat("input %d is %s; kernels take floats", i,
+                                             TypeName(f.input_type(i))));
+    }
+  }
+  return absl::OkStatus();
+}
+
 
 }  // namespace dualcast::jit

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "jit/ir.h"
 #include "jit/kernel_abi.h"
 
@@ -47,6 +48,13 @@ struct KernelSpec {
   // written. Callers clear `write` bits for outputs nobody wants.
   static KernelSpec For(std::shared_ptr<const Function> function, Type dtype, Target target,
                         const BroadcastLayout& layout);
+
+  // Whether output m of `function` is stored (an empty mask writes all).
+  bool writes(size_t m) const { return write.empty() || (m < write.size() && write[m]); }
+  // Checks the spec is internally consistent (function verifies, dtype,
+  // rank, masks); the error names the backend and the kernel. Every backend
+  // calls it before generating code.
+  absl::Status Validate(const char* backend) const;
 
   // A 64-bit key over everything above (the function by its hash).
   uint64_t Key() const;

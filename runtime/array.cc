@@ -206,28 +206,6 @@ class Xoshiro {
   uint64_t s_[4];
 };
 
-// Calls fn(linear_index, element_offset) over a strided layout in row-major order.
-template <class Fn>
-void ForEachElement(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
-                    Fn&& fn) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  if (n == 0) return;
-  std::vector<int64_t> index(shape.size(), 0);
-  int64_t offset = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    fn(i, offset);
-    for (size_t d = shape.size(); d-- > 0;) {
-      if (++index[d] < shape[d]) {
-        offset += strides[d];
-        break;
-      }
-      offset -= strides[d] * (shape[d] - 1);
-      index[d] = 0;
-    }
-  }
-}
-
 std::string ShapeText(const Shape& shape) { return absl::StrCat("[", absl::StrJoin(shape, ", "), "]"); }
 
 }  // namespace
@@ -429,7 +407,7 @@ std::vector<T> Array<T>::to_vector() const {
   if (checked().device.is_cuda()) return to(Device::cpu()).to_vector();  // [CUDA path]
   const T* base = data();
   std::vector<T> out(static_cast<size_t>(impl_->size()));
-  ForEachElement(impl_->shape, impl_->strides,
+  detail::ForEachElement(impl_->shape, impl_->strides,
                  [&](int64_t i, int64_t off) { out[static_cast<size_t>(i)] = base[off]; });
   return out;
 }
@@ -555,7 +533,7 @@ void Array<T>::assign(const std::vector<T>& values) {
                                                    values.size(), ShapeText(shape())));
   }
   T* base = mutable_data();
-  ForEachElement(impl_->shape, impl_->strides,
+  detail::ForEachElement(impl_->shape, impl_->strides,
                  [&](int64_t i, int64_t off) { base[off] = values[static_cast<size_t>(i)]; });
 }
 

@@ -28,26 +28,6 @@ void RequireDevice(const Device& device, const std::string& what) {
   if (!why.empty()) throw Error(ErrorKind::kDevice, absl::StrCat(what, ": ", why));
 }
 
-// Calls fn(linear index, element offset) over a strided layout, row-major.
-template <class Fn>
-void ForEach(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides, Fn&& fn) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  if (n == 0) return;
-  std::vector<int64_t> index(shape.size(), 0);
-  int64_t offset = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    fn(i, offset);
-    for (size_t d = shape.size(); d-- > 0;) {
-      if (++index[d] < shape[d]) {
-        offset += strides[d];
-        break;
-      }
-      offset -= strides[d] * (shape[d] - 1);
-      index[d] = 0;
-    }
-  }
-}
 }  // namespace
 
 std::string CudaUnavailableReason(const Device& device) {
@@ -86,7 +66,7 @@ std::shared_ptr<ArrayImpl> CudaTransfer(const ArrayImpl& src, Device to) {
   std::vector<char> host(static_cast<size_t>(n) * es);
   if (src.device.is_cpu()) {
     const char* base = static_cast<const char*>(src.data());
-    ForEach(src.shape, src.strides, [&](int64_t i, int64_t off) {
+    ForEachElement(src.shape, src.strides, [&](int64_t i, int64_t off) {
       std::memcpy(host.data() + i * es, base + off * static_cast<int64_t>(es), es);
     });
   } else if (n > 0) {
@@ -97,7 +77,7 @@ std::shared_ptr<ArrayImpl> CudaTransfer(const ArrayImpl& src, Device to) {
     ThrowIfBad(jit::cuda::CopyToHost(src.device.index(), span.data(),
                                      reinterpret_cast<uint64_t>(src.data()), span.size()),
                what);
-    ForEach(src.shape, src.strides, [&](int64_t i, int64_t off) {
+    ForEachElement(src.shape, src.strides, [&](int64_t i, int64_t off) {
       std::memcpy(host.data() + i * es, span.data() + off * static_cast<int64_t>(es), es);
     });
   }

@@ -75,7 +75,7 @@ std::string CpuObjectKey(const KernelSpec& spec) {
 }
 
 absl::StatusOr<CompiledCpuKernel> CompileCpuKernel(const KernelSpec& spec, ObjectStore* store) {
-  if (absl::Status status = cpu::ValidateKernelSpec(spec); !status.ok()) return status;
+  if (absl::Status status = spec.Validate("cpu"); !status.ok()) return status;
   const std::string symbol = CpuKernelSymbol(spec);
   absl::StatusOr<cpu::JitCompiled> compiled = cpu::OrcJit::Get().Compile(
       symbol,
@@ -91,7 +91,7 @@ absl::StatusOr<CompiledCpuKernel> CompileCpuKernel(const KernelSpec& spec, Objec
 }
 
 absl::StatusOr<std::string> CpuKernelObject(const KernelSpec& spec) {
-  if (absl::Status status = cpu::ValidateKernelSpec(spec); !status.ok()) return status;
+  if (absl::Status status = spec.Validate("cpu"); !status.ok()) return status;
   const std::string symbol = CpuKernelSymbol(spec);
   return cpu::OrcJit::Get().CompileToObject(
       symbol, [&](llvm::LLVMContext& ctx) { return cpu::BuildKernelModule(spec, symbol, ctx); });

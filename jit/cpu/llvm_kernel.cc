@@ -65,7 +65,7 @@ class KernelEmitter {
     const size_t n_in = f_.num_inputs(), n_out = f_.num_outputs();
     for (size_t i = 0; i < n_in; ++i) in_ptr_.push_back(AddParam(Field::kInputPtr, i));
     for (size_t m = 0; m < n_out; ++m) {
-      out_ptr_.push_back(WritesOutput(spec_, m) ? AddParam(Field::kOutputPtr, m) : -1);
+      out_ptr_.push_back(spec_.writes(m) ? AddParam(Field::kOutputPtr, m) : -1);
     }
     begin_ = AddParam(Field::kBegin);
     end_ = AddParam(Field::kEnd);
@@ -257,57 +257,13 @@ class KernelEmitter {
   int begin_ = 0, end_ = 0;
 };
 
-absl::Status SpecError(const KernelSpec& spec, const std::string& what) {
-  std::string name = spec.function ? spec.function->name : "<null>";
-  return MakeStatus(ErrorKind::kInternal,
-                    absl::StrCat("cpu kernel '", name, "': invalid KernelSpec: ", what,
-                                 " (a bug in the caller that built the spec)"));
-}
 
 }  // namespace
-
-bool WritesOutput(const KernelSpec& spec, size_t m) {
-  return spec.write.empty() || (m < spec.write.size() && spec.write[m]);
-}
-
-absl::Status ValidateKernelSpec(const KernelSpec& spec) {
-  if (spec.function == nullptr) return SpecError(spec, "no function");
-  const Function& f = *spec.function;
-  if (absl::Status s = Verify(f); !s.ok()) {
-    return SpecError(spec, absl::StrCat("function fails verification: ", s.message()));
-  }
-  if (!IsFloat(spec.dtype)) return SpecError(spec, "dtype must be f32 or f64");
-  if (spec.rank < 0 || spec.rank > kMaxRank) {
-    return SpecError(spec, absl::StrFormat("rank %d outside 0..%d", spec.rank, kMaxRank));
-  }
-  if (!spec.input_broadcast.empty() && spec.input_broadcast.size() != f.num_inputs()) {
-    return SpecError(spec, absl::StrFormat("%d broadcast masks for %d inputs",
-                                           spec.input_broadcast.size(), f.num_inputs()));
-  }
-  for (size_t i = 0; i < spec.input_broadcast.size(); ++i) {
-    if (spec.rank < 32 && (spec.input_broadcast[i] >> spec.rank) != 0) {
-      return SpecError(spec, absl::StrFormat("input %d broadcast mask %#x has bits at or "
-                                             "above rank %d", i, spec.input_broadcast[i],
-                                             spec.rank));
-    }
-  }
-  if (!spec.write.empty() && spec.write.size() != f.num_outputs()) {
-    return SpecError(spec, absl::StrFormat("write mask of %d for %d outputs", spec.write.size(),
-                                           f.num_outputs()));
-  }
-  for (size_t i = 0; i < f.num_inputs(); ++i) {
-    if (!IsFloat(f.input_type(i))) {
-      return SpecError(spec, absl::StrFormat("input %d is %s; kernels take floats", i,
-                                             TypeName(f.input_type(i))));
-    }
-  }
-  return absl::OkStatus();
-}
 
 absl::StatusOr<std::unique_ptr<llvm::Module>> BuildKernelModule(const KernelSpec& spec,
                                                                 const std::string& symbol,
                                                                 llvm::LLVMContext& ctx) {
-  if (absl::Status s = ValidateKernelSpec(spec); !s.ok()) return s;
+  if (absl::Status s = spec.Validate("cpu"); !s.ok()) return s;
   return KernelEmitter(spec, symbol, ctx).Build();
 }
 

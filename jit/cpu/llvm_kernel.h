@@ -40,13 +40,7 @@ class Module;
 
 namespace dualcast::jit::cpu {
 
-// Checks what the code generator relies on: a verified function of float
-// inputs, a float dtype, rank <= kMaxRank, one broadcast mask per input with
-// no bit at or above `rank`, and a write mask per output (or empty = all).
-absl::Status ValidateKernelSpec(const KernelSpec& spec);
 
-// Whether output `m` is stored (an empty mask means every output).
-bool WritesOutput(const KernelSpec& spec, size_t m);
 
 // The unoptimised module; target triple and data layout are left to the JIT.
 absl::StatusOr<std::unique_ptr<llvm::Module>> BuildKernelModule(const KernelSpec& spec,

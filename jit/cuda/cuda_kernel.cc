@@ -16,12 +16,6 @@
 namespace dualcast::jit::cuda {
 namespace {
 
-absl::Status SpecError(const KernelSpec& spec, const std::string& what) {
-  std::string name = spec.function ? spec.function->name : "<null>";
-  return MakeStatus(ErrorKind::kInternal,
-                    absl::StrCat("cuda kernel '", name, "': invalid KernelSpec: ", what,
-                                 " (a bug in the caller that built the spec)"));
-}
 
 std::string SanitizedName(const std::string& name) {
   std::string out;
@@ -61,7 +55,7 @@ class SourceWriter {
     std::vector<std::string> results = CodegenWalk<CudaPrinter>(f_, printer).Run();
     s += printer.text();
     for (size_t m = 0; m < results.size(); ++m) {
-      if (!CudaWritesOutput(spec_, m)) continue;
+      if (!spec_.writes(m)) continue;
       std::string value = results[m];
       if (f_.output_type(m) != spec_.dtype) value = absl::StrCat("(", elem_, ")", value);
       absl::StrAppend(&s, "    out", m, "[", Offset("out", m), "] = ", value, ";\n");
@@ -89,7 +83,7 @@ class SourceWriter {
     const int n_in = static_cast<int>(f_.num_inputs()), n_out = static_cast<int>(f_.num_outputs());
     for (int i = 0; i < n_in; ++i) params.push_back({K::kInputPtr, i, 0});
     for (int m = 0; m < n_out; ++m) {
-      if (CudaWritesOutput(spec_, m)) params.push_back({K::kOutputPtr, m, 0});
+      if (spec_.writes(m)) params.push_back({K::kOutputPtr, m, 0});
     }
     params.push_back({K::kCount, 0, 0});
     for (int d = 1; d < rank_; ++d) params.push_back({K::kSize, 0, d});
@@ -99,7 +93,7 @@ class SourceWriter {
       }
     }
     for (int m = 0; m < n_out; ++m) {
-      if (!CudaWritesOutput(spec_, m)) continue;
+      if (!spec_.writes(m)) continue;
       for (int d = 0; d < rank_; ++d) {
         if (!UnitInner(d)) params.push_back({K::kOutStride, m, d});
       }
@@ -167,7 +161,7 @@ class SourceWriter {
                       terms.empty() ? "0" : absl::StrJoin(terms, " + "), ";\n");
     }
     for (size_t m = 0; m < f_.num_outputs(); ++m) {
-      if (!CudaWritesOutput(spec_, m)) continue;
+      if (!spec_.writes(m)) continue;
       std::vector<std::string> terms;
       for (int d = 0; d < rank_; ++d) {
         terms.push_back(term(absl::StrCat("out", m, "_s", d), d, UnitInner(d)));
@@ -189,43 +183,6 @@ class SourceWriter {
 
 }  // namespace
 
-bool CudaWritesOutput(const KernelSpec& spec, size_t m) {
-  return spec.write.empty() || (m < spec.write.size() && spec.write[m]);
-}
-
-absl::Status ValidateCudaSpec(const KernelSpec& spec) {
-  if (spec.function == nullptr) return SpecError(spec, "no function");
-  const Function& f = *spec.function;
-  if (absl::Status s = Verify(f); !s.ok()) {
-    return SpecError(spec, absl::StrCat("function fails verification: ", s.message()));
-  }
-  if (!IsFloat(spec.dtype)) return SpecError(spec, "dtype must be f32 or f64");
-  if (spec.rank < 0 || spec.rank > kMaxRank) {
-    return SpecError(spec, absl::StrFormat("rank %d outside 0..%d", spec.rank, kMaxRank));
-  }
-  if (!spec.input_broadcast.empty() && spec.input_broadcast.size() != f.num_inputs()) {
-    return SpecError(spec, absl::StrFormat("%d broadcast masks for %d inputs",
-                                           spec.input_broadcast.size(), f.num_inputs()));
-  }
-  for (size_t i = 0; i < spec.input_broadcast.size(); ++i) {
-    if ((spec.input_broadcast[i] >> spec.rank) != 0) {
-      return SpecError(spec, absl::StrFormat("input %d broadcast mask %#x has bits at or above "
-                                             "rank %d", i, spec.input_broadcast[i], spec.rank));
-    }
-  }
-  if (!spec.write.empty() && spec.write.size() != f.num_outputs()) {
-    return SpecError(spec, absl::StrFormat("write mask of %d for %d outputs", spec.write.size(),
-                                           f.num_outputs()));
-  }
-  for (size_t i = 0; i < f.num_inputs(); ++i) {
-    if (!IsFloat(f.input_type(i))) {
-      return SpecError(spec, absl::StrFormat("input %d is %s; kernels take floats", i,
-                                             TypeName(f.input_type(i))));
-    }
-  }
-  return absl::OkStatus();
-}
-
 std::string CudaKernelSymbol(const KernelSpec& spec) {
   const uint64_t fn_hash = spec.function == nullptr  ? 0
                            : spec.function_hash != 0 ? spec.function_hash
@@ -243,7 +200,7 @@ std::string CudaKernelSymbol(const KernelSpec& spec) {
 }
 
 absl::StatusOr<CudaKernelSource> BuildCudaKernelSource(const KernelSpec& spec) {
-  if (absl::Status s = ValidateCudaSpec(spec); !s.ok()) return s;
+  if (absl::Status s = spec.Validate("cuda"); !s.ok()) return s;
   return SourceWriter(spec).Write();
 }
 

@@ -49,13 +49,7 @@ struct CudaKernelSource {
   std::vector<CudaParam> params;   // in parameter order
 };
 
-// Checks what the generator relies on (a verified function of float inputs,
-// a float dtype, rank <= kMaxRank, masks sized to the inputs and outputs);
-// kInternal naming the kernel and the field otherwise.
-absl::Status ValidateCudaSpec(const KernelSpec& spec);
 
-// Whether output `m` is stored (an empty mask means every output).
-bool CudaWritesOutput(const KernelSpec& spec, size_t m);
 
 // The kernel's base symbol: "dc_<name>_<dtype>_<16 hex digits>", a stable
 // fingerprint of everything in the spec that changes the generated source.

@@ -77,6 +77,29 @@ struct ArrayImpl {
 
 std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape);
 
+// Calls fn(linear_index, element_offset) for every element of a strided
+// layout, in row-major order (the host-side walk behind copies and reads).
+template <class Fn>
+void ForEachElement(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
+                    Fn&& fn) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  if (n == 0) return;
+  std::vector<int64_t> index(shape.size(), 0);
+  int64_t offset = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    fn(i, offset);
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++index[d] < shape[d]) {
+        offset += strides[d];
+        break;
+      }
+      offset -= strides[d] * (shape[d] - 1);
+      index[d] = 0;
+    }
+  }
+}
+
 // A new, owning, contiguous, uninitialised array.
 std::shared_ptr<ArrayImpl> NewArray(DType dtype, std::vector<int64_t> shape, Device device);
 
