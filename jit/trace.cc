@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "jit/error.h"
+#include "jit/scalar_ops.h"
 #include "jit/trace_merge.h"
 #include "jit/verify.h"
 
@@ -129,30 +130,6 @@ class Tracer::State {
     }
   }
 
-  template <class T>
-  static double FoldArith(Op op, T a, T b, T c) {
-    switch (op) {
-      case Op::kNeg: return -a;
-      case Op::kAdd: return a + b;
-      case Op::kSub: return a - b;
-      case Op::kMul: return a * b;
-      case Op::kDiv: return a / b;
-      case Op::kFma: return std::fma(a, b, c);
-      default: return std::nan("");
-    }
-  }
-
-  static bool FoldCompare(Op op, double a, double b) {
-    switch (op) {
-      case Op::kLt: return a < b;
-      case Op::kLe: return a <= b;
-      case Op::kGt: return a > b;
-      case Op::kGe: return a >= b;
-      case Op::kEq: return a == b;
-      default: return a != b;
-    }
-  }
-
   ValueId Record(Op op, std::span<ValueId> args) {
     for (ValueId a : args) Check(a);
     auto all_const = [&](std::span<ValueId> vs) {
@@ -168,11 +145,7 @@ class Tracer::State {
           double x[3] = {0, 0, 0};
           for (size_t i = 0; i < args.size(); ++i) x[i] = Imm(args[i]);
           Type t = dag.type(args[0]);
-          double r = t == Type::kF32
-                         ? FoldArith<float>(op, static_cast<float>(x[0]),
-                                            static_cast<float>(x[1]), static_cast<float>(x[2]))
-                         : FoldArith<double>(op, x[0], x[1], x[2]);
-          return builder.Const(t, r);
+          return builder.Const(t, EvalScalarOp(op, t, x));
         }
         break;
       case OpKind::Math:
@@ -180,8 +153,10 @@ class Tracer::State {
         break;
       case OpKind::Compare:
         Unify(args);
-        if (all_const(args)) return builder.Const(Type::kBool, FoldCompare(op, Imm(args[0]),
-                                                                           Imm(args[1])));
+        if (all_const(args)) {
+          const double x[2] = {Imm(args[0]), Imm(args[1])};
+          return builder.Const(Type::kBool, EvalScalarOp(op, Type::kBool, x));
+        }
         break;
       case OpKind::Logic:
         if (auto folded = FoldLogic(op, args); folded != kNoValue) return folded;
