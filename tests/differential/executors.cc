@@ -128,10 +128,12 @@ bool JvpNonFinite(const KernelUnderTest& k, const ShapeCase& c, int j) {
 }
 
 // Compares got[slot][e] with want[slot][e] for every slot `check` allows.
+// Slot s is output `first_slot + s` of the all-inputs jvp (values, then
+// partials by input position) unless `canonical` maps it explicitly.
 Verdict Compare(const KernelUnderTest& k, const ShapeCase& c, const char* what,
                 const std::vector<std::vector<double>>& want,
                 const std::vector<std::vector<double>>& got, const std::vector<bool>& check,
-                double tol, int first_slot) {
+                double tol, int first_slot, const std::vector<int>* canonical = nullptr) {
   const int N = k.num_inputs;
   for (size_t s = 0; s < want.size(); ++s) {
     if (!check[s]) continue;
@@ -145,7 +147,7 @@ Verdict Compare(const KernelUnderTest& k, const ShapeCase& c, const char* what,
       // Dual's 0 * inf = NaN in a lane the jvp pass proves zero is not a bug.
       if (!AllFinite(x) && !std::isfinite(want[s][e])) continue;
       Verdict v{Verdict::kDisagree, "", static_cast<int64_t>(e)};
-      const int slot = first_slot + static_cast<int>(s);
+      const int slot = canonical != nullptr ? (*canonical)[s] : first_slot + static_cast<int>(s);
       const int M = k.num_outputs;
       std::string name = slot < M ? absl::StrCat("value y", slot)
                                   : absl::StrCat("partial dy", (slot - M) / N, "/dx", (slot - M) % N);
@@ -303,9 +305,11 @@ Verdict RunRuntimePartials(const KernelUnderTest& k, const ShapeCase& c, const R
   }
   Partials<double> p = partials(k.kernel, Views(c), options);
   std::vector<std::vector<double>> want, got;
+  std::vector<int> canonical;  // each slot's output index in the all-inputs jvp
   for (int m = 0; m < M; ++m) {
     want.push_back(ref.values[m]);
     got.push_back(p.value(m).to_vector());
+    canonical.push_back(m);
     if (p.value(m).shape() != c.out_shape) {
       return {Verdict::kDisagree, absl::StrCat("runtime-partials: value ", m, " has shape ",
                                                jit::FormatShape(p.value(m).shape()))};
@@ -315,6 +319,7 @@ Verdict RunRuntimePartials(const KernelUnderTest& k, const ShapeCase& c, const R
     for (int jj = 0; jj < J; ++jj) {
       want.push_back(ref.partials[m * N + wrt[jj]]);
       got.push_back(p.d(m, wrt[jj]).to_vector());
+      canonical.push_back(M + m * N + wrt[jj]);
     }
   }
   for (Destination& d : dests) {  // the gaps between destination elements stay untouched
@@ -335,8 +340,8 @@ Verdict RunRuntimePartials(const KernelUnderTest& k, const ShapeCase& c, const R
       }
     }
   }
-  // Slot numbering for messages: values, then partials in wrt order.
-  Verdict v = Compare(k, c, "runtime-partials", want, got, std::vector<bool>(want.size(), true), 1e-9, 0);
+  Verdict v = Compare(k, c, "runtime-partials", want, got, std::vector<bool>(want.size(), true),
+                      1e-9, 0, &canonical);
   if (v.kind != Verdict::kAgree && !options.wrt.empty()) absl::StrAppend(&v.detail, " (wrt {N-1, 0})");
   return v;
 }
