@@ -361,7 +361,8 @@ std::shared_ptr<ArrayImpl> ReduceProducts(DType dtype, const std::vector<Product
   int64_t total = 1;
   for (int64_t s : full) total *= s;
   if (terms.empty() || total == 0) {
-    std::memset(out->data(), 0, static_cast<size_t>(out->size()) * SizeOf(dtype));
+    // A size-0 target has no storage at all (data() is null): nothing to clear.
+    if (out->size() > 0) std::memset(out->data(), 0, static_cast<size_t>(out->size()) * SizeOf(dtype));
     return out;
   }
   if (dtype == DType::kF32) {
