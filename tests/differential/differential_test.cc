@@ -20,14 +20,22 @@ TEST_CASE("differential: random branchy kernels x random shapes agree across eve
   Options options = CiOptions();
   options.log = &std::cout;
   for (uint64_t seed : kCiSeeds) RunSeed(seed, options, stats);
+  std::cout << "difftest (fixed seeds): " << stats.Summary() << std::endl;
+  for (const std::string& r : stats.reports) FAIL_CHECK(r);
+  CHECK(stats.failures == 0);
+  // The fresh seed explores: its disagreements are printed in full (with the
+  // minimised reproducer) and flagged as warnings, but do not fail this run,
+  // so that landing never depends on the draw. Replay the printed seed, fix,
+  // and add it to kCiSeeds (ci_seeds.h) to make it a regression case.
+  Stats fresh_stats;
   const uint64_t fresh = FreshSeed();
   std::cout << "difftest: fresh seed " << fresh << " (replay: DUALCAST_DIFFTEST_SEED=" << fresh
             << " or dualcast-difftest --seed " << fresh << ")" << std::endl;
-  RunSeed(fresh, options, stats);
-  std::cout << "difftest: " << stats.Summary() << std::endl;
-  for (const std::string& r : stats.reports) FAIL_CHECK(r);
-  CHECK(stats.failures == 0);
-  CHECK(stats.total_cases() >= 10000);
+  RunSeed(fresh, options, fresh_stats);
+  std::cout << "difftest (fresh seed): " << fresh_stats.Summary() << std::endl;
+  for (const std::string& r : fresh_stats.reports) WARN_MESSAGE(false, r);
+  CHECK(stats.total_cases() + fresh_stats.total_cases() >= 10000);
+  for (int e = 0; e < static_cast<int>(stats.cases.size()); ++e) stats.cases[e] += fresh_stats.cases[e];
   // Every executor that can run here ran.
   for (Executor e : {Executor::kInterpreter, Executor::kCpuDirect, Executor::kRuntimePartials,
                      Executor::kRuntimeBroadcast, Executor::kTape, Executor::kTapeFd}) {
