@@ -15,35 +15,6 @@ namespace {
                                                  "this is a dualcast bug, please report)"));
 }
 
-// Walks one callee block into the builder's current block. `map` holds the
-// caller's value for every callee value defined so far.
-std::vector<ValueId> InlineBlock(Builder& b, const Function& callee, BlockId block,
-                                 std::vector<ValueId>& map) {
-  const std::vector<ValueId>& body = callee.blocks[block].body;
-  for (size_t i = 0; i < body.size(); ++i) {
-    const ValueId v = body[i];
-    const Inst& inst = callee.inst(v);
-    if (inst.op == Op::kInput || inst.op == Op::kResult) continue;  // bound / mapped by the If
-    if (inst.op == Op::kIf) {
-      b.BeginIf(map[inst.args[0]]);
-      b.BeginElse(InlineBlock(b, callee, inst.then_block, map));
-      std::vector<ValueId> results = b.EndIf(InlineBlock(b, callee, inst.else_block, map));
-      for (size_t j = i + 1; j < body.size() && callee.inst(body[j]).op == Op::kResult &&
-                             callee.inst(body[j]).args[0] == v;
-           ++j) {
-        map[body[j]] = results[callee.inst(body[j]).index];
-      }
-      continue;
-    }
-    ValueId args[3];
-    for (int k = 0; k < inst.num_args; ++k) args[k] = map[inst.args[k]];
-    map[v] = CloneInst(inst, std::span<const ValueId>(args, inst.num_args), b);
-  }
-  std::vector<ValueId> yields;
-  for (ValueId y : callee.blocks[block].yields) yields.push_back(map[y]);
-  return yields;
-}
-
 }  // namespace
 
 std::vector<ValueId> Inline(Builder& b, const Function& callee, std::span<const ValueId> args) {
@@ -52,7 +23,6 @@ std::vector<ValueId> Inline(Builder& b, const Function& callee, std::span<const 
                            " arguments; it takes ", callee.num_inputs()));
   }
   const Function& caller = b.function();
-  std::vector<ValueId> map(callee.insts.size(), kNoValue);
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] >= caller.insts.size()) {
       WiringBug(absl::StrCat("inlining '", callee.name, "': argument ", i, " is unknown value %",
@@ -63,10 +33,8 @@ std::vector<ValueId> Inline(Builder& b, const Function& callee, std::span<const 
                              TypeName(caller.type(args[i])), ", the input is ",
                              TypeName(callee.input_type(i))));
     }
-    map[callee.inputs[i]] = args[i];
   }
-  if (callee.blocks.empty()) return {};
-  return InlineBlock(b, callee, 0, map);
+  return Rewriter().RunInto(b, callee, args);  // the shared rebuild walk
 }
 
 Function Compose(std::string name, std::span<const Type> leaf_types,

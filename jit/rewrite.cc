@@ -60,15 +60,22 @@ std::vector<ValueId> Rewriter::WalkBlock(BlockId block, Builder& b) {
   return yields;
 }
 
-Function Rewriter::Run(const Function& in) {
+std::vector<ValueId> Rewriter::RunInto(Builder& b, const Function& in,
+                                       std::span<const ValueId> args) {
   in_ = &in;
   map_.assign(in.insts.size(), kNoValue);
+  for (size_t i = 0; i < in.inputs.size(); ++i) map_[in.inputs[i]] = args[i];
+  std::vector<ValueId> outputs = in.blocks.empty() ? std::vector<ValueId>{} : WalkBlock(0, b);
+  in_ = nullptr;
+  return outputs;
+}
+
+Function Rewriter::Run(const Function& in) {
   Function out(in.name);
   Builder b(out);
-  for (ValueId v : in.inputs) map_[v] = b.Input(in.type(v));
-  std::vector<ValueId> outputs = WalkBlock(0, b);
-  b.Return(outputs);
-  in_ = nullptr;
+  std::vector<ValueId> inputs;
+  for (ValueId v : in.inputs) inputs.push_back(b.Input(in.type(v)));
+  b.Return(RunInto(b, in, inputs));
   return out;
 }
 

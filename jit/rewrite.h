@@ -32,6 +32,11 @@ class Rewriter {
   // Rebuilds `in`; inputs keep their positions and types.
   Function Run(const Function& in);
 
+  // Rebuilds `in`'s body into `b`'s current block with its inputs bound to
+  // `args` (one caller value per input, already type-checked); returns the
+  // caller values of its outputs. This is inlining (compose.h).
+  std::vector<ValueId> RunInto(Builder& b, const Function& in, std::span<const ValueId> args);
+
  protected:
   // Re-emits `inst` with operands already mapped to the new function.
   virtual ValueId RewriteInst(const Inst& inst, std::span<const ValueId> args, Builder& b);
