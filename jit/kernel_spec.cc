@@ -1,6 +1,7 @@
 // KernelSpec: its key (stable across processes: it also names on-disk objects), description and validation.
 #include "jit/kernel_spec.h"
 
+#include <cctype>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -60,7 +61,7 @@ class KeyMixer {
 
 uint64_t KernelSpec::Key() const {
   KeyMixer m;
-  m.Mix(function_hash);
+  m.Mix(function_hash != 0 || function == nullptr ? function_hash : StructuralHash(*function));
   m.Mix(static_cast<uint64_t>(dtype));
   m.Mix(static_cast<uint64_t>(target));
   m.Mix(static_cast<uint64_t>(rank));
@@ -94,6 +95,19 @@ std::string KernelSpec::Describe() const {
   return absl::StrFormat("%s %s %s rank %d bcast [%s] write %s%s fn %016x", name,
                          TargetName(target), TypeName(dtype), rank, bcast, written,
                          inner_contiguous ? "" : " strided", function_hash);
+}
+
+std::string KernelSpec::Symbol(uint64_t format_tag) const {
+  std::string name;
+  for (char c : function == nullptr ? std::string() : function->name) {
+    if (name.size() >= 40) break;
+    name.push_back(std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+  }
+  KeyMixer m;
+  m.Mix(format_tag);
+  m.Mix(Key());
+  return absl::StrFormat("dc_%s_%s_%016x", name.empty() ? "kernel" : name, TypeName(dtype),
+                         m.Finish());
 }
 
 absl::Status KernelSpec::Validate(const char* backend) const {

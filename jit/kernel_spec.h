@@ -56,8 +56,13 @@ struct KernelSpec {
   // calls it before generating code.
   absl::Status Validate(const char* backend) const;
 
-  // A 64-bit key over everything above (the function by its hash).
+  // A 64-bit key over everything above (the function by its hash; computed
+  // from the function when `function_hash` was left 0).
   uint64_t Key() const;
+  // The exported name of a compiled kernel: "dc_<function name>_<dtype>_<key>",
+  // the key mixed with a backend's format tag (bumped when its generated code
+  // changes meaning, which also retires its on-disk objects).
+  std::string Symbol(uint64_t format_tag) const;
   // Human-readable summary for logs and errors, e.g. "cpu f32 rank 2 bcast [01,00]".
   std::string Describe() const;
 };

@@ -1,7 +1,6 @@
 // Writes a kernel's CUDA C: parameter plan, grid-stride loop, per-operand offsets, the printed body and the stores.
 #include "jit/cuda/cuda_kernel.h"
 
-#include <cctype>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -15,16 +14,6 @@
 
 namespace dualcast::jit::cuda {
 namespace {
-
-
-std::string SanitizedName(const std::string& name) {
-  std::string out;
-  for (char c : name) {
-    if (out.size() >= 40) break;
-    out.push_back(std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
-  }
-  return out.empty() ? "kernel" : out;
-}
 
 class SourceWriter {
  public:
@@ -184,19 +173,7 @@ class SourceWriter {
 }  // namespace
 
 std::string CudaKernelSymbol(const KernelSpec& spec) {
-  const uint64_t fn_hash = spec.function == nullptr  ? 0
-                           : spec.function_hash != 0 ? spec.function_hash
-                                                     : StructuralHash(*spec.function);
-  std::string bits;
-  for (uint32_t b : spec.input_broadcast) absl::StrAppend(&bits, b, ",");
-  bits += "|";
-  for (bool w : spec.write) bits += w ? '1' : '0';
-  // Bump the format tag whenever the generated source changes meaning.
-  const uint64_t h = Fnv1a64(absl::StrFormat("dualcast-cuda-src-v1|%016x|%d|%d|%d|%s", fn_hash,
-                                             static_cast<int>(spec.dtype), spec.rank,
-                                             spec.inner_contiguous ? 1 : 0, bits));
-  const std::string name = spec.function == nullptr ? "" : spec.function->name;
-  return absl::StrFormat("dc_%s_%s_%016x", SanitizedName(name), TypeName(spec.dtype), h);
+  return spec.Symbol(0x64635f637564ull);  // format tag "dc_cud": bump when the source changes meaning
 }
 
 absl::StatusOr<CudaKernelSource> BuildCudaKernelSource(const KernelSpec& spec) {
