@@ -277,7 +277,7 @@ Destination PaddedDestination(const std::vector<int64_t>& shape) {
   Destination d;
   std::vector<int64_t> padded = shape;
   for (int64_t& s : padded) s += 1;
-  d.strides = RowMajorStrides(padded);
+  d.strides = dualcast::detail::ContiguousStrides(padded);
   int64_t extent = 1;
   for (size_t i = 0; i < shape.size(); ++i) extent += std::max<int64_t>(shape[i] - 1, 0) * d.strides[i];
   d.buffer.assign(extent + 4, Canary());

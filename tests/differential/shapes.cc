@@ -8,18 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "dualcast/detail/array_impl.hpp"
 
 namespace dualcast::difftest {
-
-std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> strides(shape.size());
-  int64_t s = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    strides[d] = s;
-    s *= std::max<int64_t>(shape[d], 1);
-  }
-  return strides;
-}
 
 namespace {
 
@@ -50,7 +41,7 @@ double SpecialValue(std::mt19937_64& rng) {
 // A contiguous operand holding `values` (row-major over `shape`).
 Operand Contiguous(std::vector<int64_t> shape, std::vector<double> values) {
   Operand op;
-  op.strides = RowMajorStrides(shape);
+  op.strides = dualcast::detail::ContiguousStrides(shape);
   op.shape = std::move(shape);
   op.buffer = std::move(values);
   if (op.buffer.empty()) op.buffer.push_back(0);
@@ -157,7 +148,7 @@ ShapeCase DrawShapes(const ShapePattern& p, std::mt19937_64& rng) {
     Operand op;
     const int r = p.input_rank[i];
     for (int d = 0; d < r; ++d) op.shape.push_back(p.stretched[i][d] ? 1 : c.out_shape[R - r + d]);
-    op.strides = RowMajorStrides(op.shape);
+    op.strides = dualcast::detail::ContiguousStrides(op.shape);
     switch (p.layout[i]) {
       case Layout::kContiguous: break;
       case Layout::kTransposed: {  // memory holds the dims in a shuffled order
@@ -166,14 +157,14 @@ ShapeCase DrawShapes(const ShapePattern& p, std::mt19937_64& rng) {
         std::shuffle(perm.begin(), perm.end(), rng);
         std::vector<int64_t> mem_shape(r);
         for (int k = 0; k < r; ++k) mem_shape[k] = op.shape[perm[k]];
-        std::vector<int64_t> mem_strides = RowMajorStrides(mem_shape);
+        std::vector<int64_t> mem_strides = dualcast::detail::ContiguousStrides(mem_shape);
         for (int k = 0; k < r; ++k) op.strides[perm[k]] = mem_strides[k];
         break;
       }
       case Layout::kPadded: {  // rows longer than the view: gaps between elements
         std::vector<int64_t> padded = op.shape;
         for (int64_t& s : padded) s += static_cast<int64_t>(rng() % 3);
-        op.strides = RowMajorStrides(padded);
+        op.strides = dualcast::detail::ContiguousStrides(padded);
         break;
       }
       case Layout::kExpanded: {  // one dim re-reads the same memory (stride 0)

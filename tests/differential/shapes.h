@@ -67,6 +67,5 @@ ShapeCase ScalarCase(const ShapeCase& c, int64_t e);
 // where the element survives.
 std::vector<ShapeCase> ShrinkShapes(const ShapeCase& c);
 
-std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& shape);
 
 }  // namespace dualcast::difftest
