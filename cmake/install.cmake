@@ -15,12 +15,18 @@
 # links those privately (found at run time through its RUNPATH), so consumers
 # only ever see our headers, Abseil and pthreads. It also guarantees ONE copy
 # of the process-wide state (kernel cache, ORC JIT, thread pool) per process.
-# Abseil stays public: jit/error.h and the IR headers use absl::Status in the API.
+# Abseil stays public: the tracer's IR header uses absl::flat_hash_map.
+# NVRTC and the CUDA driver are dlopen'ed at run time, so libdualcast.so
+# needs no CUDA library to load (ctest libdualcast_needs_no_cuda checks
+# `readelf -d`).
 #
-# Headers: dual/ and runtime/ headers go to <prefix>/include/dualcast/; the
-# jit/ headers that the runtime headers include go to
-# <prefix>/include/dualcast/internal/jit/, and that folder is an include
-# directory of dualcast::dualcast, so `#include "jit/ir.h"` works unchanged.
+# Headers: only dualcast/ is installed. dual/ headers and the runtime's public
+# headers (dualcast::Error included: dualcast/error.hpp) go to
+# <prefix>/include/dualcast/; the tracer headers the public ones include
+# (kernel() traces lambdas in the consumer's code) go to
+# <prefix>/include/dualcast/trace/, with `#include "jit/..."` rewritten to
+# `#include "dualcast/trace/..."` (cmake/install_headers.cmake computes the
+# include closure at install time). Internal headers are not installed.
 #
 # Example:
 #   cmake --build build && cmake --install build --prefix /opt/dualcast
@@ -48,8 +54,7 @@ set_target_properties(dualcast_shared PROPERTIES
   # LLVM, OpenBLAS, NVRTC live outside the system dirs on some machines.
   INSTALL_RPATH_USE_LINK_PATH ON)
 target_include_directories(dualcast_shared INTERFACE
-  $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
-  $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/dualcast/internal>)
+  $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 target_compile_features(dualcast_shared INTERFACE cxx_std_20)
 target_link_libraries(dualcast_shared INTERFACE
   dualcast_dual absl::flat_hash_map absl::status absl::statusor absl::strings
@@ -61,13 +66,12 @@ set_target_properties(dualcast_dual PROPERTIES EXPORT_NAME dual)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/dual/include/dualcast
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dualcast_dual
   FILES_MATCHING PATTERN "*.hpp")
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/dualcast
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dualcast_runtime
-  FILES_MATCHING PATTERN "*.hpp")
-file(GLOB DUALCAST_JIT_PUBLIC_HEADERS CONFIGURE_DEPENDS
-  ${PROJECT_SOURCE_DIR}/jit/*.h ${PROJECT_SOURCE_DIR}/jit/*.def)
-install(FILES ${DUALCAST_JIT_PUBLIC_HEADERS}
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dualcast/internal/jit COMPONENT dualcast_runtime)
+# The runtime's public headers and the tracer headers they include (the closure, at install time).
+install(CODE "
+  set(DUALCAST_SOURCE_DIR \"${PROJECT_SOURCE_DIR}\")
+  set(DUALCAST_INCLUDE_DIR \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_INCLUDEDIR}\")
+  include(\"${CMAKE_CURRENT_LIST_DIR}/install_headers.cmake\")
+  " COMPONENT dualcast_runtime)
 
 install(TARGETS dualcast_dual EXPORT dualcastDualTargets)
 install(TARGETS dualcast_shared EXPORT dualcastTargets

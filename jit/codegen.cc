@@ -33,6 +33,7 @@ const char* LibmName(Op op, Type type) {
     DUALCAST_LIBM(kPow, "pow")
     DUALCAST_LIBM(kAtan2, "atan2")
     DUALCAST_LIBM(kHypot, "hypot")
+    DUALCAST_LIBM(kExp2, "exp2")
     default:
       return nullptr;
   }

@@ -18,6 +18,12 @@
 //                                 C:    `r0 = ...; }` and returns {"r0","r1"}.
 // Branches nest, so printers keep a stack of open ifs.
 //
+// A printer may also declare
+//   void BeginIf(cond, result_types, SideCosts costs)
+// to hear how much work each side holds (BlockCost below) before choosing
+// how to spell the if; the CPU printer blends tiny sides instead of
+// branching around them. The walk calls whichever overload exists.
+//
 // Example:
 //   struct Text {                       // a toy printer: spells values as text
 //     using Value = std::string;
@@ -61,6 +67,16 @@ concept CodegenPrinter = requires(P p, const typename P::Value& v, Type t, Op op
   { p.EndIf(values) } -> std::same_as<std::vector<typename P::Value>>;
 };
 
+const char* LibmName(Op op, Type type);  // below
+
+// The work in both sides of an if, in units of one arithmetic op (a math
+// function counts kMathCost, a nested if its condition test plus its sides).
+struct SideCosts {
+  int then_cost = 0;
+  int else_cost = 0;
+};
+inline constexpr int kMathCost = 8;
+
 template <CodegenPrinter Printer>
 class CodegenWalk {
  public:
@@ -94,7 +110,12 @@ class CodegenWalk {
         const Block& then_block = f_.blocks[inst.then_block];
         std::vector<Type> result_types;
         for (ValueId y : then_block.yields) result_types.push_back(f_.type(y));
-        printer_.BeginIf(values_[inst.args[0]], result_types);
+        if constexpr (requires { printer_.BeginIf(values_[0], result_types, SideCosts{}); }) {
+          printer_.BeginIf(values_[inst.args[0]], result_types,
+                           SideCosts{BlockCost(inst.then_block), BlockCost(inst.else_block)});
+        } else {
+          printer_.BeginIf(values_[inst.args[0]], result_types);
+        }
         std::vector<Value> then_yields = WalkBlock(inst.then_block);
         printer_.BeginElse(then_yields);
         std::vector<Value> else_yields = WalkBlock(inst.else_block);
@@ -119,6 +140,38 @@ class CodegenWalk {
     }
   }
 
+  // The work in a block and the blocks nested in it (memoised: each block once).
+  int BlockCost(BlockId block_id) {
+    if (block_costs_.empty()) block_costs_.assign(f_.blocks.size(), -1);
+    if (block_costs_[block_id] >= 0) return block_costs_[block_id];
+    int cost = 0;
+    for (ValueId id : f_.blocks[block_id].body) {
+      const Inst& inst = f_.inst(id);
+      switch (Info(inst.op).kind) {
+        case OpKind::Leaf: break;
+        case OpKind::Math:  // a libm call, or a formula around one, vs an instruction
+          switch (inst.op) {
+            case Op::kErfinv: cost += 4 * kMathCost; break;  // ~15 libm calls, both branches
+            case Op::kSigmoid:
+            case Op::kSoftplus:
+            case Op::kLogaddexp:
+            case Op::kTgamma:
+            case Op::kLgamma:
+            case Op::kRemainder:
+            case Op::kFmod:
+            case Op::kLdexp: cost += kMathCost; break;
+            default: cost += LibmName(inst.op, inst.type) != nullptr ? kMathCost : 1; break;
+          }
+          break;
+        case OpKind::Control:
+          if (inst.op == Op::kIf) cost += 1 + BlockCost(inst.then_block) + BlockCost(inst.else_block);
+          break;
+        default: cost += 1; break;
+      }
+    }
+    return block_costs_[block_id] = cost;
+  }
+
   std::vector<Value> Lookup(const std::vector<ValueId>& ids) const {
     std::vector<Value> out;
     out.reserve(ids.size());
@@ -130,6 +183,7 @@ class CodegenWalk {
   Printer& printer_;
   std::vector<Value> values_;                                   // by ValueId
   absl::flat_hash_map<ValueId, std::vector<Value>> if_results_;  // by If ValueId
+  std::vector<int> block_costs_;                                 // by BlockId, -1 = not yet
 };
 
 // The C math library name of a math op for `type` ("tanhf" for f32, "tanh"

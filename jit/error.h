@@ -1,39 +1,16 @@
-// dualcast::Error: the one exception type of the public API, with a category tests can assert.
+// The internal side of dualcast::Error: absl::Status carrying an ErrorKind, and the conversion at the API boundary.
+//
+// dualcast::Error and ErrorKind are public (runtime/include/dualcast/error.hpp,
+// installed); internal code includes this header, which forwards to it and adds
+// the absl::Status helpers consumers never need.
 #pragma once
 
-#include <stdexcept>
 #include <string>
 
 #include "absl/status/status.h"
+#include "dualcast/error.hpp"
 
 namespace dualcast {
-
-// Why a call failed. Tests assert the category; users read the message, which
-// names the kernel, the argument, the sizes and what to do.
-enum class ErrorKind {
-  kShape,       // broadcast/shape mismatch, bad rank
-  kType,        // wrong dtype or a kernel returning a non-float
-  kArity,       // wrong number of arguments
-  kTrace,       // tracer limits (too many branches or paths), impure kernels
-  kCompile,     // LLVM or NVRTC failed on generated code
-  kDevice,      // no CUDA device, driver errors
-  kMemory,      // allocation failed
-  kCache,       // on-disk cache problems that could not be worked around
-  kInvalidArgument,
-  kInternal,    // a bug in dualcast: please report
-};
-
-const char* ErrorKindName(ErrorKind kind);
-
-class Error : public std::runtime_error {
- public:
-  Error(ErrorKind kind, const std::string& message)
-      : std::runtime_error(message), kind_(kind) {}
-  ErrorKind kind() const { return kind_; }
-
- private:
-  ErrorKind kind_;
-};
 
 // Internals return absl::Status; the API boundary turns a failed one into an
 // Error. The category travels in the status code (see error.cc for the map).

@@ -13,7 +13,7 @@ namespace dualcast::jit {
 
 namespace {
 constexpr OpInfo kOpInfo[] = {
-#define DUALCAST_OP(name, spelling, arity, kind) {spelling, arity, OpKind::kind},
+#define DUALCAST_OP(name, spelling, arity, kind) {#spelling, arity, OpKind::kind},
 #include "jit/ops.def"
 #undef DUALCAST_OP
 };
@@ -103,7 +103,7 @@ ValueId Builder::Emit(Op op, std::span<const ValueId> args) {
       }
       break;
     case OpKind::Compare:
-      if (type_of(0) != type_of(1) || !IsFloat(type_of(0))) {
+      if ((args.size() > 1 && type_of(0) != type_of(1)) || !IsFloat(type_of(0))) {
         BuilderBug(absl::StrCat(info.spelling, ": compares two values of one float type"));
       }
       inst.type = Type::kBool;

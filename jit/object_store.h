@@ -4,6 +4,11 @@
 // compiles; the implementation (disk_cache.h) decides where bytes live and
 // must never return bytes that were not stored under exactly that key
 // (checksums, atomic writes). Implementations are thread-safe.
+//
+// A Load that returns nothing may reserve the key for the calling thread
+// until it Saves that key or calls Load again (DiskCache does, so that
+// processes sharing a directory compile each kernel once): compile and Save on
+// the thread that asked, before asking for the next key.
 #pragma once
 
 #include <optional>

@@ -1,10 +1,12 @@
 // The scalar semantics of every IR op (see scalar_ops.h): one switch, evaluated in the op's precision.
 #include "jit/scalar_ops.h"
 
+#include <cmath>
 #include <dualcast/math.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "jit/error.h"
+#include "jit/staple_math.h"
 
 namespace dualcast::jit {
 
@@ -63,6 +65,21 @@ T EvalFloat(Op op, const double* in) {
     case Op::kFmax: return m::fmax(a, b);
     case Op::kHypot: return m::hypot(a, b);
     case Op::kCopysign: return m::copysign(a, b);
+    case Op::kExp2: return m::exp2(a);
+    case Op::kLgamma: return m::lgamma(a);
+    case Op::kTgamma: return m::tgamma(a);
+    case Op::kFmod: return m::fmod(a, b);
+    case Op::kRemainder: return m::remainder(a, b);
+    case Op::kSign: return m::sign(a);
+    case Op::kSquare: return m::square(a);
+    case Op::kRsqrt: return m::rsqrt(a);
+    case Op::kLogaddexp: return m::logaddexp(a, b);
+    case Op::kClamp: return m::clamp(a, b, c);
+    // Not dualcast::math's: erfinv is computed in the op's own precision so that the CPU
+    // printer can lower the same steps (staple_math.h; dualcast::math::erfinv rounds a
+    // double result instead), and ldexp takes its count as a float operand.
+    case Op::kErfinv: return staple::Erfinv(a);
+    case Op::kLdexp: return staple::Ldexp(a, b);
     default: break;
   }
   throw Error(ErrorKind::kInternal,
@@ -83,7 +100,7 @@ double EvalScalarOp(Op op, Type type, const double* args) {
       break;
     case OpKind::Compare: {
       // Exact in double: both operands are values of one float type.
-      const double b = args[1];
+      const double b = Info(op).arity > 1 ? args[1] : 0.0;
       switch (op) {
         case Op::kLt: return Truth(a < b);
         case Op::kLe: return Truth(a <= b);
@@ -91,6 +108,8 @@ double EvalScalarOp(Op op, Type type, const double* args) {
         case Op::kGe: return Truth(a >= b);
         case Op::kEq: return Truth(a == b);
         case Op::kNe: return Truth(a != b);
+        case Op::kIsnan: return Truth(a != a);
+        case Op::kIsfinite: return Truth(std::isfinite(a));
         default: break;
       }
       break;

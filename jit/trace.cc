@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "jit/error.h"
@@ -46,11 +47,7 @@ class Tracer::State {
       inputs.push_back(builder.Input(input_types[i]));
     }
     default_type = any_f64 ? Type::kF64 : Type::kF32;
-    if (options.max_decisions_per_path < 0 || options.max_paths < 1) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  absl::StrCat("kernel '", name, "': TraceOptions need max_decisions_per_path >= 0 "
-                               "and max_paths >= 1"));
-    }
+    ValidateTraceOptions(name, options);
     tree.emplace_back();
   }
 
@@ -62,6 +59,8 @@ class Tracer::State {
   Type default_type = Type::kF64;
   std::vector<DecisionNode> tree;
   int paths = 0;
+  std::vector<CondGroup> conds;                                  // dc::cond groups
+  absl::flat_hash_map<std::vector<ValueId>, ValueId> cond_nodes;  // [pred, then.., else..] -> If node
   State* previous = nullptr;
 
   // The run in progress.
@@ -154,7 +153,7 @@ class Tracer::State {
       case OpKind::Compare:
         Unify(args);
         if (all_const(args)) {
-          const double x[2] = {Imm(args[0]), Imm(args[1])};
+          const double x[2] = {Imm(args[0]), args.size() > 1 ? Imm(args[1]) : 0.0};
           return builder.Const(Type::kBool, EvalScalarOp(op, Type::kBool, x));
         }
         break;
@@ -251,6 +250,87 @@ class Tracer::State {
     return value;
   }
 
+  // ---- dc::cond ----
+
+  int Known(ValueId cond) {
+    Check(cond);
+    const Inst& inst = dag.inst(cond);
+    if (inst.type != Type::kBool) {
+      throw Error(ErrorKind::kInternal, absl::StrCat("kernel '", name,
+                                                      "': dc::cond on a non-bool value"));
+    }
+    if (inst.op == Op::kConst) return inst.imm != 0;
+    auto [fact, negated] = FactOf(cond);
+    if (auto it = known.find(fact); it != known.end()) return it->second != negated;
+    return -1;
+  }
+
+  void Assume(ValueId cond, bool value) {
+    auto [fact, negated] = FactOf(cond);
+    known[fact] = value != negated;
+  }
+
+  void Forget(ValueId cond) { known.erase(FactOf(cond).first); }
+
+  std::vector<ValueId> Cond(ValueId pred, std::vector<ValueId> then_values,
+                            std::vector<ValueId> else_values) {
+    if (then_values.size() != else_values.size()) {
+      throw Error(ErrorKind::kInternal, absl::StrCat("kernel '", name,
+                                                      "': dc::cond sides of different sizes"));
+    }
+    bool same = true;
+    for (size_t j = 0; j < then_values.size(); ++j) {
+      Check(then_values[j]);
+      Check(else_values[j]);
+      if (dag.type(then_values[j]) == Type::kBool || dag.type(else_values[j]) == Type::kBool) {
+        throw Error(ErrorKind::kType, absl::StrCat("kernel '", name, "': a dc::cond side returned "
+                                                   "a bool; use a number (e.g. select(c, 1, 0))"));
+      }
+      ValueId pair[2] = {then_values[j], else_values[j]};
+      Unify(pair);
+      then_values[j] = pair[0];
+      else_values[j] = pair[1];
+      same = same && pair[0] == pair[1];
+    }
+    if (same) return then_values;  // both sides alike: no If, no condition
+    std::vector<ValueId> key = {pred};
+    key.insert(key.end(), then_values.begin(), then_values.end());
+    key.insert(key.end(), else_values.begin(), else_values.end());
+    auto [it, fresh] = cond_nodes.try_emplace(std::move(key), kNoValue);
+    if (fresh) {
+      Inst group;
+      group.op = Op::kIf;
+      group.type = Type::kBool;
+      group.num_args = 1;
+      group.args[0] = pred;
+      group.index = static_cast<uint32_t>(conds.size());
+      it->second = Append(group);
+      CondGroup g;
+      g.pred = pred;
+      g.then_values = then_values;
+      g.else_values = else_values;
+      for (size_t j = 0; j < then_values.size(); ++j) {
+        Inst result;
+        result.op = Op::kResult;
+        result.type = dag.type(then_values[j]);
+        result.num_args = 1;
+        result.args[0] = it->second;
+        result.index = static_cast<uint32_t>(j);
+        g.results.push_back(Append(result));
+      }
+      conds.push_back(std::move(g));
+    }
+    return conds[dag.inst(it->second).index].results;
+  }
+
+  // A node the Builder cannot make (dc::cond's If and results live in the DAG only).
+  ValueId Append(const Inst& inst) {
+    ValueId id = static_cast<ValueId>(dag.insts.size());
+    dag.insts.push_back(inst);
+    dag.blocks[0].body.push_back(id);
+    return id;
+  }
+
   void BeginRun() {
     taken.clear();
     known.clear();
@@ -273,12 +353,19 @@ class Tracer::State {
     here.leaf = true;
     here.outputs = outputs;
     if (++paths > options.max_paths) {
+      absl::flat_hash_set<ValueId> conditions;  // met so far, each a plain `if` on traced data
+      for (const DecisionNode& n : tree) {
+        if (n.cond != kNoValue) conditions.insert(n.cond);
+      }
       throw Error(ErrorKind::kTrace,
                   absl::StrCat("kernel '", name, "' has more than ", options.max_paths,
                                " paths (TraceOptions::max_paths = ", options.max_paths,
-                               "): each data-dependent branch doubles the paths after it. Use "
-                               "select(cond, a, b) for choices that need no branch, or "
-                               "restructure the kernel"));
+                               "): it branched on ", conditions.size(), " different conditions so far, "
+                               "and the tracer re-runs the lambda once per path, so each plain "
+                               "`if` on traced values doubles the paths after it. Write such "
+                               "conditions with dc::cond(pred, then_fn, else_fn) (traced once, "
+                               "only the taken side runs) or select(cond, a, b) (no branch), or "
+                               "raise the limit with dc::kernel(name, f, TraceOptions)"));
     }
   }
 
@@ -314,12 +401,46 @@ class Tracer::State {
 
   Function Finish() {
     UnifyOutputs();
-    absl::StatusOr<Function> merged = MergePaths(name, dag, tree);
+    absl::StatusOr<Function> merged = MergePaths(name, dag, tree, conds);
     if (!merged.ok()) ThrowStatus(merged.status());
+    if (merged->insts.size() > static_cast<size_t>(options.max_insts)) {
+      throw Error(ErrorKind::kTrace,
+                  absl::StrCat("kernel '", name, "' traces to ", merged->insts.size(),
+                               " IR instructions (TraceOptions::max_insts = ", options.max_insts,
+                               ") from ", paths, " paths: its paths do not re-join (each "
+                               "condition depends on the branches before it), so the code after "
+                               "each branch is copied per path. Write the conditions with "
+                               "dc::cond(pred, then_fn, else_fn) or select(cond, a, b), or "
+                               "raise the limit with dc::kernel(name, f, TraceOptions)"));
+    }
     if (absl::Status s = Verify(*merged); !s.ok()) ThrowStatus(s);
     return *std::move(merged);
   }
 };
+
+}  // namespace dualcast::jit::trace_detail
+
+namespace dualcast::jit {
+
+void ValidateTraceOptions(const std::string& name, const TraceOptions& options) {
+  if (options.max_decisions_per_path < 0 || options.max_paths < 1 || options.max_insts < 1) {
+    throw Error(ErrorKind::kInvalidArgument,
+                absl::StrCat("kernel '", name, "': TraceOptions need max_decisions_per_path >= 0, "
+                             "max_paths >= 1 and max_insts >= 1 (got ",
+                             options.max_decisions_per_path, ", ", options.max_paths, " and ",
+                             options.max_insts, ")"));
+  }
+  const int w = options.vector_width;
+  if (w < 0 || w > 64 || (w & (w - 1)) != 0) {
+    throw Error(ErrorKind::kInvalidArgument,
+                absl::StrCat("kernel '", name, "': TraceOptions::vector_width is ", w,
+                             "; use 0 (the backend's choice) or a power of two up to 64 lanes"));
+  }
+}
+
+}  // namespace dualcast::jit
+
+namespace dualcast::jit::trace_detail {
 
 namespace {
 thread_local Tracer::State* current_trace = nullptr;
@@ -350,6 +471,12 @@ Function Tracer::Finish() { return state_->Finish(); }
 
 void ThrowArity(const std::string& name, size_t arity,
                 const std::array<bool, kMaxTraceArity + 1>& accepted) {
+  if (arity > kMaxTraceArity) {
+    throw Error(ErrorKind::kArity,
+                absl::StrCat("kernel '", name, "' was given ", arity, " arguments; traced kernels "
+                             "take at most ", kMaxTraceArity, " (jit::kMaxTraceArity): pass "
+                             "several values as one broadcast array, or split the kernel"));
+  }
   std::vector<std::string> counts;
   for (size_t k = 0; k < accepted.size(); ++k) {
     if (accepted[k]) counts.push_back(absl::StrCat(k));
@@ -399,5 +526,12 @@ Type TypeOf(ValueId v) {
 }
 
 bool Decide(ValueId cond) { return Current().Decide(cond); }
+int KnownCondition(ValueId cond) { return Current().Known(cond); }
+void AssumeCondition(ValueId cond, bool value) { Current().Assume(cond, value); }
+void ForgetCondition(ValueId cond) { Current().Forget(cond); }
+std::vector<ValueId> RecordCond(ValueId pred, std::vector<ValueId> then_values,
+                                std::vector<ValueId> else_values) {
+  return Current().Cond(pred, std::move(then_values), std::move(else_values));
+}
 
 }  // namespace dualcast::jit::trace_detail

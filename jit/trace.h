@@ -14,8 +14,13 @@
 // sequences depth-first (true first, deterministic) until every path has run.
 // A condition already decided on the current path (or its negation) is
 // answered without a new decision, and a constant condition never branches.
-// The paths form a decision tree that is emitted as nested structured if/else
-// blocks, each If yielding the kernel's M outputs. Operations are placed so
+// The paths form a decision tree. Where paths re-join (the two sides of a
+// decision go on doing the same work on different values) the decision
+// becomes one structured If yielding the values that differ and the rest is
+// emitted once after it, so k sequential `if`s give IR linear in k (though the
+// lambda runs 2^k times); paths that do not re-join stay nested if/else
+// blocks, each yielding the kernel's M outputs. dc::cond (cond.h) traces both
+// sides once into one If, with no re-runs. Operations are placed so
 // that every path evaluates each operation it needs exactly once and nothing
 // it does not need: work used by both sides of a branch stays above it, work
 // used by one side sinks into that side (trace_merge.cc). A decision whose
@@ -25,8 +30,8 @@
 //
 // Limits (TraceOptions) end in Error(kTrace) naming the kernel and the limit:
 // a loop whose trip count depends on the data (`while (x > 0) x -= 1;`) hits
-// max_decisions_per_path at once instead of hanging. Use `select(c, a, b)` for
-// choices that need no branch.
+// max_decisions_per_path at once instead of hanging; more than max_paths runs
+// name dc::cond. Use `select(c, a, b)` for choices that need no branch.
 //
 // Types: input i is a Var of input_types[i] (f32 or f64). The kernel's
 // default type (for constants made from a number alone) is f64 if any input is
@@ -68,18 +73,37 @@
 #include <utility>
 #include <vector>
 
+#include "jit/cond.h"
 #include "jit/ir.h"
 #include "jit/var.h"
 
 namespace dualcast::jit {
 
+// Set per kernel with dc::kernel(name, f, options).
 struct TraceOptions {
   int max_decisions_per_path = 32;  // data-dependent branches along one path
-  int max_paths = 4096;             // paths (runs of the lambda) in all
+  // Paths (runs of the lambda) in all. A run costs microseconds and re-joining
+  // paths are merged (IR linear in the source), so the limit only stops
+  // kernels whose paths do not re-join; dc::cond avoids the re-runs altogether.
+  int max_paths = 1 << 16;
+  // Instructions of the traced function: paths that never re-join (each
+  // condition depends on the path before it) duplicate the rest of the kernel
+  // per path; this stops such a kernel before it costs minutes to compile.
+  int max_insts = 1 << 17;
+  // Backend hints, carried with the kernel's options: allow fast-math
+  // rewrites (reassociation, no NaN/Inf guarantees), and the vector width in
+  // lanes (0: the backend's choice; else a power of two up to 64).
+  bool fast_math = false;
+  int vector_width = 0;
 };
 
-// The most arguments a traced kernel may take.
-inline constexpr size_t kMaxTraceArity = 16;
+// Throws Error(kInvalidArgument) naming the kernel for options out of range.
+void ValidateTraceOptions(const std::string& name, const TraceOptions& options);
+
+// The most arguments a traced kernel may take: enough for wide cells (an
+// LSTM variant with its weights as scalars), small enough that dispatching on
+// the run-time arity stays cheap to compile (one check per arity per kernel).
+inline constexpr size_t kMaxTraceArity = 64;
 
 namespace trace_detail {
 template <class T>

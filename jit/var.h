@@ -16,7 +16,8 @@
 // been seen (trace.h). `&&`, `||` and `!` on Bool are recorded as And/Or/Not
 // nodes: they do NOT short-circuit (both sides are always computed, which is
 // harmless because kernels are pure), and a combined condition is one branch.
-// For a choice without a branch use `select(cond, a, b)`.
+// For a choice without a branch use `select(cond, a, b)`; for a two-sided
+// choice traced once (no re-runs, only the taken side runs) `dc::cond` (cond.h).
 //
 // The math functions carry exactly the names of dual/'s `dualcast::math` and
 // live in namespace dualcast::jit, so a kernel finds them by ADL, also after
@@ -75,6 +76,23 @@ class Var {
   }
   ValueId id() const { return id_; }
   Type type() const { return trace_detail::TypeOf(id_); }
+
+  // std::sin(x) on a traced value: adding overloads to namespace std is UB, so
+  // instead std::sin(x) finds std::sin(long double) through this conversion,
+  // whose body refuses to compile with the fix. The conversion is offered to
+  // long double only (a template conversion deduces the exact target type), so
+  // Var still does not convert to double or float: a lambda taking double is
+  // not callable with a Var, `double d = x` does not compile, and Var's own
+  // operators and math functions (exact matches) are unaffected.
+  template <std::same_as<long double> D>
+  operator D() const {  // NOLINT: exists only to fail with a readable message
+    static_assert(sizeof(D) == 0,
+                  "dualcast: std:: math on a traced value (jit::Var): call the function "
+                  "unqualified, sin(x), after `using namespace dc::math;` (that finds "
+                  "dc::math for numbers and Duals, and the traced overload for a Var by "
+                  "ADL); a traced value has no number while the kernel is traced");
+    return 0;
+  }
 
   template <class B>
   Var& operator+=(const B& b);
@@ -208,63 +226,79 @@ Var& Var::operator/=(const B& b) {
   return *this = *this / b;
 }
 
-// ---- math functions, with the names of dualcast::math ----
+// ---- math functions, with the names of dualcast::math, generated from jit/ops.def ----
 
-// Templates on exactly Var: a number must never convert to a Var to call these.
-#define DUALCAST_JIT_UNARY(name, op)                             \
+// Each Math row of ops.def becomes a function of its spelling taking that many
+// operands; each unary Compare row (isnan, isfinite) one returning a Bool.
+// Unary ones are templates on exactly Var: a number must never convert to a Var
+// to call them. Two- and three-argument ones take a Var and numbers in any
+// order, e.g. pow(x, 2) or clamp(x, 0, 1).
+#define DUALCAST_JIT_MATH_1(name, op)                            \
   template <std::same_as<Var> V>                                 \
   Var name(const V& x) {                                         \
-    return trace_detail::Apply(op, x);                           \
+    return trace_detail::Apply(Op::k##op, x);                    \
   }
-DUALCAST_JIT_UNARY(exp, Op::kExp)
-DUALCAST_JIT_UNARY(expm1, Op::kExpm1)
-DUALCAST_JIT_UNARY(log, Op::kLog)
-DUALCAST_JIT_UNARY(log1p, Op::kLog1p)
-DUALCAST_JIT_UNARY(log2, Op::kLog2)
-DUALCAST_JIT_UNARY(log10, Op::kLog10)
-DUALCAST_JIT_UNARY(sqrt, Op::kSqrt)
-DUALCAST_JIT_UNARY(cbrt, Op::kCbrt)
-DUALCAST_JIT_UNARY(sin, Op::kSin)
-DUALCAST_JIT_UNARY(cos, Op::kCos)
-DUALCAST_JIT_UNARY(tan, Op::kTan)
-DUALCAST_JIT_UNARY(asin, Op::kAsin)
-DUALCAST_JIT_UNARY(acos, Op::kAcos)
-DUALCAST_JIT_UNARY(atan, Op::kAtan)
-DUALCAST_JIT_UNARY(sinh, Op::kSinh)
-DUALCAST_JIT_UNARY(cosh, Op::kCosh)
-DUALCAST_JIT_UNARY(tanh, Op::kTanh)
-DUALCAST_JIT_UNARY(asinh, Op::kAsinh)
-DUALCAST_JIT_UNARY(acosh, Op::kAcosh)
-DUALCAST_JIT_UNARY(atanh, Op::kAtanh)
-DUALCAST_JIT_UNARY(erf, Op::kErf)
-DUALCAST_JIT_UNARY(erfc, Op::kErfc)
-DUALCAST_JIT_UNARY(abs, Op::kAbs)
-DUALCAST_JIT_UNARY(fabs, Op::kAbs)
-DUALCAST_JIT_UNARY(floor, Op::kFloor)
-DUALCAST_JIT_UNARY(ceil, Op::kCeil)
-DUALCAST_JIT_UNARY(round, Op::kRound)
-DUALCAST_JIT_UNARY(trunc, Op::kTrunc)
-DUALCAST_JIT_UNARY(sigmoid, Op::kSigmoid)
-DUALCAST_JIT_UNARY(softplus, Op::kSoftplus)
-DUALCAST_JIT_UNARY(relu, Op::kRelu)
-#undef DUALCAST_JIT_UNARY
-
-// Two-argument functions take a Var and a number in either order, e.g. pow(x, 2).
-#define DUALCAST_JIT_BINARY(name, op)                                       \
+#define DUALCAST_JIT_MATH_2(name, op)                                       \
   template <TraceOperand A, TraceOperand B>                                 \
     requires HasVar<A, B>                                                   \
   Var name(const A& a, const B& b) {                                        \
-    return trace_detail::Apply(op, a, b);                                   \
+    return trace_detail::Apply(Op::k##op, a, b);                            \
   }
-DUALCAST_JIT_BINARY(pow, Op::kPow)
-DUALCAST_JIT_BINARY(atan2, Op::kAtan2)
-DUALCAST_JIT_BINARY(min, Op::kMin)
-DUALCAST_JIT_BINARY(max, Op::kMax)
-DUALCAST_JIT_BINARY(fmin, Op::kFmin)
-DUALCAST_JIT_BINARY(fmax, Op::kFmax)
-DUALCAST_JIT_BINARY(hypot, Op::kHypot)
-DUALCAST_JIT_BINARY(copysign, Op::kCopysign)
-#undef DUALCAST_JIT_BINARY
+#define DUALCAST_JIT_MATH_3(name, op)                                       \
+  template <TraceOperand A, TraceOperand B, TraceOperand C>                 \
+    requires HasVar<A, B, C>                                                \
+  Var name(const A& a, const B& b, const C& c) {                            \
+    return trace_detail::Apply(Op::k##op, a, b, c);                         \
+  }
+#define DUALCAST_JIT_TEST_1(name, op)                                       \
+  template <std::same_as<Var> V>                                            \
+  Bool name(const V& x) {                                                   \
+    return Bool::FromId(trace_detail::Record(Op::k##op, x.id()));           \
+  }
+#define DUALCAST_JIT_NONE(name, op)
+#define DUALCAST_JIT_Math_1 DUALCAST_JIT_MATH_1
+#define DUALCAST_JIT_Math_2 DUALCAST_JIT_MATH_2
+#define DUALCAST_JIT_Math_3 DUALCAST_JIT_MATH_3
+#define DUALCAST_JIT_Compare_1 DUALCAST_JIT_TEST_1
+#define DUALCAST_JIT_Compare_2 DUALCAST_JIT_NONE  // the operators above
+#define DUALCAST_JIT_Leaf_0 DUALCAST_JIT_NONE
+#define DUALCAST_JIT_Arith_1 DUALCAST_JIT_NONE     // operators, and fma below
+#define DUALCAST_JIT_Arith_2 DUALCAST_JIT_NONE
+#define DUALCAST_JIT_Arith_3 DUALCAST_JIT_NONE
+#define DUALCAST_JIT_Logic_1 DUALCAST_JIT_NONE     // Bool's operators
+#define DUALCAST_JIT_Logic_2 DUALCAST_JIT_NONE
+#define DUALCAST_JIT_Select_3 DUALCAST_JIT_NONE    // select below
+#define DUALCAST_JIT_Cast_1 DUALCAST_JIT_NONE
+#define DUALCAST_JIT_Control_1 DUALCAST_JIT_NONE
+#define DUALCAST_OP(name, spelling, arity, kind) DUALCAST_JIT_##kind##_##arity(spelling, name)
+#include "jit/ops.def"
+#undef DUALCAST_OP
+#undef DUALCAST_JIT_MATH_1
+#undef DUALCAST_JIT_MATH_2
+#undef DUALCAST_JIT_MATH_3
+#undef DUALCAST_JIT_TEST_1
+#undef DUALCAST_JIT_NONE
+#undef DUALCAST_JIT_Math_1
+#undef DUALCAST_JIT_Math_2
+#undef DUALCAST_JIT_Math_3
+#undef DUALCAST_JIT_Compare_1
+#undef DUALCAST_JIT_Compare_2
+#undef DUALCAST_JIT_Leaf_0
+#undef DUALCAST_JIT_Arith_1
+#undef DUALCAST_JIT_Arith_2
+#undef DUALCAST_JIT_Arith_3
+#undef DUALCAST_JIT_Logic_1
+#undef DUALCAST_JIT_Logic_2
+#undef DUALCAST_JIT_Select_3
+#undef DUALCAST_JIT_Cast_1
+#undef DUALCAST_JIT_Control_1
+
+// C's name for abs.
+template <std::same_as<Var> V>
+Var fabs(const V& x) {
+  return abs(x);
+}
+// ldexp(x, n): n is truncated to an integer (see jit/staple_math.h).
 
 template <TraceOperand A, TraceOperand B, TraceOperand C>
   requires HasVar<A, B, C>

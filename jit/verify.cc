@@ -127,7 +127,7 @@ class Verifier {
         }
         break;
       case OpKind::Compare:
-        if (inst.type != Type::kBool || ty(0) != ty(1) || !IsFloat(ty(0))) {
+        if (inst.type != Type::kBool || (inst.num_args > 1 && ty(0) != ty(1)) || !IsFloat(ty(0))) {
           return Fail(absl::StrCat("%", v, " (", info.spelling, ") is not float x float -> bool"));
         }
         break;

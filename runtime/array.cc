@@ -15,7 +15,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cuda_runtime.h"  // [CUDA path]
+#include "dualcast/detail/grad_node.hpp"
 #include "jit/error.h"
+#include "runtime/layout_grad.h"
 
 namespace dualcast {
 namespace detail {
@@ -445,7 +447,9 @@ T Array<T>::at(const Shape& index) const {
 template <ElementType T>
 Array<T> Array<T>::copy() const {
   std::vector<T> values = to_vector();
-  return from(values, impl_->shape, impl_->device);
+  Array out = from(values, impl_->shape, impl_->device);
+  detail::RecordCopy(impl_, out.impl_);
+  return out;
 }
 
 template <ElementType T>
@@ -455,11 +459,16 @@ Array<T> Array<T>::to(Device device) const {
     throw Error(ErrorKind::kDevice, absl::StrCat("Array::to(", device.name(), "): ",
                                                  device.unavailable_reason()));
   }
+  Array out;
   if (device.is_cuda() || impl_->device.is_cuda()) {  // [CUDA path] one copy across the bus
     eval();
-    return Array(detail::CudaTransfer(*impl_, device));
+    out = Array(detail::CudaTransfer(*impl_, device));
+  } else {
+    out = from(to_vector(), impl_->shape, device);
   }
-  return from(to_vector(), impl_->shape, device);
+  detail::NoteOrigin("Array::to (a copy across devices, not recorded by the tape)", {impl_},
+                     {out.impl_});
+  return out;
 }
 
 template <ElementType T>
@@ -486,11 +495,18 @@ Array<T> Array<T>::reshape(Shape shape) const {
                                 "shape %s", ShapeText(self.shape), self.size(), ShapeText(shape)));
   }
   detail::Materialize(*impl_);
-  if (!self.contiguous()) return copy().reshape(std::move(shape));
+  if (!self.contiguous()) {
+    Array out = copy().reshape(std::move(shape));
+    // The copy in between is held by nobody: link the result's Origin to
+    // this array directly (on a tape the nodes hold the chain themselves).
+    if (!detail::TapeActive()) detail::NoteOrigin("reshape", {impl_}, {out.impl_});
+    return out;
+  }
   auto impl = std::make_shared<ArrayImpl>(self);
   impl->grad_fn = nullptr;
   impl->strides = detail::ContiguousStrides(shape);
   impl->shape = std::move(shape);
+  detail::RecordReshape(impl_, impl);
   return Array(std::move(impl));
 }
 
@@ -523,6 +539,7 @@ Array<T> Array<T>::transpose(std::vector<int> perm) const {
     impl->shape[d] = self.shape[perm[d]];
     impl->strides[d] = self.strides[perm[d]];
   }
+  detail::RecordTranspose(impl_, impl, perm);
   return Array(std::move(impl));
 }
 
@@ -542,7 +559,8 @@ template <class T>
 void PrintLevel(std::string& out, const std::vector<T>& v, const Shape& shape, size_t dim,
                 int64_t start, int64_t stride_elems, bool elide, int indent) {
   if (dim == shape.size()) {
-    out += absl::StrFormat("%.6g", static_cast<double>(v[static_cast<size_t>(start)]));
+    const double x = static_cast<double>(v[static_cast<size_t>(start)]);
+    out += std::isnan(x) ? std::string("nan") : absl::StrFormat("%.6g", x);  // NumPy prints no sign on nan
     return;
   }
   int64_t inner = 1;

@@ -11,6 +11,7 @@
 #include "dualcast/detail/lazy.hpp"
 #include "jit/broadcast_layout.h"
 #include "jit/error.h"
+#include "runtime/cuda_runtime.h"
 
 namespace dualcast {
 namespace {
@@ -24,13 +25,16 @@ bool Unfused::active() { return unfused_depth > 0; }
 namespace detail {
 namespace {
 
+// A rank-0 array holding a number operand. Written on the host and copied in
+// bulk to a GPU: a host pointer write into device memory would crash.
 std::shared_ptr<ArrayImpl> NumberArray(double value, DType dtype, Device device) {
-  std::shared_ptr<ArrayImpl> a = NewArray(dtype, {}, device);
+  std::shared_ptr<ArrayImpl> a = NewArray(dtype, {}, Device::cpu());
   if (dtype == DType::kF32) {
     *static_cast<float*>(a->data()) = static_cast<float>(value);
   } else {
     *static_cast<double*>(a->data()) = value;
   }
+  if (device.is_cuda()) return CudaTransfer(*a, device);
   return a;
 }
 
@@ -108,17 +112,21 @@ std::vector<std::shared_ptr<ArrayImpl>> Broadcast(const Kernel& k, std::vector<O
   // Evaluate pending arguments first when fusion is off, or when the group
   // this node would join has grown past the cap.
   absl::flat_hash_set<const LazyNode*> seen;
-  long estimate = 1;
+  const long own = std::max<long>(1, static_cast<long>(fn->insts.size() - fn->num_inputs()));
+  long estimate = own, nodes = 1;
   for (const auto& in : node->inputs) {
     if (in->pending != nullptr && seen.insert(in->pending.get()).second) {
       estimate += in->pending->group_estimate;
+      nodes += in->pending->group_nodes;
     }
   }
-  if (Unfused::active() || estimate > kMaxFusedNodes) {
+  if (Unfused::active() || estimate > kMaxFusedInsts || nodes > kMaxFusedNodes) {
     for (const auto& in : node->inputs) Materialize(*in);
-    estimate = 1;
+    estimate = own;
+    nodes = 1;
   }
   node->group_estimate = static_cast<int>(estimate);
+  node->group_nodes = static_cast<int>(nodes);
 
   std::vector<std::shared_ptr<ArrayImpl>> outputs;
   for (size_t m = 0; m < num_outputs; ++m) {

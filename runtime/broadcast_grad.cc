@@ -130,6 +130,7 @@ class BroadcastGradNode final : public ReleasableGradNode {
     name = info_.name;
     inputs = info_.leaves;
     consumed_inside = info_.consumed_inside;
+    reads = info_.reads;
     dtype_ = info_.primal->num_outputs() > 0 && info_.primal->output_type(0) == jit::Type::kF32
                  ? DType::kF32
                  : DType::kF64;
@@ -157,9 +158,76 @@ class BroadcastGradNode final : public ReleasableGradNode {
     return contributions;
   }
 
+  // The group recomposed with the cut outputs as extra leaves (after the
+  // original ones): one part per cut output, computing it from the leaves
+  // and earlier cut outputs, then one part for every other output. Parts run
+  // in recompute mode: the cached partials fold the cut outputs' uses in.
+  std::vector<Part> Cut(const std::vector<int>& cut,
+                        const std::vector<std::shared_ptr<ArrayImpl>>& arrays) override {
+    if (info_.fusion.empty() || (info_.leaves.empty() && !info_.wrt.empty())) {
+      throw Error(ErrorKind::kInternal, absl::StrCat(info_.name, ": cut without the group's wiring"));
+    }
+    const int L = static_cast<int>(info_.leaves.size());
+    const size_t M = info_.fusion_outputs.size();
+    std::vector<jit::FusionNode> nodes = info_.fusion;
+    auto cut_leaf = [&](const jit::FusionSource& src) {
+      for (size_t c = 0; c < cut.size(); ++c) {
+        const jit::FusionSource& o = info_.fusion_outputs[static_cast<size_t>(cut[c])];
+        if (src.kind == jit::FusionSource::kNode && src.index == o.index && src.output == o.output) {
+          return L + static_cast<int>(c);
+        }
+      }
+      return -1;
+    };
+    for (jit::FusionNode& n : nodes) {
+      for (jit::FusionSource& src : n.inputs) {
+        if (int leaf = cut_leaf(src); leaf >= 0) src = {jit::FusionSource::kLeaf, leaf, 0};
+      }
+    }
+    std::vector<jit::Type> types;
+    for (size_t i = 0; i < info_.primal->num_inputs(); ++i) types.push_back(info_.primal->input_type(i));
+    std::vector<std::shared_ptr<ArrayImpl>> leaves = info_.leaves;
+    std::vector<int> wrt = info_.wrt;
+    for (size_t c = 0; c < cut.size(); ++c) {
+      types.push_back(info_.primal->output_type(static_cast<size_t>(cut[c])));
+      leaves.push_back(arrays[c]);
+      wrt.push_back(L + static_cast<int>(c));
+    }
+    auto part = [&](const std::vector<int>& outputs) {
+      std::vector<jit::FusionSource> sources;
+      for (int m : outputs) sources.push_back(info_.fusion_outputs[static_cast<size_t>(m)]);
+      BroadcastGradInfo p;
+      p.name = info_.name;
+      p.primal = std::make_shared<const jit::Function>(
+          jit::Optimize(jit::Compose(info_.name, types, nodes, sources)));
+      p.leaves = leaves;
+      p.out_shape = info_.out_shape;
+      p.wrt = wrt;
+      p.consumed_inside.assign(outputs.size(), false);
+      p.reads = FusedReads(nodes, sources, leaves.size());
+      return Part{MakeBroadcastGradNode(std::move(p)), outputs};
+    };
+    std::vector<int> order = cut;  // a cut output depends only on cuts of earlier fused nodes
+    std::sort(order.begin(), order.end(), [&](int x, int y) {
+      return info_.fusion_outputs[static_cast<size_t>(x)].index <
+             info_.fusion_outputs[static_cast<size_t>(y)].index;
+    });
+    std::vector<Part> parts;
+    for (int m : order) parts.push_back(part({m}));
+    std::vector<int> rest;
+    for (size_t m = 0; m < M; ++m) {
+      if (std::find(cut.begin(), cut.end(), static_cast<int>(m)) == cut.end()) {
+        rest.push_back(static_cast<int>(m));
+      }
+    }
+    if (!rest.empty()) parts.push_back(part(rest));
+    return parts;
+  }
+
   void ReleaseSaved() override {
     info_.partials.clear();
     info_.leaves.clear();
+    info_.fusion.clear();
   }
 
  private:
@@ -208,6 +276,28 @@ class BroadcastGradNode final : public ReleasableGradNode {
 };
 
 }  // namespace
+
+std::vector<std::vector<bool>> FusedReads(const std::vector<jit::FusionNode>& nodes,
+                                          const std::vector<jit::FusionSource>& sources,
+                                          size_t num_leaves) {
+  std::vector<std::vector<bool>> reads;
+  for (const jit::FusionSource& out : sources) {
+    std::vector<bool> leaf(num_leaves, false), node(nodes.size(), false);
+    std::vector<jit::FusionSource> stack = {out};
+    while (!stack.empty()) {
+      const jit::FusionSource src = stack.back();
+      stack.pop_back();
+      if (src.kind == jit::FusionSource::kLeaf) {
+        leaf[static_cast<size_t>(src.index)] = true;
+      } else if (!node[static_cast<size_t>(src.index)]) {
+        node[static_cast<size_t>(src.index)] = true;
+        for (const jit::FusionSource& in : nodes[static_cast<size_t>(src.index)].inputs) stack.push_back(in);
+      }
+    }
+    reads.push_back(std::move(leaf));
+  }
+  return reads;
+}
 
 std::shared_ptr<GradNode> MakeBroadcastGradNode(BroadcastGradInfo info) {
   return std::make_shared<BroadcastGradNode>(std::move(info));

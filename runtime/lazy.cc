@@ -15,8 +15,8 @@
 // that other nodes of the group consume stays fused (one kernel, as in the
 // benchmark's `c = cell.(...); loss = sum(c .* cbar)`); its adjoint through
 // those consumers travels in registers into the leaves' partials, so the tape
-// marks it and refuses a gradient with respect to it, with a message that
-// says to eval() it first (which makes it a leaf of later kernels).
+// node keeps the group's wiring and, when a gradient asks for such an output,
+// cuts the group there for that sweep (GradNode::Cut).
 //
 // Example:
 //   y = f.(x, a); z = g.(y, b); w = h.(z, y); w read while y is held:
@@ -160,6 +160,43 @@ std::string GroupName(const Group& g) {
   return absl::StrCat("fused(", absl::StrJoin(names, ","), ")");
 }
 
+// Each output's Origin: the leaves it reads and the group's other outputs it
+// reads (held intermediates computed in the same kernel), so that the tape's
+// "computed before the Tape" check sees through the group to them.
+void NoteGroupOrigins(const std::string& name, const std::vector<jit::FusionNode>& nodes,
+                      const std::vector<jit::FusionSource>& sources,
+                      const std::vector<std::shared_ptr<ArrayImpl>>& leaves,
+                      const std::vector<std::shared_ptr<ArrayImpl>>& targets) {
+  for (size_t m = 0; m < targets.size(); ++m) {
+    std::vector<bool> node_seen(nodes.size(), false), leaf_seen(leaves.size(), false);
+    std::vector<int> stack;
+    auto visit_inputs = [&](int n) {
+      for (const jit::FusionSource& in : nodes[static_cast<size_t>(n)].inputs) {
+        if (in.kind == jit::FusionSource::kLeaf) {
+          leaf_seen[static_cast<size_t>(in.index)] = true;
+        } else if (!node_seen[static_cast<size_t>(in.index)]) {
+          node_seen[static_cast<size_t>(in.index)] = true;
+          stack.push_back(in.index);
+        }
+      }
+    };
+    visit_inputs(sources[m].index);
+    while (!stack.empty()) {
+      const int n = stack.back();
+      stack.pop_back();
+      visit_inputs(n);
+    }
+    std::vector<std::shared_ptr<ArrayImpl>> inputs;
+    for (size_t l = 0; l < leaves.size(); ++l) {
+      if (leaf_seen[l]) inputs.push_back(leaves[l]);
+    }
+    for (size_t m2 = 0; m2 < targets.size(); ++m2) {
+      if (m2 != m && node_seen[static_cast<size_t>(sources[m2].index)]) inputs.push_back(targets[m2]);
+    }
+    NoteOrigin(name, inputs, {targets[m]});
+  }
+}
+
 // What the tape must be told once the lock is released.
 struct PendingRecord {
   BroadcastGradInfo info;
@@ -226,6 +263,11 @@ void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<Liv
     info.leaves = leaves;
     info.out_shape = root_node.shape;
     info.consumed_inside = consumed_inside;
+    if (std::find(consumed_inside.begin(), consumed_inside.end(), true) != consumed_inside.end()) {
+      info.fusion = nodes;
+      info.fusion_outputs = sources;
+    }
+    if (sources.size() > 1) info.reads = FusedReads(nodes, sources, leaves.size());
     for (size_t j = 0; j < leaves.size(); ++j) {
       if (!leaf_constant[j]) info.wrt.push_back(static_cast<int>(j));
     }
@@ -290,6 +332,7 @@ void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<Liv
     t.pending.reset();
     t.pending_output = 0;
   }
+  NoteGroupOrigins(name, nodes, sources, leaves, targets);
   if (taped) {
     record.outputs = std::move(targets);
     records->push_back(std::move(record));

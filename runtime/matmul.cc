@@ -153,6 +153,7 @@ Array<T> matmul(const Array<T>& a, const Array<T>& b) {
   detail::CheckHostArray(*a.impl(), "matmul");
   detail::CheckHostArray(*b.impl(), "matmul");
   std::shared_ptr<ArrayImpl> out = Gemm(a.impl(), b.impl());
+  detail::NoteOrigin("matmul", {a.impl(), b.impl()}, {out});
   if (detail::TapeActive()) {
     auto node = std::make_shared<MatmulNode>();
     node->name = "matmul";

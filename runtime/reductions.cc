@@ -1,4 +1,4 @@
-// sum, mean, and the recorded reshape/transpose: forward computations and their tape nodes.
+// sum, mean (forward computations and their tape nodes), and the free reshape/transpose.
 #include "dualcast/reductions.hpp"
 
 #include <algorithm>
@@ -40,31 +40,6 @@ struct SumNode final : detail::GradNode {
     std::shared_ptr<ArrayImpl> kept = detail::ViewOf(g, keep_shape, std::move(strides));
     if (scale != 1) kept = detail::Scaled(*kept, scale);
     return {detail::BroadcastView(*kept, in_shape)};
-  }
-};
-
-struct ReshapeNode final : detail::GradNode {
-  std::vector<int64_t> in_shape;
-  std::vector<std::shared_ptr<ArrayImpl>> Backward(
-      const std::vector<std::shared_ptr<ArrayImpl>>& outs) override {
-    if (outs.empty() || outs[0] == nullptr) return {nullptr};
-    std::shared_ptr<ArrayImpl> g = detail::Contiguous(outs[0]);
-    return {detail::ViewOf(*g, in_shape, detail::ContiguousStrides(in_shape))};
-  }
-};
-
-struct TransposeNode final : detail::GradNode {
-  std::vector<int> perm;  // out dim d is input dim perm[d]
-  std::vector<std::shared_ptr<ArrayImpl>> Backward(
-      const std::vector<std::shared_ptr<ArrayImpl>>& outs) override {
-    if (outs.empty() || outs[0] == nullptr) return {nullptr};
-    const ArrayImpl& g = *outs[0];
-    std::vector<int64_t> shape(perm.size()), strides(perm.size());
-    for (size_t d = 0; d < perm.size(); ++d) {
-      shape[static_cast<size_t>(perm[d])] = g.shape[d];
-      strides[static_cast<size_t>(perm[d])] = g.strides[d];
-    }
-    return {detail::ViewOf(g, std::move(shape), std::move(strides))};
   }
 };
 
@@ -111,6 +86,7 @@ Array<T> Reduce(const char* what, const Array<T>& a, const std::vector<int>& axe
   if (is_mean) out = detail::Scaled(*out, scale);  // 0 / 0 = NaN for an empty mean
   out->strides = detail::ContiguousStrides(out_shape);
   out->shape = std::move(out_shape);
+  detail::NoteOrigin(what, {in}, {out});
   if (detail::TapeActive()) {
     auto node = std::make_shared<SumNode>();
     node->name = what;
@@ -149,33 +125,16 @@ Array<T> mean(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
   return Reduce("mean", a, axes, keepdims, true);
 }
 
+// The methods record the tape node (runtime/layout_grad.h); these are the
+// same operations under their NumPy spelling.
 template <ElementType T>
 Array<T> reshape(const Array<T>& a, Shape shape) {
-  Array<T> out = a.reshape(std::move(shape));
-  if (detail::TapeActive()) {
-    auto node = std::make_shared<ReshapeNode>();
-    node->name = "reshape";
-    node->inputs = {a.impl()};
-    node->in_shape = a.shape();
-    detail::Record(node, {out.impl()});
-  }
-  return out;
+  return a.reshape(std::move(shape));
 }
 
 template <ElementType T>
 Array<T> transpose(const Array<T>& a, std::vector<int> perm) {
-  if (perm.empty() && a.valid()) {
-    for (int d = a.rank() - 1; d >= 0; --d) perm.push_back(d);
-  }
-  Array<T> out = a.transpose(perm);
-  if (detail::TapeActive()) {
-    auto node = std::make_shared<TransposeNode>();
-    node->name = "transpose";
-    node->inputs = {a.impl()};
-    node->perm = std::move(perm);
-    detail::Record(node, {out.impl()});
-  }
-  return out;
+  return a.transpose(std::move(perm));
 }
 
 #define DUALCAST_REDUCTIONS_INSTANTIATE(T)                                       \

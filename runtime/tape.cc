@@ -103,6 +103,23 @@ void Record(std::shared_ptr<GradNode> node, const std::vector<std::shared_ptr<Ar
   }
 }
 
+void NoteOrigin(std::string op, const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
+                const std::vector<std::shared_ptr<ArrayImpl>>& outputs) {
+  auto origin = std::make_shared<Origin>();
+  origin->op = std::move(op);
+  origin->inputs.assign(inputs.begin(), inputs.end());
+  origin->taped = TapeActive();
+  for (const auto& out : outputs) {
+    if (out != nullptr) out->origin = origin;
+  }
+}
+
+std::vector<GradNode::Part> GradNode::Cut(const std::vector<int>& /*cut*/,
+                                          const std::vector<std::shared_ptr<ArrayImpl>>& /*arrays*/) {
+  throw Error(ErrorKind::kInternal,
+              absl::StrCat("tape: '", name, "' has an output consumed inside it but cannot be cut"));
+}
+
 }  // namespace detail
 
 Tape::Tape(PartialsMode mode, size_t budget_bytes) : mode_(mode), budget_bytes_(budget_bytes) {
@@ -138,43 +155,200 @@ void Tape::Release(std::vector<std::shared_ptr<detail::GradNode>> nodes) {
   }
 }
 
+namespace {
+
+// One node the sweep runs: a recorded node, or a part of one cut for this
+// sweep. `outputs` are the keys of its outputs (a part's are its original
+// node's, so that arrays keep their keys).
+struct Step {
+  detail::GradNode* node = nullptr;
+  std::shared_ptr<detail::GradNode> owned;
+  std::vector<Key> outputs;
+};
+
+std::string Described(size_t i, const detail::ArrayImpl& a) {
+  return absl::StrCat("input ", i + 1, " (shape ", ShapeText(a.shape), ")");
+}
+
+// Arrays the loss depends on through an array this tape did not record
+// (computed before it opened, or outside it), each with the first such array
+// on the path: the tape sees that array as a constant, so a gradient with
+// respect to anything behind it would miss that path. Found through the
+// arrays' Origins, which hold their inputs weakly: paths through arrays
+// nobody holds any more are not seen.
+using UntapedMap = absl::flat_hash_map<const detail::ArrayImpl*, const detail::ArrayImpl*>;
+
+UntapedMap BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeIndex& on_tape) {
+  struct Item {
+    std::shared_ptr<detail::ArrayImpl> array;
+    const detail::ArrayImpl* via;  // the first array on the path the tape did not record
+  };
+  UntapedMap behind;
+  std::vector<Item> stack = {{loss, nullptr}};
+  absl::flat_hash_set<const detail::ArrayImpl*> seen_taped;
+  for (int budget = 100000; !stack.empty() && budget > 0; --budget) {
+    Item item = std::move(stack.back());
+    stack.pop_back();
+    const detail::ArrayImpl& a = *item.array;
+    if (item.via != nullptr) {
+      if (!behind.try_emplace(&a, item.via).second) continue;
+    } else if (!seen_taped.insert(&a).second) {
+      continue;
+    }
+    if (a.grad_fn != nullptr && on_tape.contains(a.grad_fn.get())) {
+      const detail::GradNode& node = *a.grad_fn;
+      const size_t m = static_cast<size_t>(a.grad_output);
+      for (size_t j = 0; j < node.inputs.size(); ++j) {
+        // Only the inputs this output reads (a fused group's outputs differ).
+        const bool read = node.reads.empty() || (m < node.reads.size() && j < node.reads[m].size() &&
+                                                 node.reads[m][j]);
+        if (node.inputs[j] != nullptr && read) stack.push_back({node.inputs[j], item.via});
+      }
+    } else if (a.origin != nullptr) {
+      for (const auto& weak : a.origin->inputs) {
+        if (auto in = weak.lock()) stack.push_back({std::move(in), item.via ? item.via : &a});
+      }
+    }
+  }
+  return behind;
+}
+
+std::string UntapedText(const detail::ArrayImpl& via) {
+  const detail::Origin& o = *via.origin;
+  return absl::StrCat("an array of shape ", ShapeText(via.shape), " computed by '", o.op, "' ",
+                      o.taped ? "outside this tape's record (before it was opened or cleared, while "
+                                "another tape recorded)"
+                              : "before this Tape was opened (or while no tape was recording)",
+                      ", which this tape sees as a constant");
+}
+
+}  // namespace
+
 std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
     const std::shared_ptr<detail::ArrayImpl>& loss,
-    const std::vector<std::shared_ptr<detail::ArrayImpl>>& inputs) {
+    const std::vector<std::shared_ptr<detail::ArrayImpl>>& inputs, bool allow_unused,
+    const char* what) {
   PauseRecording pause;
   NodeIndex on_tape;
   for (size_t i = 0; i < nodes_.size(); ++i) on_tape.try_emplace(nodes_[i].get(), i);
 
+  // Requested outputs that were consumed inside their fused kernel: their
+  // node is cut there for this sweep.
+  absl::flat_hash_map<const detail::GradNode*, std::vector<std::pair<int, std::shared_ptr<detail::ArrayImpl>>>>
+      cuts;
+  for (const auto& in : inputs) {
+    const detail::GradNode* node = in->grad_fn.get();
+    if (node == nullptr || !on_tape.contains(node)) continue;
+    const int m = in->grad_output;
+    if (m >= static_cast<int>(node->consumed_inside.size()) || !node->consumed_inside[m]) continue;
+    auto& list = cuts[node];
+    bool listed = false;
+    for (const auto& [out, array] : list) listed = listed || out == m;
+    if (!listed) list.push_back({m, in});
+  }
+  std::vector<Step> steps;
+  steps.reserve(nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    detail::GradNode* node = nodes_[i].get();
+    auto it = cuts.find(node);
+    if (it == cuts.end()) {
+      Step step{node, nullptr, {}};
+      for (int m = 0; m < num_outputs_[i]; ++m) step.outputs.push_back(Key{node, m});
+      steps.push_back(std::move(step));
+      continue;
+    }
+    std::sort(it->second.begin(), it->second.end(),
+              [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::vector<int> outs;
+    std::vector<std::shared_ptr<detail::ArrayImpl>> arrays;
+    for (const auto& [m, array] : it->second) {
+      outs.push_back(m);
+      arrays.push_back(array);
+    }
+    for (detail::GradNode::Part& part : node->Cut(outs, arrays)) {
+      Step step{part.node.get(), part.node, {}};
+      for (int m : part.outputs) step.outputs.push_back(Key{node, m});
+      steps.push_back(std::move(step));
+    }
+  }
+
   absl::flat_hash_set<Key> wanted;
   for (const auto& in : inputs) wanted.insert(KeyOf(*in, on_tape));
-  // Forward pass: which nodes read (transitively) a requested input.
-  absl::flat_hash_set<Key> reaches = wanted;
-  std::vector<bool> relevant(nodes_.size(), false);
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    const auto& node = *nodes_[i];
-    for (const auto& in : node.inputs) {
-      if (in != nullptr && reaches.contains(KeyOf(*in, on_tape))) {
-        relevant[i] = true;
-        break;
+  // Forward pass from `from`: which steps read (transitively) one of those
+  // keys, and every key that does.
+  auto reach = [&](const absl::flat_hash_set<Key>& from, std::vector<bool>* relevant) {
+    absl::flat_hash_set<Key> reaches = from;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const detail::GradNode& node = *steps[i].node;
+      std::vector<bool> from_input(node.inputs.size(), false);
+      bool reads = false;
+      for (size_t j = 0; j < node.inputs.size(); ++j) {
+        from_input[j] = node.inputs[j] != nullptr && reaches.contains(KeyOf(*node.inputs[j], on_tape));
+        reads = reads || from_input[j];
+      }
+      if (relevant != nullptr) (*relevant)[i] = reads;
+      if (!reads) continue;
+      for (size_t m = 0; m < steps[i].outputs.size(); ++m) {
+        bool depends = node.reads.empty();
+        for (size_t j = 0; !depends && j < from_input.size(); ++j) {
+          depends = from_input[j] && m < node.reads.size() && j < node.reads[m].size() && node.reads[m][j];
+        }
+        if (depends) reaches.insert(steps[i].outputs[m]);
       }
     }
-    if (!relevant[i]) continue;
-    for (int m = 0; m < num_outputs_[i]; ++m) reaches.insert(Key{nodes_[i].get(), m});
+    return reaches;
+  };
+  std::vector<bool> relevant(steps.size(), false);
+  const absl::flat_hash_set<Key> reaches = reach(wanted, &relevant);
+  const Key loss_key = KeyOf(*loss, on_tape);
+
+  // Inputs the loss reaches (also) through an array this tape did not
+  // record: their gradient would miss that path, so it is an error. Inputs
+  // that do not reach the loss: an error that names them and says why,
+  // unless the caller asked for zeros.
+  const UntapedMap behind = BehindUntaped(loss, on_tape);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Key key = KeyOf(*inputs[i], on_tape);
+    const bool used =
+        key == loss_key || (reaches.contains(loss_key) && reach({key}, nullptr).contains(loss_key));
+    if (auto it = behind.find(inputs[i].get()); it != behind.end()) {
+      throw Error(
+          ErrorKind::kInvalidArgument,
+          absl::StrCat(what, ": ", Described(i, *inputs[i]),
+                       used ? " reaches the loss on this tape, but also through "
+                            : " does not reach the loss on this tape: the loss depends on it only through ",
+                       UntapedText(*it->second),
+                       used ? "; the gradient would miss that path" : "",
+                       ". Open the Tape before the forward computation (arrays still pending when it "
+                       "opens are fine)",
+                       used ? "; if that array is meant as a constant, use a fresh copy of its values "
+                              "(Array::from(v.to_vector(), v.shape()))"
+                            : ""));
+    }
+    if (used || allow_unused) continue;
+    throw Error(ErrorKind::kInvalidArgument,
+                absl::StrCat(what, ": ", Described(i, *inputs[i]),
+                             " does not reach the loss: nothing recorded on this tape connects them. "
+                             "Likely causes: the loss does not use this array (a copy or another array "
+                             "of the same shape?); the array it uses was computed from this one before "
+                             "the Tape was opened (open the Tape before the forward pass); or it was "
+                             "computed by an operation the tape does not record. To get zeros for "
+                             "inputs the loss does not use, pass GradientOptions{.allow_unused = true}"));
   }
 
   std::vector<std::shared_ptr<detail::ArrayImpl>> result(inputs.size());
-  const Key loss_key = KeyOf(*loss, on_tape);
   if (!reaches.contains(loss_key)) return result;
 
   AdjointMap adjoints;
   adjoints.emplace(loss_key, detail::Filled(loss->dtype, loss->shape, 1.0));
-  for (size_t i = nodes_.size(); i-- > 0;) {
+  for (size_t i = steps.size(); i-- > 0;) {
     if (!relevant[i]) continue;
-    detail::GradNode& node = *nodes_[i];
-    std::vector<std::shared_ptr<detail::ArrayImpl>> outs(static_cast<size_t>(num_outputs_[i]));
+    const Step& step = steps[i];
+    detail::GradNode& node = *step.node;
+    std::vector<std::shared_ptr<detail::ArrayImpl>> outs(step.outputs.size());
     bool any = false;
-    for (int m = 0; m < num_outputs_[i]; ++m) {
-      const Key key{&node, m};
+    for (size_t m = 0; m < step.outputs.size(); ++m) {
+      const Key& key = step.outputs[m];
       auto it = adjoints.find(key);
       if (it == adjoints.end()) continue;
       any = true;
@@ -252,16 +426,6 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> CheckedInputs(const std::vector<
       throw Error(ErrorKind::kInvalidArgument,
                   absl::StrCat(what, ": input ", i + 1, " is an empty Array handle"));
     }
-    const detail::ArrayImpl& in = *inputs[i].impl();
-    if (in.grad_fn != nullptr && in.grad_output < static_cast<int>(in.grad_fn->consumed_inside.size()) &&
-        in.grad_fn->consumed_inside[in.grad_output]) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  absl::StrCat(what, ": input ", i + 1, " was computed by the fused kernel '",
-                               in.grad_fn->name,
-                               "' together with the operations that consume it, so its own "
-                               "gradient was never formed; call .eval() on it before using it in "
-                               "further broadcasts to differentiate with respect to it"));
-    }
     impls.push_back(inputs[i].impl());
   }
   return impls;
@@ -270,10 +434,13 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> CheckedInputs(const std::vector<
 }  // namespace
 
 template <ElementType T>
-std::vector<Array<T>> Tape::gradient(const Array<T>& loss, const std::vector<Array<T>>& inputs) {
-  auto loss_impl = CheckedLoss(loss, "Tape::gradient");
-  auto impls = CheckedInputs(inputs, "Tape::gradient");
-  std::vector<std::shared_ptr<detail::ArrayImpl>> adjoints = Sweep(loss_impl, impls);
+std::vector<Array<T>> Tape::gradient(const Array<T>& loss, const std::vector<Array<T>>& inputs,
+                                     const GradientOptions& options) {
+  const char* what = "Tape::gradient";
+  auto loss_impl = CheckedLoss(loss, what);
+  auto impls = CheckedInputs(inputs, what);
+  std::vector<std::shared_ptr<detail::ArrayImpl>> adjoints =
+      Sweep(loss_impl, impls, options.allow_unused, what);
   std::vector<Array<T>> grads;
   grads.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -285,7 +452,7 @@ std::vector<Array<T>> Tape::gradient(const Array<T>& loss, const std::vector<Arr
 
 template <ElementType T>
 void Tape::accumulate_gradient(const Array<T>& loss, const std::vector<Array<T>>& inputs,
-                               const std::vector<Array<T>>& grads) {
+                               const std::vector<Array<T>>& grads, const GradientOptions& options) {
   const char* what = "Tape::accumulate_gradient";
   if (grads.size() != inputs.size()) {
     throw Error(ErrorKind::kArity, absl::StrCat(what, ": ", inputs.size(), " inputs but ",
@@ -312,18 +479,21 @@ void Tape::accumulate_gradient(const Array<T>& loss, const std::vector<Array<T>>
     detail::CheckHostArray(*grads[i].impl(), what);
   }
   auto loss_impl = CheckedLoss(loss, what);
-  std::vector<std::shared_ptr<detail::ArrayImpl>> adjoints = Sweep(loss_impl, impls);
+  std::vector<std::shared_ptr<detail::ArrayImpl>> adjoints =
+      Sweep(loss_impl, impls, options.allow_unused, what);
   for (size_t i = 0; i < grads.size(); ++i) {
     if (adjoints[i] != nullptr) detail::AddInto(*grads[i].impl(), *adjoints[i]);
   }
 }
 
-template std::vector<Array<float>> Tape::gradient(const Array<float>&, const std::vector<Array<float>>&);
+template std::vector<Array<float>> Tape::gradient(const Array<float>&, const std::vector<Array<float>>&,
+                                                  const GradientOptions&);
 template std::vector<Array<double>> Tape::gradient(const Array<double>&,
-                                                   const std::vector<Array<double>>&);
+                                                   const std::vector<Array<double>>&,
+                                                   const GradientOptions&);
 template void Tape::accumulate_gradient(const Array<float>&, const std::vector<Array<float>>&,
-                                        const std::vector<Array<float>>&);
+                                        const std::vector<Array<float>>&, const GradientOptions&);
 template void Tape::accumulate_gradient(const Array<double>&, const std::vector<Array<double>>&,
-                                        const std::vector<Array<double>>&);
+                                        const std::vector<Array<double>>&, const GradientOptions&);
 
 }  // namespace dualcast

@@ -1,11 +1,12 @@
-// The hand-written fused C++ loops: what a performance engineer would write for this one cell.
+// The hand-written fused C++ loops: the best code a performance engineer would write for this one cell.
 //
-// The physical-limit proxy on the CPU. Rows layout: the branch is decided once
-// per row and each branch is a straight vectorised loop. Columns layout: the
-// flags change per element, so all three formulas are computed and blended
-// (branch-free, vectorised). Built with -O3 -march=native -ffast-math (this
-// file only), threaded over rows with dualcast's own pool so both sides use
-// the same threads.
+// The physical-limit proxy on the CPU: one pass over memory (c and every
+// gradient written once), vectorised with GCC vector extensions and its own
+// vector exp/sigmoid/tanh, compiled for AVX-512, AVX2+FMA and a generic
+// width and picked at run time from the CPU (so the file builds anywhere).
+// Rows layout: the branch is decided once per row; columns layout: all
+// branches computed and blended. Threaded over rows with dualcast's own pool
+// so both sides use the same threads.
 #pragma once
 
 #include "bench/hmlstm/problem.h"
@@ -15,5 +16,9 @@ namespace dualcast::bench {
 // Writes into `out` (buffers allocated on first use, reused after).
 void HandwrittenPaper(const Problem& p, Results& out);
 void HandwrittenFull(const Problem& p, Results& out);
+
+// The code path in use: "avx512", "avx2", or "generic". The environment
+// variable DUALCAST_HANDWRITTEN_ISA=avx2|generic forces a narrower one (tests).
+const char* HandwrittenIsa();
 
 }  // namespace dualcast::bench

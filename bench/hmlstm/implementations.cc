@@ -1,6 +1,8 @@
 // The benchmark's implementations: the hand-written loop and dualcast's three ways (fused, recompute, where).
 #include "bench/hmlstm/implementations.h"
 
+#include <optional>
+
 #include <dualcast/dualcast.hpp>
 
 #include "bench/hmlstm/handwritten.h"
@@ -31,17 +33,7 @@ class Handwritten : public Implementation {
 
 namespace dc = dualcast;
 
-// The cell exactly as HMLSTM.md states it, as a user registers it.
-dc::Kernel Cell() {
-  static const dc::Kernel cell =
-      dc::kernel("hmlstm_cell", [](auto z, auto zb, auto c, auto f, auto i, auto g) {
-        using namespace dc::math;
-        if (z == 1) return sigmoid(i) * tanh(g);  // FLUSH
-        if (zb == 0) return c;                    // COPY
-        return sigmoid(f) * c + sigmoid(i) * tanh(g);  // UPDATE
-      });
-  return cell;
-}
+Kernel Cell() { return HmlstmCell(); }
 
 // Zero-copy read-only views of the problem's buffers.
 struct Inputs {
@@ -87,19 +79,23 @@ class DualcastPartials : public Implementation {
 };
 
 // Full variant through the tape: value c and the gradients of sum(cbar .* c)
-// with respect to all six inputs, in cache or recompute mode.
+// with respect to all six inputs, in cache or recompute mode, or (no mode:
+// the `dualcast` row) whatever a default-constructed Tape picks by itself.
 class DualcastTape : public Implementation {
  public:
-  explicit DualcastTape(dc::PartialsMode mode) : mode_(mode) {}
+  explicit DualcastTape(std::optional<dc::PartialsMode> mode) : mode_(mode) {}
   std::string name() const override {
-    return mode_ == dc::PartialsMode::kRecompute ? "dualcast-recompute" : "dualcast-fused";
+    if (!mode_) return "dualcast";
+    return *mode_ == dc::PartialsMode::kRecompute ? "dualcast-recompute" : "dualcast-fused";
   }
   void Prepare(const Problem& p) override { in_ = std::make_unique<Inputs>(p); }
   void Run() override {
-    dc::Tape tape(mode_);
+    std::optional<dc::Tape> tape;
+    if (mode_) tape.emplace(*mode_);
+    else tape.emplace();
     c_ = dc::broadcast(Cell(), in_->z, in_->zb, in_->c, in_->f, in_->i, in_->g);
     dc::Array<float> loss = dc::sum(c_ * in_->cbar);
-    grads_ = tape.gradient(loss, in_->all());
+    grads_ = tape->gradient(loss, in_->all());
   }
   Results Collect() override { return Unpack(c_, grads_); }
 
@@ -116,7 +112,7 @@ class DualcastTape : public Implementation {
   }
 
  private:
-  dc::PartialsMode mode_;
+  std::optional<dc::PartialsMode> mode_;
   std::unique_ptr<Inputs> in_;
   dc::Array<float> c_;
   std::vector<dc::Array<float>> grads_;
@@ -160,12 +156,24 @@ class ReverseWhere : public Implementation {
 
 }  // namespace
 
+// The cell exactly as HMLSTM.md states it, as a user registers it.
+Kernel HmlstmCell() {
+  static const Kernel cell = kernel("hmlstm_cell", [](auto z, auto zb, auto c, auto f, auto i, auto g) {
+    using namespace math;
+    if (z == 1) return sigmoid(i) * tanh(g);       // FLUSH
+    if (zb == 0) return c;                         // COPY
+    return sigmoid(f) * c + sigmoid(i) * tanh(g);  // UPDATE
+  });
+  return cell;
+}
+
 std::vector<std::unique_ptr<Implementation>> MakeImplementations(Variant variant) {
   std::vector<std::unique_ptr<Implementation>> impls;
   impls.push_back(std::make_unique<Handwritten>(variant));
   if (variant == Variant::kPaper) {
     impls.push_back(std::make_unique<DualcastPartials>());
   } else {
+    impls.push_back(std::make_unique<DualcastTape>(std::nullopt));
     impls.push_back(std::make_unique<DualcastTape>(dc::PartialsMode::kCache));
     impls.push_back(std::make_unique<DualcastTape>(dc::PartialsMode::kRecompute));
   }

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <dualcast/kernel.hpp>
+
 #include "bench/hmlstm/problem.h"
 
 namespace dualcast::bench {
@@ -20,7 +22,11 @@ class Implementation {
   virtual Results Collect() = 0;
 };
 
-// handwritten, dualcast-fused, dualcast-recompute (full only), reverse-where.
+// The HM-LSTM cell as a user registers it (one kernel per process).
+Kernel HmlstmCell();
+
+// paper: handwritten, dualcast-fused (partials), reverse-where;
+// full: handwritten, dualcast (default Tape), dualcast-fused, dualcast-recompute, reverse-where.
 std::vector<std::unique_ptr<Implementation>> MakeImplementations(Variant variant);
 
 }  // namespace dualcast::bench

@@ -1,111 +1,45 @@
-// dualcast-hmlstm: the HM-LSTM cell-update benchmark of Revels et al. 2018, all implementations in one run.
+// dualcast-hmlstm: the HM-LSTM cell-update benchmark of Revels et al. 2018, every implementation in one interleaved run.
 //
-// Usage: dualcast-hmlstm [--sizes 512,1024,2048] [--reps 20] [--warmup 2]
-//          [--layouts rows,columns] [--variants paper,full] [--impls a,b]
-//          [--json FILE] [--csv FILE] [--plot FILE.svg] [--roofline] [--no-peers]
-// Exit status: 0 when every row that ran matched the float64 reference.
+// Per case (variant, layout, n): every row is prepared and run once cold
+// (first-call and compile time), its results are checked against the float64
+// reference (a row that disagrees is FAILED and not timed), then warmed up;
+// then the timed repetitions run in rounds, each round giving every row
+// (dualcast's and the framework peers') its share in turn, so machine noise
+// hits all rows alike. Options: see cli.h or --help.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
+#include <csignal>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "bench/hmlstm/cli.h"
+#include "bench/hmlstm/cuda_bench.h"
+#include "bench/hmlstm/handwritten.h"
 #include "bench/hmlstm/implementations.h"
+#include "bench/hmlstm/metadata.h"
 #include "bench/hmlstm/peers.h"
 #include "bench/hmlstm/problem.h"
 #include "bench/hmlstm/report.h"
 #include "bench/hmlstm/roofline.h"
-#include "jit/cpu/thread_pool.h"
+#include "jit/stats.h"
 
 namespace dualcast::bench {
 namespace {
 
-constexpr char kVersion[] = "0.1.0";
 // float32 results against the float64 reference: a few ulp of O(1) values.
 constexpr double kTolerance = 1e-5;
+constexpr int kMaxRounds = 5;
 
-struct Options {
-  std::vector<long> sizes = {512, 1024, 2048};
-  int reps = 20, warmup = 2;
-  std::vector<Layout> layouts = {Layout::kRows, Layout::kColumns};
-  std::vector<Variant> variants = {Variant::kPaper, Variant::kFull};
-  std::vector<std::string> impls;  // empty: all
-  std::string json, csv, plot;
-  bool roofline = false, peers = true;
-};
-
-[[noreturn]] void Usage(const std::string& why) {
-  std::cerr << "dualcast-hmlstm: " << why
-            << "\nusage: dualcast-hmlstm [--sizes 512,1024,2048] [--reps N>=1] [--warmup N]\n"
-               "         [--layouts rows,columns] [--variants paper,full] [--impls a,b]\n"
-               "         [--json FILE] [--csv FILE] [--plot FILE.svg] [--roofline] [--no-peers]\n";
-  std::exit(2);
-}
-
-Options Parse(int argc, char** argv) {
-  Options o;
-  for (int k = 1; k < argc; ++k) {
-    std::string arg = argv[k];
-    auto value = [&]() -> std::string {
-      if (k + 1 >= argc) Usage(arg + " needs a value");
-      return argv[++k];
-    };
-    if (arg == "--sizes") {
-      o.sizes.clear();
-      for (auto s : absl::StrSplit(value(), ',')) {
-        long n;
-        if (!absl::SimpleAtoi(std::string(s), &n) || n < 3) Usage("bad size '" + std::string(s) + "' (need n >= 3)");
-        o.sizes.push_back(n);
-      }
-    } else if (arg == "--reps") {
-      if (!absl::SimpleAtoi(value(), &o.reps) || o.reps < 1) Usage("--reps needs a number >= 1");
-    } else if (arg == "--warmup") {
-      if (!absl::SimpleAtoi(value(), &o.warmup) || o.warmup < 0) Usage("--warmup needs a number >= 0");
-    } else if (arg == "--layouts") {
-      o.layouts.clear();
-      for (auto s : absl::StrSplit(value(), ',')) {
-        if (s == "rows") o.layouts.push_back(Layout::kRows);
-        else if (s == "columns") o.layouts.push_back(Layout::kColumns);
-        else Usage("unknown layout '" + std::string(s) + "' (rows, columns)");
-      }
-    } else if (arg == "--variants") {
-      o.variants.clear();
-      for (auto s : absl::StrSplit(value(), ',')) {
-        if (s == "paper") o.variants.push_back(Variant::kPaper);
-        else if (s == "full") o.variants.push_back(Variant::kFull);
-        else Usage("unknown variant '" + std::string(s) + "' (paper, full)");
-      }
-    } else if (arg == "--impls") {
-      o.impls = absl::StrSplit(value(), ',');
-    } else if (arg == "--json") {
-      o.json = value();
-    } else if (arg == "--csv") {
-      o.csv = value();
-    } else if (arg == "--plot") {
-      o.plot = value();
-    } else if (arg == "--roofline") {
-      o.roofline = true;
-    } else if (arg == "--no-peers") {
-      o.peers = false;
-    } else if (arg == "--help" || arg == "-h") {
-      Usage("help");
-    } else {
-      Usage("unknown argument '" + arg + "'");
-    }
-  }
-  return o;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+bool Selected(const Options& o, const std::string& impl) {
+  return o.impls.empty() || std::find(o.impls.begin(), o.impls.end(), impl) != o.impls.end();
 }
 
 void WriteFile(const std::string& path, const std::string& text) {
@@ -118,75 +52,198 @@ void WriteFile(const std::string& path, const std::string& text) {
   std::cerr << "wrote " << path << "\n";
 }
 
-int Main(int argc, char** argv) {
-  Options o = Parse(argc, argv);
-  const std::string device =
-      "cpu (" + std::to_string(jit::ThreadPool::Global().num_threads()) + " threads)";
-  std::cout << "HM-LSTM cell update (Revels et al. 2018), float32, " << o.reps
-            << " timed repetitions after " << o.warmup << " warm-up, device " << device << "\n";
-  if (o.roofline) std::cout << FormatBandwidth(MeasureBandwidth()) << "\n";
+double Ms(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
 
+// A row being measured, and how to give it k more timed calls.
+struct Contender {
+  Row row;
+  std::function<void(int)> time;
+};
+
+class Progress {
+ public:
+  // Progress lines only for a person watching a terminal, never into a log.
+  Progress() : enabled_(isatty(STDERR_FILENO) == 1) {}
+  void Show(const std::string& text) {
+    if (enabled_) std::cerr << "\r" << text << std::string(width_ > text.size() ? width_ - text.size() : 0, ' ') << std::flush;
+    width_ = std::max(width_, text.size());
+  }
+  void Clear() {
+    if (enabled_ && width_ > 0) std::cerr << "\r" << std::string(width_, ' ') << "\r" << std::flush;
+  }
+
+ private:
+  bool enabled_;
+  size_t width_ = 0;
+};
+
+int Main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);  // a dead peer child must be an error row, not our death
+  Options o = ParseOptions(argc, argv);
+  if (o.device == "cuda") return RunCuda(o);
+
+  Metadata meta = CollectMetadata(o.command_line);
+  meta.stream = MeasureBandwidth(64);
+  meta.reps = o.reps;
+  meta.warmup = o.warmup;
+  meta.rounds = std::min(o.reps, kMaxRounds);
+  meta.device = absl::StrCat("cpu (", meta.threads, " threads)");
+  meta.notes =
+      "Machine shared with other work: absolute times are noisy; compare ratios within one run. "
+      "compile_ms: dualcast rows = JIT compile time in the cold first call (0 when an earlier row "
+      "compiled the kernel); peers = first call minus median (trace + compile); handwritten = 0. "
+      "On-disk caches of earlier runs (dualcast's DUALCAST_CACHE_DIR, TorchInductor's, XLA's when "
+      "enabled) shorten first calls: these are warm-cache figures unless the caches were cleared.";
+
+  std::cout << "HM-LSTM cell update (Revels et al. 2018), " << meta.dtype << ", " << o.reps
+            << " timed repetitions in " << meta.rounds << " interleaved rounds after " << o.warmup
+            << " warm-up, " << meta.device << ", handwritten loop: " << meta.handwritten_isa << "\n";
+  if (o.roofline) std::cout << FormatBandwidth(meta.stream) << "\n";
+
+  // The peers' child process, started once for the whole run.
+  std::unique_ptr<PeerProcess> peers;
   std::vector<Row> rows;
+  bool any_peer = false;
+  for (const std::string& name : PeerImplNames()) any_peer |= Selected(o, name);
+  if (o.peers && any_peer) {
+    std::string why;
+    peers = PeerProcess::Start(PeersPython(o.python), meta.threads, &why);
+    if (peers) {
+      meta.peer_versions = peers->versions();
+    } else {
+      for (const std::string& name : PeerImplNames()) {
+        if (!Selected(o, name)) continue;
+        Row r;
+        r.impl = name;
+        r.variant = r.layout = "-";
+        r.status = why;
+        rows.push_back(r);
+      }
+    }
+  }
+
+  Progress progress;
   bool failed = false;
+  const int cases = static_cast<int>(o.variants.size() * o.layouts.size() * o.sizes.size());
+  int case_index = 0;
   for (Variant variant : o.variants) {
     auto impls = MakeImplementations(variant);
     for (Layout layout : o.layouts) {
       for (long n : o.sizes) {
+        ++case_index;
+        const std::string label = absl::StrFormat("[%d/%d] %s %s n=%d", case_index, cases,
+                                                  VariantName(variant), LayoutName(layout), n);
         Problem p = MakeProblem(n, layout);
         Reference ref = ComputeReference(p, variant);
-        for (auto& impl : impls) {
-          if (!o.impls.empty() &&
-              std::find(o.impls.begin(), o.impls.end(), impl->name()) == o.impls.end()) {
-            continue;
-          }
-          Row row;
-          row.impl = impl->name();
-          row.variant = VariantName(variant);
-          row.layout = LayoutName(layout);
-          row.n = n;
-          row.device = device;
-          if (std::string why = impl->unavailable(); !why.empty()) {
-            row.status = why;
-            rows.push_back(row);
-            continue;
-          }
-          impl->Prepare(p);
-          for (int w = 0; w < o.warmup; ++w) impl->Run();
-          std::vector<double> times;
-          for (int rep = 0; rep < o.reps; ++rep) {
-            auto t0 = std::chrono::steady_clock::now();
-            impl->Run();
-            times.push_back(
-                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                    .count());
-            if (n >= 1024 && (rep + 1) % 5 == 0) {
-              std::cerr << "n=" << n << " " << row.layout << " " << row.variant << " "
-                        << row.impl << " " << rep + 1 << "/" << o.reps << "\r" << std::flush;
-            }
-          }
-          row.median_ms = Median(times);
-          row.min_ms = *std::min_element(times.begin(), times.end());
-          row.gbps = FloorBytes(n, variant) / (row.median_ms * 1e-3) / 1e9;
-          row.max_error = MaxError(impl->Collect(), ref, variant);
+        Row base;
+        base.variant = VariantName(variant);
+        base.layout = LayoutName(layout);
+        base.n = n;
+        base.device = meta.device;
+        std::vector<Contender> contenders;
+        auto judge = [&](Row& row, const Results& got) {
+          row.max_error = MaxError(got, ref, variant);
           if (!(row.max_error <= kTolerance)) {
-            row.status = "FAILED";
+            row.status = absl::StrFormat("FAILED: max rel error %.2g > %.0e", row.max_error, kTolerance);
             failed = true;
           }
-          rows.push_back(row);
+        };
+        for (auto& impl : impls) {
+          if (!Selected(o, impl->name())) continue;
+          progress.Show(label + " first call " + impl->name());
+          Contender c{base, nullptr};
+          c.row.impl = impl->name();
+          impl->Prepare(p);
+          const double compile_before = jit::GetStats().compile_ms;
+          auto t0 = std::chrono::steady_clock::now();
+          impl->Run();
+          c.row.first_call_ms = Ms(t0);
+          c.row.compile_ms = jit::GetStats().compile_ms - compile_before;
+          judge(c.row, impl->Collect());
+          for (int w = 0; w < o.warmup; ++w) impl->Run();
+          Implementation* raw = impl.get();
+          contenders.push_back(std::move(c));
+          contenders.back().time = [raw, &contenders, index = contenders.size() - 1](int k) {
+            for (int rep = 0; rep < k; ++rep) {
+              auto t = std::chrono::steady_clock::now();
+              raw->Run();
+              contenders[index].row.times_ms.push_back(Ms(t));
+            }
+          };
+        }
+        if (peers) {
+          progress.Show(label + " peers: first calls (trace + compile)");
+          std::vector<PeerCase> set_up = peers->SetUp(p, variant);
+          if (set_up.empty()) {  // the child died: say so in every later case, never drop the rows
+            for (const std::string& name : PeerImplNames()) {
+              set_up.push_back({name, "error: peer process stopped (log: " + peers->log_path() + ")", 0, {}});
+            }
+          }
+          for (PeerCase& pc : set_up) {
+            if (!Selected(o, pc.impl)) continue;
+            Contender c{base, nullptr};
+            c.row.impl = pc.impl;
+            c.row.device = meta.device + ", python peer";
+            c.row.status = pc.status;
+            c.row.first_call_ms = pc.first_call_ms;
+            if (pc.status == "ok") {
+              judge(c.row, pc.results);
+              if (c.row.status == "ok" && !peers->Warmup(pc.impl, o.warmup)) {
+                c.row.status = "error: peer process stopped (log: " + peers->log_path() + ")";
+              }
+            }
+            contenders.push_back(std::move(c));
+            PeerProcess* child = peers.get();
+            contenders.back().time = [child, &contenders, index = contenders.size() - 1](int k) {
+              Row& r = contenders[index].row;
+              std::vector<double> t = child->Time(r.impl, k);
+              if (static_cast<int>(t.size()) != k) {
+                r.status = "error: peer process stopped (log: " + child->log_path() + ")";
+                return;
+              }
+              r.times_ms.insert(r.times_ms.end(), t.begin(), t.end());
+            };
+          }
+        }
+        // Timed rounds: reps split as evenly as possible over the rounds.
+        const int rounds = meta.rounds;
+        for (int round = 0; round < rounds; ++round) {
+          const int k = o.reps / rounds + (round < o.reps % rounds ? 1 : 0);
+          for (Contender& c : contenders) {
+            if (c.row.status != "ok") continue;
+            progress.Show(absl::StrFormat("%s round %d/%d %s", label, round + 1, rounds, c.row.impl));
+            c.time(k);
+          }
+        }
+        for (Contender& c : contenders) {
+          if (c.row.status == "ok") {
+            FillStats(c.row);
+            c.row.gbps = FloorBytes(n, variant) / (c.row.median_ms * 1e-3) / 1e9;
+            if (c.row.device.find("peer") != std::string::npos) {
+              c.row.compile_ms = std::max(0.0, c.row.first_call_ms - c.row.median_ms);
+            }
+          }
+          rows.push_back(c.row);
         }
       }
     }
   }
-  if (o.peers) {
-    std::vector<long> sizes(o.sizes.begin(), o.sizes.end());
-    for (Row& r : RunPeers(sizes, o.reps, o.warmup)) rows.push_back(r);
-  }
-  std::cerr << std::string(60, ' ') << "\r";
+  progress.Clear();
+  meta.load_end = LoadAverage();
+  // The probe again, best of both: on a shared machine one probe can land in
+  // someone else's burst, and the figure is meant as this machine's ceiling.
+  const Bandwidth again = MeasureBandwidth(64);
+  meta.stream.copy_gbps = std::max(meta.stream.copy_gbps, again.copy_gbps);
+  meta.stream.triad_gbps = std::max(meta.stream.triad_gbps, again.triad_gbps);
+  meta.stream.read_gbps = std::max(meta.stream.read_gbps, again.read_gbps);
   FillRatios(rows);
-  std::cout << FormatTable(rows);
-  if (!o.json.empty()) WriteFile(o.json, FormatJson(rows, kVersion));
-  if (!o.csv.empty()) WriteFile(o.csv, FormatCsv(rows));
-  if (!o.plot.empty()) WriteFile(o.plot, FormatSvg(rows, "HM-LSTM cell update, median time per call, " + device));
+  std::cout << FormatTable(rows, meta);
+  if (!o.peers) std::cout << "framework peers (PyTorch, JAX, Dr.Jit) not run: scripts/peers && scripts/demo --peers\n";
+  if (!o.json.empty()) WriteFile(o.json, FormatJson(rows, meta));
+  if (!o.csv.empty()) WriteFile(o.csv, FormatCsv(rows, meta));
+  if (!o.plot.empty()) WriteFile(o.plot, FormatSvg(rows, meta));
   if (failed) std::cout << "FAILED: some implementation disagrees with the float64 reference\n";
   return failed ? 1 : 0;
 }

@@ -10,9 +10,13 @@
 //      the same module (IR build + optimiser + codegen, no link): on a shared,
 //      loaded machine the CPU minimum is the figure to compare;
 //   3. cache-hit launch overhead for a 1-element array;
-//   4. on-disk cache hit in a second process (this binary re-executed).
+//   4. on-disk cache hit in a second process (this binary re-executed);
+//   5. code generation that scales (issue 17): k sequential data-dependent ifs
+//      (IR size, compile ms, steady ms), the cost of an untaken 200-op side,
+//      half the rows taking it vs every element computing both sides, and
+//      compile time of straight-line kernels of 1k / 5k / 10k ops.
 // Timings are the median and the minimum of --reps runs.
-// Usage: dualcast-cpu-kernel-bench [--n 2048] [--reps 20]
+// Usage: dualcast-cpu-kernel-bench [--n 2048] [--reps 20] [--only scaling]
 #include <time.h>
 #include <unistd.h>
 
@@ -21,6 +25,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -219,21 +225,208 @@ void ReportKernel(int64_t n, Layout layout, int reps) {
               c_hand.min, c_jit.min / c_hand.min, worst);
 }
 
+// --- 5. Code generation that scales ---------------------------------------
+
+// A compiled kernel over full (n, n) f32 arrays, except inputs listed in
+// `row_inputs`, which are (n, 1) (one value per row, broadcast along it).
+struct BenchKernel {
+  std::shared_ptr<const jit::Function> fn;
+  std::vector<std::vector<int64_t>> shapes;
+  jit::BroadcastLayout layout;
+  jit::CompiledCpuKernel compiled;
+  double compile_ms = 0, compile_cpu_ms = 0;
+};
+
+BenchKernel BuildKernel(std::shared_ptr<const jit::Function> fn, int64_t n,
+                        const std::vector<int>& row_inputs) {
+  BenchKernel k;
+  k.fn = std::move(fn);
+  for (size_t i = 0; i < k.fn->num_inputs(); ++i) {
+    const bool row = std::find(row_inputs.begin(), row_inputs.end(), int(i)) != row_inputs.end();
+    k.shapes.push_back(row ? std::vector<int64_t>{n, 1} : std::vector<int64_t>{n, n});
+  }
+  std::vector<std::vector<int64_t>> strides;
+  for (const auto& sh : k.shapes) strides.push_back(jit::ContiguousStrides(sh));
+  k.layout = jit::MergeBroadcast(k.shapes, strides, k.fn->name).value();
+  jit::KernelSpec spec = jit::KernelSpec::For(k.fn, jit::Type::kF32, jit::Target::kCpu, k.layout);
+  auto t0 = Clock::now();
+  const double c0 = ThreadCpuMs();
+  auto compiled = jit::CompileCpuKernel(spec, nullptr);
+  k.compile_cpu_ms = ThreadCpuMs() - c0;
+  k.compile_ms = Ms(t0);
+  if (!compiled.ok()) {
+    std::printf("compile failed: %s\n", std::string(compiled.status().message()).c_str());
+    std::exit(1);
+  }
+  k.compiled = *compiled;
+  return k;
+}
+
+// Minimum wall ms of one launch over `inputs` (one vector per input, sized as its shape).
+double SteadyMs(const BenchKernel& k, const std::vector<std::vector<float>>& inputs, int reps) {
+  const int rank = k.layout.rank();
+  std::vector<const void*> in_ptrs;
+  for (const auto& v : inputs) in_ptrs.push_back(v.data());
+  std::vector<int64_t> in_strides, out_strides;
+  for (const auto& st : k.layout.in_strides) in_strides.insert(in_strides.end(), st.begin(), st.end());
+  const std::vector<int64_t> contiguous = jit::ContiguousStrides(k.layout.out_shape);
+  std::vector<std::vector<float>> outs(k.fn->num_outputs(),
+                                       std::vector<float>(k.layout.num_elements));
+  std::vector<void*> out_ptrs;
+  for (auto& o : outs) {
+    out_ptrs.push_back(o.data());
+    out_strides.insert(out_strides.end(), contiguous.begin(), contiguous.end());
+  }
+  jit::KernelArgs args{k.layout.out_shape.data(), in_ptrs.data(), in_strides.data(),
+                       out_ptrs.data(), out_strides.data(), 0, rank > 0 ? k.layout.out_shape[0] : 1};
+  jit::LaunchCpu(k.compiled.entry, args, rank);
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = Clock::now();
+    jit::LaunchCpu(k.compiled.entry, args, rank);
+    t.push_back(Ms(t0));
+  }
+  return Summarise(t).min;
+}
+
+std::vector<float> Uniform(size_t size, float lo, float hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(size);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// k sequential independent `if (x > t_i) a = a * y; else a = a + y;`, its
+// partials wrt x and y (the issue's table: 256 x 256 f32, data in [-1, 1], so
+// lanes disagree on every branch).
+void ReportSequentialIfs(int reps, std::vector<int> ks = {6, 8, 10, 12}) {
+  const int64_t n = 256;
+  std::printf("k sequential ifs (%ldx%ld f32, partials wrt x and y, element-divergent data):\n",
+              static_cast<long>(n), static_cast<long>(n));
+  std::printf("  %3s %9s %11s %9s\n", "k", "IR insts", "compile ms", "steady ms");
+  for (int k : ks) {
+    auto kernel = [k](auto x, auto y) {
+      auto a = x;
+      for (int i = 0; i < k; ++i) {
+        const float t = -0.9f + 1.8f * static_cast<float>(i) / static_cast<float>(k);
+        if (x > t) a = a * y;
+        else a = a + y;
+      }
+      return a;
+    };
+    const jit::Type f32[2] = {jit::Type::kF32, jit::Type::kF32};
+    const std::string name = "seq_ifs_" + std::to_string(k);
+    auto t_trace = Clock::now();
+    jit::Function f = jit::Trace(name, kernel, f32);
+    const int wrt[] = {0, 1};
+    auto fn = std::make_shared<const jit::Function>(jit::Optimize(jit::Jvp(f, wrt).function));
+    const double trace_ms = Ms(t_trace);
+    BenchKernel bk = BuildKernel(fn, n, {});
+    const double steady = SteadyMs(bk, {Uniform(n * n, -1, 1, 1), Uniform(n * n, -1, 1, 2)}, reps);
+    std::printf("  %3d %9zu %11.1f %9.3f   (trace+jvp+optimize %.1f ms; compile CPU %.1f ms)\n",
+                k, fn->insts.size(), bk.compile_ms, steady, trace_ms, bk.compile_cpu_ms);
+    std::fflush(stdout);
+  }
+}
+
+// `if (z > 0) { 200 ops on x } else { x * 2 }` with z one value per row,
+// against the same kernel without the heavy side, and against one that
+// computes both sides for every element (a select).
+void ReportUntakenSide(int reps) {
+  const int64_t n = 1024;
+  const jit::Type f32[2] = {jit::Type::kF32, jit::Type::kF32};
+  auto heavy = [](auto x) {
+    auto a = x;
+    for (int i = 0; i < 100; ++i) a = a * 0.999f + 0.001f;  // 200 ops
+    return a;
+  };
+  auto with_side = std::make_shared<const jit::Function>(jit::Optimize(jit::Trace(
+      "untaken_side", [&](auto z, auto x) {
+        if (z > 0) return heavy(x);
+        return x * 2;
+      },
+      f32)));
+  auto without_side = std::make_shared<const jit::Function>(
+      jit::Optimize(jit::Trace("no_side", [](auto z, auto x) { return x * 2 + z * 0; }, f32)));
+  auto both_sides = std::make_shared<const jit::Function>(jit::Optimize(jit::Trace(
+      "both_sides", [&](auto z, auto x) { return select(z > 0, heavy(x), x * 2); }, f32)));
+  BenchKernel k_with = BuildKernel(with_side, n, {0});
+  BenchKernel k_without = BuildKernel(without_side, n, {0});
+  BenchKernel k_both = BuildKernel(both_sides, n, {0});
+  std::vector<float> x = Uniform(n * n, -1, 1, 3);
+  std::vector<float> none(n, -1.0f), half(n);
+  for (int64_t r = 0; r < n; ++r) half[r] = r % 2 == 0 ? 1.0f : -1.0f;
+  const double t_untaken = SteadyMs(k_with, {none, x}, reps);
+  const double t_without = SteadyMs(k_without, {none, x}, reps);
+  const double t_half = SteadyMs(k_with, {half, x}, reps);
+  const double t_both = SteadyMs(k_both, {half, x}, reps);
+  std::printf("untaken 200-op side (%ldx%ld f32, z per row): with the side, no row takes it "
+              "%.3f ms; without the side %.3f ms; ratio %.2fx (target <= 1.1x)\n",
+              static_cast<long>(n), static_cast<long>(n), t_untaken, t_without,
+              t_untaken / t_without);
+  std::printf("half the rows take the 200-op side: %.3f ms; every element computes both "
+              "(select) %.3f ms; ratio %.2fx (target <= 0.6x)\n",
+              t_half, t_both, t_half / t_both);
+}
+
+// Straight-line kernels of about `ops` ops: compile time (the issue's target:
+// 10,000 ops <= 500 ms, 10k/5k <= 2.3x).
+void ReportStraightLine(std::vector<int> sizes = {1000, 5000, 10000}) {
+  const jit::Type f32[2] = {jit::Type::kF32, jit::Type::kF32};
+  std::printf("straight-line kernels (2 inputs, 256x256 f32):\n");
+  double ms_5k = 0;
+  for (int ops : sizes) {
+    auto kernel = [ops](auto x, auto y) {
+      auto a = x;
+      for (int i = 0; i < ops / 2; ++i) a = (i % 3 == 0 ? a * y : a * x) + y;
+      return a;
+    };
+    auto fn = std::make_shared<const jit::Function>(
+        jit::Optimize(jit::Trace("line_" + std::to_string(ops), kernel, f32)));
+    BenchKernel bk = BuildKernel(fn, 256, {});
+    std::printf("  %5d ops (%zu IR insts): compile %.1f ms wall, %.1f ms CPU", ops,
+                fn->insts.size(), bk.compile_ms, bk.compile_cpu_ms);
+    if (ops == 5000) ms_5k = bk.compile_cpu_ms;
+    if (ops == 10000 && ms_5k > 0) std::printf("; 10k/5k %.2fx (CPU)", bk.compile_cpu_ms / ms_5k);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+}
+
 int Main(int argc, char** argv) {
   int64_t n = 2048;
   int reps = 20;
+  std::string only;
   for (int k = 1; k + 1 < argc; k += 2) {
     std::string a = argv[k];
     if (a == "--n") n = std::atol(argv[k + 1]);
     else if (a == "--reps") reps = std::atoi(argv[k + 1]);
+    else if (a == "--only") only = argv[k + 1];
     else if (a == "--disk-hit") return DiskHitChild(argv[k + 1], std::atol(argv[k + 2]));
   }
   const int threads = jit::ThreadPool::Global().num_threads();
   std::printf("CPU backend micro-benchmark, n = %ld, %d threads, %d reps\n", static_cast<long>(n),
               threads, reps);
 
+  if (only == "line") {  // one straight-line kernel of --n ops (for -time-passes)
+    WarmJit();
+    ReportStraightLine({static_cast<int>(n)});
+    return 0;
+  }
+  if (only == "ifs") {  // the kernel of --n sequential ifs
+    WarmJit();
+    ReportSequentialIfs(reps, {static_cast<int>(n)});
+    return 0;
+  }
   // 2. Compile latency first: the process is otherwise idle.
   ReportCompile(n, std::max(5, reps / 4));
+  if (only == "scaling") {
+    ReportStraightLine();
+    ReportUntakenSide(reps);
+    ReportSequentialIfs(reps);
+    return 0;
+  }
 
   // 1. The kernel vs the hand-written loop.
   ReportKernel(n, Layout::kRows, reps);
@@ -278,6 +471,11 @@ int Main(int argc, char** argv) {
     std::filesystem::remove_all(dir);
     if (rc != 0) std::printf("disk-hit child failed (%d)\n", rc);
   }
+
+  // 5. Code generation that scales.
+  ReportStraightLine();
+  ReportUntakenSide(reps);
+  ReportSequentialIfs(reps);
   return 0;
 }
 

@@ -32,6 +32,7 @@ struct Expr {
     kLet,      // let names = args[0] in args[1]
     kTuple,    // (args[0], args[1], ...)
     kArray,    // [args...] (nested for higher ranks)
+    kIndex,    // args[0][number]: one part of a several-output value, numbered from 1
   };
   Kind kind = kNumber;
   Span span;     // the whole expression
@@ -45,6 +46,20 @@ struct Expr {
   int height = 1;                  // kBinary: length of the longest operator chain below
   std::vector<std::unique_ptr<Expr>> args;
 };
+
+// The 0-based part an Expr::kIndex picks from a value with `parts` outputs; a
+// SourceError when the (1-based) index is out of range.
+inline size_t PartIndex(const Expr& e, size_t parts) {
+  const double k = e.number;
+  if (k < 1 || k > static_cast<double>(parts)) {
+    throw SourceError(ErrorCategory::kValue, e.op_span,
+                      "index " + std::to_string(static_cast<long long>(k)) + " is out of range: " +
+                          (parts == 1 ? std::string("this value has one output (no index needed)")
+                                      : "this value has " + std::to_string(parts) +
+                                            " outputs, numbered 1 to " + std::to_string(parts)));
+  }
+  return static_cast<size_t>(k) - 1;
+}
 
 struct Stmt {
   enum Kind {

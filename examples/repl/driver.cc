@@ -4,6 +4,7 @@
 #include <iostream>
 #include <string>
 
+#include "examples/repl/interrupt.h"
 #include "examples/repl/lexer.h"
 
 namespace dualcast::repl {
@@ -12,6 +13,7 @@ int RunScript(std::istream& in, Session& session, const ScriptOptions& options, 
   std::string statement, line;
   int line_number = 0, first_line = 1;
   while (std::getline(in, line)) {
+    ThrowIfInterrupted();  // Ctrl-C during an interactive `:load`
     ++line_number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (statement.empty()) first_line = line_number;
@@ -38,9 +40,17 @@ int RunScript(std::istream& in, Session& session, const ScriptOptions& options, 
 
 int RunInteractive(Session& session, LineEditor& editor) {
   std::cout << "dualcast REPL (float64 arrays, cpu). :help for help, :quit or Ctrl-D to leave.\n";
+  InstallInterruptHandler();
+  editor.SetCompletions([&session] { return session.CompletionNames(); });
   std::string statement;
   while (!session.quit_requested()) {
     std::optional<std::string> line = editor.ReadLine(statement.empty() ? "dc> " : "..> ");
+    if (!line && InterruptPending()) {  // Ctrl-C while typing: drop the statement, prompt again
+      ClearInterrupt();
+      statement.clear();
+      std::cout << "^C" << std::endl;
+      continue;
+    }
     if (!line) {
       std::cout << "\n";
       break;

@@ -4,14 +4,19 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <mutex>
 
+#include <dualcast/array_ops.hpp>
+#include <dualcast/broadcast.hpp>
 #include <dualcast/operators.hpp>
 #include <dualcast/partials.hpp>
 #include <dualcast/reductions.hpp>
 #include <dualcast/tape.hpp>
 
+#include "examples/repl/interrupt.h"
 #include "jit/broadcast_layout.h"
 #include "jit/error.h"
+#include "jit/ir.h"
 
 namespace dualcast::repl {
 namespace {
@@ -65,6 +70,42 @@ const std::map<std::string, BinaryFn>& BinaryMath() {
 
 std::string ShapeText(const A& a) { return jit::FormatShape(a.shape()); }
 
+// Every other math function and unary test of ops.def (exp2, lgamma, sign,
+// clamp, isnan, ...) on arrays: a one-op Kernel broadcast like a user function,
+// so ops.def alone makes a new op usable at the top level (with gradients).
+// A test's bool result becomes 0/1, as comparisons do here.
+const Kernel* OpKernel(const std::string& name, int* arity) {
+  static std::mutex mutex;
+  static auto* kernels = new std::map<std::string, Kernel>;
+  for (int i = 0; i < jit::kNumOps; ++i) {
+    const jit::Op op = static_cast<jit::Op>(i);
+    const jit::OpInfo& info = jit::Info(op);
+    const bool usable = info.kind == jit::OpKind::Math ||
+                        (info.kind == jit::OpKind::Compare && info.arity == 1);
+    if (!usable || name != info.spelling) continue;
+    *arity = info.arity;
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = kernels->find(name);
+    if (it == kernels->end()) {
+      Kernel k(name, [op](const std::string& kernel_name, std::span<const jit::Type> types) {
+        jit::Function f(kernel_name);
+        jit::Builder b(f);
+        std::vector<jit::ValueId> args;
+        for (jit::Type t : types) args.push_back(b.Input(t));
+        jit::ValueId y = b.Emit(op, args);
+        if (f.type(y) == jit::Type::kBool) {
+          y = b.Select(y, b.Const(types[0], 1), b.Const(types[0], 0));
+        }
+        b.Return({y});
+        return f;
+      });
+      it = kernels->emplace(name, std::move(k)).first;
+    }
+    return &it->second;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 template <class F>
@@ -87,6 +128,7 @@ A Evaluator::Array(const Expr& e) {
 }
 
 Value Evaluator::Eval(const Expr& e) {
+  ThrowIfInterrupted();  // Ctrl-C: unwind before the next array operation
   switch (e.kind) {
     case Expr::kNumber: return {{A::scalar(e.number)}, {}};
     case Expr::kName: return Name(e);
@@ -121,6 +163,10 @@ Value Evaluator::Eval(const Expr& e) {
       return out;
     }
     case Expr::kArray: return {{Literal(e)}, {}};
+    case Expr::kIndex: {
+      Value v = Eval(*e.args[0]);
+      return {{v.parts[PartIndex(e, v.parts.size())]}, {}};
+    }
   }
   return {};
 }
@@ -271,9 +317,40 @@ Value Evaluator::Builtin(const Expr& e, bool* found) {
       }
       axes.push_back(static_cast<int>(ax.item()));
     }
-    return one(AtSpan(e.span, [&] {
+    Value result = one(AtSpan(e.span, [&] {
       if (axes.empty()) return n == "sum" ? dualcast::sum(x) : dualcast::mean(x);
       return n == "sum" ? dualcast::sum(x, axes) : dualcast::mean(x, axes);
+    }));
+    // NumPy's convention: the mean over no elements is nan (0/0), with a warning, never silently.
+    if (n == "mean" && result.parts[0].size() > 0 && x.size() == 0) {
+      s_.err_ << "warning: mean of an empty array (shape " << ShapeText(x)
+              << ") is nan: there are no elements to average\n";
+    }
+    return result;
+  }
+  // The other reductions (array_ops.hpp); max/min with one argument reduce, with two they are elementwise.
+  const bool extreme = (n == "max" || n == "min") && argc == 1;
+  if (extreme || n == "prod" || n == "logsumexp" || n == "var" || n == "norm") {
+    arity(1, SIZE_MAX, (n + "(x) or " + n + "(x, axis, ...)").c_str());
+    A x = Array(*e.args[0]);
+    std::vector<int> axes;
+    for (size_t k = 1; k < argc; ++k) axes.push_back(static_cast<int>(Integer(*e.args[k], "an axis")));
+    return one(AtSpan(e.span, [&] {
+      if (n == "max") return dualcast::max(x, axes);
+      if (n == "min") return dualcast::min(x, axes);
+      if (n == "prod") return dualcast::prod(x, axes);
+      if (n == "logsumexp") return dualcast::logsumexp(x, axes);
+      if (n == "var") return dualcast::var(x, axes);
+      return dualcast::norm(x, axes);
+    }));
+  }
+  if (n == "argmax" || n == "argmin") {
+    arity(1, 2, (n + "(x) over all elements, or " + n + "(x, axis)").c_str());
+    A x = Array(*e.args[0]);
+    return one(AtSpan(e.span, [&] {
+      if (argc == 1) return n == "argmax" ? dualcast::argmax(x) : dualcast::argmin(x);
+      const int axis = static_cast<int>(Integer(*e.args[1], "an axis"));
+      return n == "argmax" ? dualcast::argmax(x, axis) : dualcast::argmin(x, axis);
     }));
   }
   if (n == "matmul") {
@@ -314,6 +391,13 @@ Value Evaluator::Builtin(const Expr& e, bool* found) {
     A a = Array(*e.args[0]), b = Array(*e.args[1]);
     return one(AtSpan(e.span, [&] { return it->second(a, b); }));
   }
+  int op_arity = 0;
+  if (const Kernel* k = OpKernel(n, &op_arity)) {
+    arity(op_arity, op_arity, (n + "(...), elementwise").c_str());
+    std::vector<A> args;
+    for (const auto& a : e.args) args.push_back(Array(*a));
+    return one(AtSpan(e.span, [&] { return broadcast_n(*k, args)[0]; }));
+  }
   *found = false;
   return {};
 }
@@ -344,7 +428,38 @@ Value Evaluator::Grad(const Expr& e) {
                           "; wrap it in sum(...) or mean(...)");
   }
   Value out;
-  out.parts = AtSpan(e.span, [&] { return tape.gradient(loss, inputs); });
+  try {
+    out.parts = tape.gradient(loss, inputs);
+  } catch (const Error& error) {
+    // A variable the loss does not reach: say it in the REPL's terms (grad
+    // records only what its first argument computes), never give zeros.
+    const std::string what = error.what();
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const std::string needle = "input " + std::to_string(k + 1) + " (shape";
+      const bool partly = what.find("but also through") != std::string::npos;
+      if (what.find(needle) == std::string::npos ||
+          (!partly && what.find("does not reach the loss") == std::string::npos)) {
+        continue;
+      }
+      const std::string& name = e.args[k + 1]->name;
+      const bool earlier = what.find("before this Tape was opened") != std::string::npos;
+      const std::string advice =
+          ", which grad treats as a constant. grad records only what its first argument "
+          "computes: write the computation inside it, e.g. grad(sum(f.(a, b)), a)";
+      throw SourceError(
+          ErrorCategory::kValue, e.args[k + 1]->span,
+          partly ? "the loss depends on '" + name +
+                       "' also through a variable computed before this grad (such as y = f.(a, b))" +
+                       advice + " (the gradient would miss that path)"
+          : earlier ? "the loss does not depend on '" + name + "' as grad sees it: it reaches '" + name +
+                          "' only through a variable computed before this grad (such as y = f.(a, b))" +
+                          advice
+                    : "the loss does not depend on '" + name + "' as grad sees it: '" + name +
+                          "' is not used by the loss expression (nor by what it was computed from "
+                          "inside this grad)");
+    }
+    throw SourceError(CategoryOf(error.kind()), e.span, what);
+  }
   out.labels = std::move(labels);
   return out;
 }
@@ -369,12 +484,12 @@ Value Evaluator::PartialsCall(const Expr& e) {
   const int M = p.num_outputs();
   for (int m = 0; m < M; ++m) {
     out.parts.push_back(p.value(m));
-    out.labels.push_back(M == 1 ? f.def->name : f.def->name + "[" + std::to_string(m) + "]");
+    out.labels.push_back(M == 1 ? f.def->name : f.def->name + "[" + std::to_string(m + 1) + "]");
   }
   for (int m = 0; m < M; ++m) {
     for (size_t j = 0; j < arity; ++j) {
       out.parts.push_back(p.d(m, static_cast<int>(j)));
-      out.labels.push_back("d" + (M == 1 ? f.def->name : f.def->name + "[" + std::to_string(m) + "]") +
+      out.labels.push_back("d" + (M == 1 ? f.def->name : f.def->name + "[" + std::to_string(m + 1) + "]") +
                            "/d" + f.def->params[j]);
     }
   }

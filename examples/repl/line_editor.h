@@ -10,13 +10,24 @@
 // ~/.local/share/dualcast/repl_history, written after every statement so a
 // killed session keeps it.
 //
+// Ctrl-C while typing: the editor reads through an interruptible getc, so a
+// SIGINT (see interrupt.h) ends ReadLine with nullopt and InterruptPending()
+// set; the caller drops the unfinished statement and prompts again.
+//
+// Tab completion: SetCompletions gives a function that lists the names the
+// session knows (variables, functions, builtins, `:` commands); Tab completes
+// the word before the cursor from it.
+//
 // Example:
 //   LineEditor editor(DefaultHistoryPath());
+//   editor.SetCompletions([&] { return session.CompletionNames(); });
 //   while (auto line = editor.ReadLine("dc> ")) { ...; editor.AddHistory(*line); }
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dualcast::repl {
 
@@ -31,8 +42,11 @@ class LineEditor {
   LineEditor(const LineEditor&) = delete;
   LineEditor& operator=(const LineEditor&) = delete;
 
-  // One line without its newline, or nullopt at end of input (Ctrl-D).
+  // One line without its newline, or nullopt at end of input (Ctrl-D) or
+  // after Ctrl-C (then InterruptPending() is true).
   std::optional<std::string> ReadLine(const std::string& prompt);
+  // The candidates Tab completes from (called at each Tab press).
+  void SetCompletions(std::function<std::vector<std::string>()> names);
   // Adds an entry and saves the history file (creating its directory).
   void AddHistory(const std::string& entry);
 

@@ -140,6 +140,10 @@ class Lowerer {
         for (const auto& a : e.args) out.push_back(Scalar(*a));
         return out;
       }
+      case Expr::kIndex: {
+        Values parts = Lower(*e.args[0]);
+        return {parts[PartIndex(e, parts.size())]};
+      }
       case Expr::kArray:
         throw SourceError(ErrorCategory::kType, e.span,
                           "array literals are values of the session, not of a function body "

@@ -2,6 +2,7 @@
 #include "examples/repl/parser.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 namespace dualcast::repl {
@@ -209,7 +210,7 @@ class Parser {
   }
 
   std::unique_ptr<Expr> Power() {
-    auto base = Atom();
+    auto base = Postfix(Atom());
     if (Peek().kind == Tok::kCaret) {
       Nest guard(*this);
       const Token& op = Next();
@@ -265,6 +266,28 @@ class Parser {
         break;
     }
     Fail(t.span, "expected an expression, found " + Describe(t));
+  }
+
+  // `value[k]`: picks output k (1-based, as printed) of a several-output value. Only a whole
+  // number may index: arrays are not sliced here.
+  std::unique_ptr<Expr> Postfix(std::unique_ptr<Expr> base) {
+    while (Peek().kind == Tok::kLBracket) {
+      Nest guard(*this);
+      const Token& open = Next();
+      const Token& index = Peek();
+      if (index.kind != Tok::kNumber || index.number != std::floor(index.number) || index.number < 1) {
+        Fail(index.span, "an index picks one output of a function with several outputs: write a whole "
+                         "number from 1, as in f.(x)[1]");
+      }
+      Next();
+      Expect(Tok::kRBracket, "']'");
+      auto e = Node(Expr::kIndex, open.span);
+      e->number = index.number;
+      e->span = {base->span.begin, Previous().span.end};
+      e->args.push_back(std::move(base));
+      base = std::move(e);
+    }
+    return base;
   }
 
   // Comma-separated expressions up to `close` (already past the opener).

@@ -8,7 +8,8 @@
 //   or      := and {'or' and}          and := not {'and' not}
 //   not     := 'not' not | cmp         cmp := sum [('=='|'!='|'<'|'<='|'>'|'>=') sum]
 //   sum     := term {('+'|'-') term}   term := unary {('*'|'/') unary}
-//   unary   := '-' unary | power       power := atom ['^' unary]
+//   unary   := '-' unary | power       power := postfix ['^' unary]
+//   postfix := atom {'[' NUMBER ']'}   (picks output k, from 1, of a several-output value)
 //   atom    := NUMBER | NAME | NAME '(' args ')' | NAME '.(' args ')'
 //            | '(' expr ')' | '(' expr ',' expr {',' expr} ')' | '[' [expr {',' expr}] ']'
 // Comparisons do not chain (`a < b < c` is an error that says so).

@@ -3,13 +3,18 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
 #include <sstream>
 
 #include <dualcast/device.hpp>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "examples/repl/driver.h"
 #include "examples/repl/evaluator.h"
+#include "examples/repl/interrupt.h"
 #include "examples/repl/parser.h"
 #include "jit/broadcast_layout.h"
 #include "jit/cpu/cpu_backend.h"
@@ -30,10 +35,19 @@ std::string Trim(std::string_view s) {
   return std::string(s.substr(b, e - b));
 }
 
+constexpr const char* kArrayBuiltins[] = {
+    "rand", "randn", "zeros", "ones", "range", "bernoulli", "sum", "mean", "matmul",
+    "transpose", "reshape", "grad", "partials", "where", "select", "fma", "prod", "logsumexp",
+    "var", "norm", "argmax", "argmin"};
+
+// The `:` commands, for completion (Command() is where they are run).
+constexpr const char* kCommands[] = {":ir", ":code", ":device", ":time", ":stats", ":vars", ":seed",
+                                     ":fusion", ":load", ":help", ":quit"};
+
+// `:load` inside a loaded file is fine; a file that loads itself is stopped here.
+constexpr int kMaxLoadDepth = 16;
+
 bool IsReservedName(const std::string& name) {
-  static const char* const kArrayBuiltins[] = {
-      "rand", "randn", "zeros", "ones", "range", "bernoulli", "sum", "mean", "matmul",
-      "transpose", "reshape", "grad", "partials", "where", "select", "fma"};
   for (const char* b : kArrayBuiltins) {
     if (name == b) return true;
   }
@@ -54,7 +68,10 @@ void Materialize(const Value& v) {
 }  // namespace
 
 std::string FormatArray(const A& a) {
-  if (a.rank() == 0) return absl::StrFormat("%.6g", a.item());
+  if (a.rank() == 0) {
+    const double x = a.item();
+    return std::isnan(x) ? std::string("nan") : absl::StrFormat("%.6g", x);  // as NumPy: no sign on nan
+  }
   return a.str();
 }
 
@@ -91,6 +108,10 @@ bool Session::Run(std::string_view text, int first_line) {
     }
     out_.flush();
     return true;
+  } catch (const Interrupted& error) {
+    ClearInterrupt();
+    out_.flush();
+    err_ << error.what() << ": the statement was cancelled; variables are as before it\n";
   } catch (const SourceError& error) {
     out_.flush();
     err_ << FormatError(options_.origin, first_line, text, error);
@@ -203,8 +224,9 @@ void Session::Print(const std::string& name, const Value& v) {
     return;
   }
   for (size_t k = 0; k < v.parts.size(); ++k) {
-    std::string label = k < v.labels.size() ? v.labels[k] : "[" + std::to_string(k) + "]";
-    if (!name.empty()) label = name + "[" + std::to_string(k) + "]";
+    // Outputs are numbered from 1, as `value[k]` picks them.
+    std::string label = k < v.labels.size() ? v.labels[k] : "[" + std::to_string(k + 1) + "]";
+    if (!name.empty()) label = name + "[" + std::to_string(k + 1) + "]";
     line(label, v.parts[k]);
   }
 }
@@ -250,6 +272,9 @@ void Session::Command(std::string_view text) {
     } catch (const SourceError& e) {
       throw SourceError(e.category(), {e.span().begin + offset, e.span().end + offset}, e.what());
     }
+  } else if (name == "load") {
+    if (rest.empty()) throw Error(ErrorKind::kInvalidArgument, "usage: :load <file.dc>");
+    LoadCommand(rest);
   } else if (name == "stats") {
     out_ << jit::FormatStats() << "\n";
   } else if (name == "vars") {
@@ -275,6 +300,54 @@ void Session::Command(std::string_view text) {
   }
 }
 
+void Session::LoadCommand(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    throw Error(ErrorKind::kInvalidArgument,
+                ":load: cannot open '" + path + "': " + std::strerror(errno));
+  }
+  if (load_depth_ >= kMaxLoadDepth) {
+    throw Error(ErrorKind::kInvalidArgument, ":load: files nested more than " +
+                                                 std::to_string(kMaxLoadDepth) +
+                                                 " deep (does '" + path + "' load itself?)");
+  }
+  // Errors inside the file name the file and its line; the caller's origin comes back after.
+  const std::string outer_origin = options_.origin;
+  options_.origin = path;
+  ++load_depth_;
+  int status = 0;
+  try {
+    status = RunScript(in, *this, {.strict = true}, out_);
+  } catch (...) {
+    --load_depth_;
+    options_.origin = outer_origin;
+    throw;
+  }
+  --load_depth_;
+  options_.origin = outer_origin;
+  if (status != 0) {
+    throw Error(ErrorKind::kInvalidArgument,
+                ":load " + path + " stopped at its first error (above); the statements before it "
+                "took effect");
+  }
+}
+
+std::vector<std::string> Session::CompletionNames() const {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : variables_) names.push_back(name);
+  for (const auto& [name, f] : functions_) names.push_back(name);
+  for (const char* b : kArrayBuiltins) names.emplace_back(b);
+  for (const char* c : kCommands) names.emplace_back(c);
+  for (int op = 0; op < jit::kNumOps; ++op) {
+    const std::string spelling = jit::Spelling(static_cast<jit::Op>(op));
+    if (IsScalarBuiltin(spelling)) names.push_back(spelling);
+  }
+  for (const char* constant : {"pi", "inf", "nan"}) names.emplace_back(constant);
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
 void Session::TimeCommand(std::string_view statement) {
   Stmt s = ParseStatement(statement);
   if (s.kind == Stmt::kDef) throw Error(ErrorKind::kInvalidArgument, ":time runs a statement, not a def");
@@ -295,6 +368,7 @@ void Session::TimeCommand(std::string_view statement) {
   std::vector<double> times;
   double total = 0;
   while (times.size() < 100 && (times.size() < 5 || total < 1000.0)) {
+    ThrowIfInterrupted();
     t0 = Clock::now();
     run_once();
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -323,7 +397,7 @@ void Session::IrCommand(const std::string& name) {
   jit::JvpResult jvp = jit::Jvp(*fn, wrt);
   std::vector<std::string> outs;
   const size_t M = fn->num_outputs();
-  for (size_t m = 0; m < M; ++m) outs.push_back(M == 1 ? "y" : "y" + std::to_string(m));
+  for (size_t m = 0; m < M; ++m) outs.push_back(M == 1 ? "y" : "y" + std::to_string(m + 1));  // outputs numbered from 1
   for (size_t m = 0; m < M; ++m) {
     for (int j = 0; j < arity; ++j) {
       outs.push_back("d" + outs[m] + "/d" + f.def->params[static_cast<size_t>(j)] +
@@ -406,6 +480,8 @@ Arrays are float64 (double) on the current device. Statements:
   rand(4, 4) randn(n) zeros(2, 3) ones(3) range(n) range(a, b) [[1, 2], [3, 4]]
   bernoulli(n, 1, p)         0/1 array, 1 with probability p
   sum(x) mean(x) sum(x, axis) matmul(a, b) transpose(x) reshape(x, dims...) where(c, a, b)
+  prod(x) logsumexp(x) var(x) norm(x) (axes optional)  max(x) min(x) (all; max(a, b) is elementwise)
+  argmax(x) argmin(x) (flat index)  argmax(x, axis) argmin(x, axis)
   grad(loss, x, y)           reverse mode through the tape: d loss / d x, d loss / d y
   partials(f, x, y)          f's values and elementwise partials df/dx, df/dy (forward mode)
 Random numbers: the k-th random call of a session uses seed k (:seed n to choose);
@@ -415,7 +491,10 @@ Commands:
   :device cpu|cuda where new arrays live              :time <stmt>    median of repeated runs
   :stats           compiles, cache hits, launches     :fusion on|off  fuse broadcasts (default on)
   :vars            variables and functions            :seed n         next random seed
-  :help            this text                          :quit           leave (also Ctrl-D)
+  :load file.dc    run a file's statements here       :help           this text
+  :quit            leave (also Ctrl-D)
+Tab completes names, builtins and commands; Ctrl-C cancels the line or the running statement.
+f.(x)[k] picks output k (from 1) of a function with several outputs.
 Long definitions continue on the next line after a trailing '\', an open bracket,
 an operator, or an 'if' still waiting for its 'else'; an empty line ends a statement.
 )";

@@ -82,6 +82,9 @@ class Session {
   // Evaluates an expression without printing it (throws SourceError).
   Value Evaluate(std::string_view expression);
 
+  // Every name Tab can complete: variables, functions, builtins, constants, `:` commands.
+  std::vector<std::string> CompletionNames() const;
+
   // The help text (also printed by `:help`).
   static std::string HelpText();
 
@@ -94,6 +97,7 @@ class Session {
   void Assign(const Stmt& s, Value value);
   void Print(const std::string& name, const Value& value);
   void TimeCommand(std::string_view statement);
+  void LoadCommand(const std::string& path);
   void IrCommand(const std::string& name);
   void CodeCommand(const std::string& name, bool jvp);
   void DeviceCommand(const std::string& device);
@@ -109,6 +113,7 @@ class Session {
   uint64_t next_seed_ = 1;
   std::optional<Unfused> unfused_;  // set while `:fusion off`
   bool quit_ = false;
+  int load_depth_ = 0;  // `:load` nesting
 };
 
 // Formats a value the way the REPL prints it: a rank-0 array as a plain

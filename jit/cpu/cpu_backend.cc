@@ -23,10 +23,11 @@ std::string LlvmVersionString() { return cpu::LlvmVersionString(); }
 
 std::string CpuObjectKey(const KernelSpec& spec) {
   // Options such as -disable-... change the object; diagnostics like -time-passes
-  // do not, but telling them apart is not worth it.
+  // do not, but telling them apart is not worth it. v2: explicit vector code
+  // (objects stored by v1's loop-vectorised kernels are not reused).
   const uint64_t features = Fnv1a64(CpuFeaturesString() + cpu::LlvmExtraArgs());
   const std::string cpu_name = CpuFeaturesString().substr(0, CpuFeaturesString().find(':'));
-  return absl::StrFormat("dualcast-cpu-obj-v1/%s/%s-%016x/%s", LlvmVersionString(), cpu_name,
+  return absl::StrFormat("dualcast-cpu-obj-v2/%s/%s-%016x/%s", LlvmVersionString(), cpu_name,
                          features, CpuKernelSymbol(spec));
 }
 

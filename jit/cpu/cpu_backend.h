@@ -1,7 +1,8 @@
 // The CPU backend's entry point: KernelSpec in, callable kernel (and its LLVM IR text) out.
 //
-// CompileCpuKernel generates LLVM IR for the spec (llvm_kernel.h), optimises
-// it for the host CPU with vectorised libmvec math, and links it into the
+// CompileCpuKernel generates LLVM vector code for the spec (llvm_kernel.h:
+// W elements per step, libmvec math, branches as lane-mask tests), optimises
+// it for the host CPU, and links it into the
 // process-wide ORC JIT (orc_jit.h; orc_jit.cc lists the pass pipeline and its
 // measured compile times). The returned entry point follows
 // kernel_abi.h and is safe to call from any thread, concurrently.

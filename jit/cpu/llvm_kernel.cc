@@ -7,8 +7,11 @@
 #include "absl/strings/str_format.h"
 #include "jit/codegen.h"
 #include "jit/cpu/llvm_printer.h"
+#include "jit/cpu/sink_uniform.h"
+#include "jit/cpu/vector_math.h"
 #include "jit/error.h"
 #include "jit/verify.h"
+#include "llvm/IR/Constants.h"
 #include "llvm/IR/DerivedTypes.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/IRBuilder.h"
@@ -40,7 +43,8 @@ class KernelEmitter {
         rank_(spec.rank),
         i64_(llvm::Type::getInt64Ty(ctx)),
         ptr_(llvm::PointerType::getUnqual(ctx)),
-        elem_(LlvmType(ctx, spec.dtype)) {
+        elem_(LlvmType(ctx, spec.dtype)),
+        lanes_(HostVectorBits() / (spec.dtype == Type::kF32 ? 32 : 64)) {
     PlanParams();
   }
 
@@ -92,6 +96,7 @@ class KernelEmitter {
     auto* type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), {ptr_}, false);
     auto* fn = llvm::Function::Create(type, llvm::Function::ExternalLinkage, symbol_, *module_);
     fn->addFnAttr(llvm::Attribute::NoUnwind);
+    AddVectorWidthAttrs(fn);
     fn->addParamAttr(0, llvm::Attribute::NoCapture);
     fn->addParamAttr(0, llvm::Attribute::ReadOnly);
     fn->getArg(0)->setName("args");
@@ -139,6 +144,7 @@ class KernelEmitter {
                                    *module_);
     body_->addFnAttr(llvm::Attribute::AlwaysInline);
     body_->addFnAttr(llvm::Attribute::NoUnwind);
+    AddVectorWidthAttrs(body_);
     for (size_t k = 0; k < params_.size(); ++k) {
       const Param& p = params_[k];
       if (p.field == Field::kInputPtr || p.field == Field::kOutputPtr) {
@@ -162,13 +168,18 @@ class KernelEmitter {
       auto* done = llvm::BasicBlock::Create(ctx_, "done", body_);
       b.CreateCondBr(in_chunk, element, done);
       b.SetInsertPoint(element);
-      EmitElement(b, in_off, out_off);
+      // Lane 0 alone, computed by the same vector code as any array element.
+      std::vector<llvm::Constant*> lane0(lanes_, b.getFalse());
+      lane0[0] = b.getTrue();
+      EmitElement(b, in_off, out_off, /*i=*/nullptr, /*d=*/-1, llvm::ConstantVector::get(lane0),
+                  /*full=*/nullptr);
       b.CreateBr(done);
       b.SetInsertPoint(done);
     } else {
       EmitLoop(b, 0, in_off, out_off);
     }
     b.CreateRetVoid();
+    SinkIntoUniformBranches(*body_, uniform_branches_);
     return body_;
   }
 
@@ -182,8 +193,19 @@ class KernelEmitter {
     return offset == nullptr ? step : b.CreateAdd(offset, step, "", false, /*HasNSW=*/true);
   }
 
+  // Explicit vector width: the wider the vector type, the more LLVM's x86
+  // backend must be told it may use (512-bit ops are otherwise split in two
+  // on CPUs tuned to prefer 256).
+  void AddVectorWidthAttrs(llvm::Function* fn) const {
+    const std::string bits = std::to_string(HostVectorBits());
+    fn->addFnAttr("min-legal-vector-width", bits);
+    fn->addFnAttr("prefer-vector-width", bits);
+  }
+
+  // The loops over dims 0..R-2 step by 1; the innermost steps by W lanes.
   void EmitLoop(llvm::IRBuilder<>& b, int d, const std::vector<llvm::Value*>& in_off,
                 const std::vector<llvm::Value*>& out_off) {
+    const bool inner = d + 1 == rank_;
     llvm::Value* lo = d == 0 ? Arg(begin_) : b.getInt64(0);
     llvm::Value* hi = d == 0 ? Arg(end_) : Arg(size_[d]);
     llvm::BasicBlock* preheader = b.GetInsertBlock();
@@ -196,40 +218,169 @@ class KernelEmitter {
     i->addIncoming(lo, preheader);
     b.CreateCondBr(b.CreateICmpSLT(i, hi), body, exit);
     b.SetInsertPoint(body);
+    if (inner) {
+      // Lanes i .. i+W-1; those at or past `hi` are masked off (the tail).
+      llvm::Value* lanes = b.CreateAdd(b.CreateVectorSplat(lanes_, i), LaneSteps(b), "lanes",
+                                       false, /*HasNSW=*/true);
+      llvm::Value* active = b.CreateICmpSLT(lanes, b.CreateVectorSplat(lanes_, hi), "active");
+      llvm::Value* full = b.CreateICmpSLE(
+          b.CreateAdd(i, b.getInt64(lanes_), "", false, /*HasNSW=*/true), hi, "full");
+      EmitElement(b, in_off, out_off, i, d, active, full);
+      llvm::Value* next = b.CreateAdd(i, b.getInt64(lanes_), "", false, /*HasNSW=*/true);
+      i->addIncoming(next, b.GetInsertBlock());
+      b.CreateBr(header);
+      b.SetInsertPoint(exit);
+      return;
+    }
     std::vector<llvm::Value*> next_in(in_off.size()), next_out(out_off.size());
     for (size_t k = 0; k < in_off.size(); ++k) next_in[k] = Advance(b, in_off[k], i, in_stride_[k][d]);
     for (size_t m = 0; m < out_off.size(); ++m) {
       next_out[m] = Advance(b, out_off[m], i, out_stride_[m][d]);
     }
-    if (d + 1 < rank_) {
-      EmitLoop(b, d + 1, next_in, next_out);
-    } else {
-      EmitElement(b, next_in, next_out);
-    }
+    EmitLoop(b, d + 1, next_in, next_out);
     llvm::Value* next = b.CreateAdd(i, b.getInt64(1), "", false, /*HasNSW=*/true);
     i->addIncoming(next, b.GetInsertBlock());
     b.CreateBr(header);
     b.SetInsertPoint(exit);
   }
 
+  // <0, 1, ..., W-1> as i64.
+  llvm::Value* LaneSteps(llvm::IRBuilder<>& b) const {
+    std::vector<llvm::Constant*> steps;
+    for (int k = 0; k < lanes_; ++k) steps.push_back(b.getInt64(k));
+    return llvm::ConstantVector::get(steps);
+  }
+
+  // W elements starting at inner index `i` of dim `d` (d < 0: rank 0, lane 0
+  // only): every input loaded for the active lanes, the Function printed
+  // once, every written output stored for the active lanes. A broadcast
+  // input is one scalar load, splat; a contiguous one a vector load; a
+  // strided one a masked gather. Inactive lanes read nothing and write
+  // nothing; their values are computed from zeros and discarded.
+  //
+  // `full` (null for rank 0) is true when all W lanes are active: then the
+  // contiguous loads and stores are plain vector ones, and only the last
+  // iteration of a row takes the masked ones. The branch is duplicated
+  // around the loads and the stores, never around the Function.
   void EmitElement(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& in_off,
-                   const std::vector<llvm::Value*>& out_off) {
-    auto address = [&](int ptr_param, llvm::Value* offset) -> llvm::Value* {
-      return offset == nullptr ? Arg(ptr_param)
-                               : b.CreateInBoundsGEP(elem_, Arg(ptr_param), offset);
+                   const std::vector<llvm::Value*>& out_off, llvm::Value* i, int d,
+                   llvm::Value* active, llvm::Value* full) {
+    const llvm::Align align(spec_.dtype == Type::kF32 ? 4 : 8);
+    llvm::Type* vec = LlvmType(ctx_, spec_.dtype, lanes_);
+    llvm::Constant* zeros = llvm::Constant::getNullValue(vec);
+    // The address of lane 0, and for a strided operand the vector of lane addresses.
+    auto lane0 = [&](int ptr_param, llvm::Value* offset, int stride) -> llvm::Value* {
+      if (d >= 0) offset = Advance(b, offset, i, stride);
+      return offset == nullptr ? Arg(ptr_param) : b.CreateInBoundsGEP(elem_, Arg(ptr_param), offset);
     };
+    auto lane_addresses = [&](llvm::Value* base, int stride) -> llvm::Value* {
+      llvm::Value* offsets =
+          b.CreateMul(LaneSteps(b), b.CreateVectorSplat(lanes_, Arg(stride)), "", false, true);
+      return b.CreateInBoundsGEP(elem_, base, offsets);
+    };
+    auto stride_of = [&](const std::vector<std::vector<int>>& strides, size_t k) {
+      return d >= 0 ? strides[k][d] : kZeroStride;
+    };
+    // Plain and masked variants of the contiguous operands, joined by phis.
+    auto split = [&](const char* what, auto&& plain, auto&& masked) {
+      if (full == nullptr) return masked();
+      auto* plain_block = llvm::BasicBlock::Create(ctx_, absl::StrCat(what, ".full"), body_);
+      auto* masked_block = llvm::BasicBlock::Create(ctx_, absl::StrCat(what, ".tail"), body_);
+      auto* join = llvm::BasicBlock::Create(ctx_, absl::StrCat(what, ".done"), body_);
+      b.CreateCondBr(full, plain_block, masked_block);
+      b.SetInsertPoint(plain_block);
+      std::vector<llvm::Value*> a = plain();
+      b.CreateBr(join);
+      b.SetInsertPoint(masked_block);
+      std::vector<llvm::Value*> m = masked();
+      b.CreateBr(join);
+      b.SetInsertPoint(join);
+      std::vector<llvm::Value*> joined;
+      for (size_t k = 0; k < a.size(); ++k) {
+        llvm::PHINode* phi = b.CreatePHI(a[k]->getType(), 2);
+        phi->addIncoming(a[k], plain_block);
+        phi->addIncoming(m[k], masked_block);
+        joined.push_back(phi);
+      }
+      return joined;
+    };
+
+    // Loads, all before the Function.
+    const size_t n_in = f_.num_inputs();
+    std::vector<llvm::Value*> loaded(n_in, nullptr);
+    std::vector<llvm::Value*> contiguous_base;
+    std::vector<size_t> contiguous;
+    for (size_t k = 0; k < n_in; ++k) {
+      const int stride = stride_of(in_stride_, k);
+      llvm::Value* base = lane0(in_ptr_[k], in_off[k], stride);
+      if (stride == kZeroStride) {
+        loaded[k] = b.CreateVectorSplat(lanes_, b.CreateLoad(elem_, base), absl::StrCat("x", k));
+      } else if (stride == kUnitStride) {
+        contiguous.push_back(k);
+        contiguous_base.push_back(base);
+      } else {
+        loaded[k] = b.CreateMaskedGather(vec, lane_addresses(base, stride), align, active, zeros,
+                                         absl::StrCat("x", k));
+      }
+    }
+    if (!contiguous.empty()) {
+      std::vector<llvm::Value*> values = split(
+          "load",
+          [&] {
+            std::vector<llvm::Value*> v;
+            for (llvm::Value* base : contiguous_base) v.push_back(b.CreateAlignedLoad(vec, base, align));
+            return v;
+          },
+          [&] {
+            std::vector<llvm::Value*> v;
+            for (llvm::Value* base : contiguous_base) {
+              v.push_back(b.CreateMaskedLoad(vec, base, align, active, zeros));
+            }
+            return v;
+          });
+      for (size_t c = 0; c < contiguous.size(); ++c) loaded[contiguous[c]] = values[c];
+    }
+
     LlvmPrinter* printer_ptr = nullptr;
-    LlvmPrinter printer(b, *module_, [&](uint32_t index, Type type) {
-      llvm::Value* v = b.CreateLoad(elem_, address(in_ptr_[index], in_off[index]),
-                                    absl::StrCat("x", index));
-      return Convert(*printer_ptr, v, spec_.dtype, type);
+    LlvmPrinter printer(b, *module_, lanes_, [&](uint32_t index, Type type) {
+      return Convert(*printer_ptr, loaded[index], spec_.dtype, type);
     });
     printer_ptr = &printer;
+    printer.SetActiveMask(active);
+    for (size_t k = 0; k < n_in; ++k) {
+      if (stride_of(in_stride_, k) == kZeroStride) printer.MarkUniform(loaded[k]);
+    }
     std::vector<llvm::Value*> outputs = CodegenWalk<LlvmPrinter>(f_, printer).Run();
+    // Sunk once the body is complete: the stores below use values too.
+    uniform_branches_.insert(uniform_branches_.end(), printer.uniform_branches().begin(),
+                             printer.uniform_branches().end());
+
+    // Stores, all after it.
+    std::vector<std::pair<llvm::Value*, llvm::Value*>> contiguous_stores;  // value, address
     for (size_t m = 0; m < outputs.size(); ++m) {
       if (out_ptr_[m] < 0) continue;
       llvm::Value* v = Convert(printer, outputs[m], f_.output_type(m), spec_.dtype);
-      b.CreateStore(v, address(out_ptr_[m], out_off[m]));
+      const int stride = stride_of(out_stride_, m);
+      llvm::Value* base = lane0(out_ptr_[m], out_off[m], stride);
+      if (stride == kZeroStride) {
+        b.CreateStore(b.CreateExtractElement(v, uint64_t{0}), base);  // rank 0
+      } else if (stride == kUnitStride) {
+        contiguous_stores.emplace_back(v, base);
+      } else {
+        b.CreateMaskedScatter(v, lane_addresses(base, stride), align, active);
+      }
+    }
+    if (!contiguous_stores.empty()) {
+      split(
+          "store",
+          [&] {
+            for (auto& [v, base] : contiguous_stores) b.CreateAlignedStore(v, base, align);
+            return std::vector<llvm::Value*>{};
+          },
+          [&] {
+            for (auto& [v, base] : contiguous_stores) b.CreateMaskedStore(v, base, align, active);
+            return std::vector<llvm::Value*>{};
+          });
     }
   }
 
@@ -249,7 +400,9 @@ class KernelEmitter {
   llvm::Type* i64_;
   llvm::PointerType* ptr_;
   llvm::Type* elem_;
+  int lanes_;  // W >= 2: elements per vector (the host's register width / dtype width)
   llvm::Function* body_ = nullptr;
+  std::vector<llvm::BranchInst*> uniform_branches_;  // the printer's, for SinkIntoUniformBranches
 
   std::vector<Param> params_;
   std::vector<int> in_ptr_, out_ptr_, size_;

@@ -1,4 +1,4 @@
-// The LLVM module of one broadcast kernel: the KernelArgs entry point and its loop nest over the merged dims.
+// The LLVM module of one broadcast kernel: the KernelArgs entry point and its loop nest over the merged dims, W lanes at a time.
 //
 // From a KernelSpec this emits
 //   extern "C" void <symbol>(const KernelArgs* args)      (see kernel_abi.h)
@@ -6,19 +6,25 @@
 // in: a broadcast dim's stride is never loaded, a contiguous inner stride is
 // the constant 1) and calls the internal, always-inlined
 //   <symbol>.body(ptr noalias readonly in..., ptr noalias out..., i64 ...)
-// whose noalias parameters become scoped-alias metadata after inlining. That
-// is what lets the loop vectoriser widen the inner loop without runtime
-// overlap checks, and LICM hoist the loads of inputs broadcast along it.
+// whose noalias parameters become scoped-alias metadata after inlining, so
+// LICM may hoist the loads of inputs broadcast along the inner loop past
+// the stores.
 //
 // Aliasing contract (the runtime guarantees it): outputs never overlap inputs
 // or each other; inputs may overlap each other (they are only read).
 //
 // The nest: dim 0 (outermost) runs over [args->begin, args->end), dims
 // 1..R-1 over [0, sizes[d]); offsets are sum_d i_d * stride_d per operand.
-// Rank 0 is the single element at offset 0, done when begin <= 0 < end. A
-// size-0 dim runs nothing. The body of the innermost loop is the Function,
-// printed by LlvmPrinter through CodegenWalk, then one store per output the
-// spec's `write` mask selects.
+// The innermost dim steps by W = host vector bits / dtype bits (AVX-512: 16
+// f32 or 8 f64; AVX2: 8 / 4; else 4 / 2): lane k holds element i + k, lanes
+// at or past the end of the row are masked off. Each step loads every input
+// (a broadcast one as a scalar load and splat, a contiguous one as a vector
+// load, masked in the row's last step, a strided one as a masked gather),
+// runs the Function once on W-lane vectors (LlvmPrinter through
+// CodegenWalk), and stores every output the spec's `write` mask selects the
+// same way. The tail runs the very same code as the full vectors, so a
+// value never depends on where in the array it sits. Rank 0 is lane 0 alone
+// of one step, done when begin <= 0 < end. A size-0 dim runs nothing.
 //
 // Example:
 //   llvm::LLVMContext ctx;

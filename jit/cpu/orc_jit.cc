@@ -1,36 +1,27 @@
-// OrcJit: host TargetMachine, kernel pass pipeline with libmvec-aware TLI, object emission, one LLJIT.
+// OrcJit: host TargetMachine, the kernel pass pipeline (chosen by kernel size), object emission, one LLJIT.
 //
-// Compile time is what a user waits for on the first call of a new kernel, so
-// the optimiser runs only what our loop nests need (kKernelPipeline) instead
-// of the full O3, and codegen skips loop strength reduction and post-RA
-// scheduling. Measured on the HM-LSTM jvp kernel (rank 2, rows layout: z, zb
-// broadcast along the inner dim, four partials stored, value masked), thread
-// CPU time, minimum of 5-7 rebuilds, 2-core Zen 4 VM with AVX-512:
-//   O3 + Aggressive codegen (the first version):   ~35 ms = opt 10 + codegen 25.
-//     Loop strength reduction alone took ~11 ms of codegen: nine loops (3
-//     unswitched versions x vector body, vector epilogue, scalar remainder)
-//     with ten address streams each.
-//   -disable-lsr:                                   ~20 ms. The kernel is as
-//     fast or faster without it (x86 addresses base + index*4 for free):
-//     single thread, n = 2048: 8.1 -> 6.5 ms; n = 256: 0.105 -> 0.085 ms.
-//   + kKernelPipeline instead of O3:                ~14.5 ms (opt 9.5 -> 3.8),
-//     the same vector code (3 unswitched vector loops, the same libmvec
-//     calls); the columns layout 21.6 -> ~10 ms, kernel time unchanged.
-//   + -post-RA-scheduler=false:                     ~13 ms, kernel unchanged
-//     (an out-of-order core reorders on its own).
-// Measured and rejected:
-//   - no epilogue vectorisation: -3 ms, but sizes off a multiple of 16 lose
-//     (n = 255: +25%; n = 40: 3.5x slower): the rest of each row runs scalar
-//     libm calls;
-//   - 256-bit vectors (+prefer-256-bit): -4 ms (no epilogue at VF 8), kernel
-//     10-15% slower;
-//   - CodeGenOptLevel Default or Less instead of Aggressive: 0-1 ms;
-//   - -lsr-complexity-limit: no effect (the cost is loops x streams).
-// What remains: the loop vectoriser is ~60% of the optimiser; instruction
-// selection ~45% and greedy register allocation ~30% of codegen (every vector
-// register is caller-saved around a libmvec call, so live values spill).
-// Reproduce with DUALCAST_LLVM_ARGS=-time-passes (both pass managers report)
-// and dualcast-cpu-kernel-bench.
+// Compile time is what a user waits for on the first call of a new kernel.
+// The printer writes vector code itself (llvm_printer.h), so the optimiser
+// only cleans up and hoists (kKernelPipeline: no loop vectoriser, no
+// unswitching), and codegen skips loop strength reduction, post-RA
+// scheduling and, for kernels above kLargeKernelInstructions, the machine
+// scheduler. Measured (thread CPU time, minimum of 5 rebuilds, 2-core Zen 4
+// VM with AVX-512, shared and noisy) on the HM-LSTM jvp kernel (rank 2, four
+// partials stored, value masked):
+//   loop-vectoriser design (scalar body, O3 subset with loop-vectorize,
+//   unswitching, libmvec TLI mappings):          rows ~13-14 ms, columns ~11 ms
+//   explicit vector code, this pipeline:         rows ~6.5-7.5 ms, columns ~6.5 ms
+// and on straight-line kernels (dualcast-cpu-kernel-bench --only line):
+//   1k / 5k / 10k ops, machine scheduler on:     16 / 58 / 149 ms (10k/5k 2.6x)
+//   off above 2,500 instructions:                11 / 38 / 78 ms  (10k/5k 2.0x)
+// (the loop-vectoriser design: 10k ops 3.8 s; LoopVectorizePass about half).
+// Earlier measurements that still hold: -disable-lsr saves about a third of
+// codegen at no cost in kernel speed (x86 addresses base + index*4 for
+// free); -post-RA-scheduler=false ~1.5 ms, kernels unchanged (an
+// out-of-order core reorders on its own); CodeGenOptLevel Default or Less
+// instead of Aggressive: 0-1 ms. Reproduce with
+// DUALCAST_LLVM_ARGS=-time-passes (both pass managers report) and
+// dualcast-cpu-kernel-bench.
 #include "jit/cpu/orc_jit.h"
 
 #include <algorithm>
@@ -100,10 +91,10 @@ double MillisecondsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-// What our kernels need from O3, in O3's order; the rest of O3 (the inliner
-// over call graphs, GVN, SCCP, jump threading, loop idiom/unroll, SLP, ...)
-// finds nothing in a loop nest of straight-line float code, or costs more
-// compile time than it gains.
+// The printer already writes vector code (one lane per element, libmvec
+// calls at the host's width, branches as mask tests), so the pipeline has no
+// loop vectoriser, no unswitching and no TLI mappings: what is left is
+// clean-up of straight-line code and hoisting what a loop does not change.
 constexpr char kKernelPipeline[] =
     // The noalias body into the entry: its parameters become scoped-alias metadata.
     "always-inline,"
@@ -112,19 +103,12 @@ constexpr char kKernelPipeline[] =
     "early-cse<>,"
     "simplifycfg<keep-loops>,"
     "instcombine<max-iterations=1;no-verify-fixpoint>,"
-    // Hoist what an inner loop does not change (loads of inputs broadcast
-    // along it, row offsets), rotate for the vectoriser, and version the loop
-    // on ifs whose condition is then invariant (the rows layout's flags).
-    "loop-mssa(licm<no-allowspeculation>,loop-rotate<header-duplication>,"
-    "licm<allowspeculation>,simple-loop-unswitch<nontrivial;trivial>),"
-    "simplifycfg<keep-loops>,"
-    "instcombine<max-iterations=1;no-verify-fixpoint>,"
-    // libmvec variants onto the calls, then widen the inner loops.
-    "inject-tli-mappings,"
-    "loop-vectorize,"
-    "instcombine<max-iterations=1;no-verify-fixpoint>,"
-    "simplifycfg<keep-loops>,"
-    "loop-mssa(licm<allowspeculation>))";
+    // Hoist what the inner loop does not change (loads and splats of inputs
+    // broadcast along it, row offsets, the tests of ifs on such inputs).
+    // Rotation first: in a do-while loop the body is guaranteed to run, so
+    // its loads can be hoisted without proving them dereferenceable.
+    "loop-mssa(loop-rotate<header-duplication>,licm<allowspeculation>),"
+    "simplifycfg<keep-loops>)";
 
 // Target, attributes, verification and the kernel pipeline, in place.
 absl::Status Optimize(OrcJit::State& s, llvm::Module& module, const std::string& symbol) {
@@ -153,11 +137,6 @@ absl::Status Optimize(OrcJit::State& s, llvm::Module& module, const std::string&
   }
   llvm::PassBuilder pb(s.target_machine.get(), llvm::PipelineTuningOptions(), std::nullopt,
                        llvm::TimePassesIsEnabled ? &instrumentation_callbacks : nullptr);
-  // Our TLI (with the vector mappings) must be registered before the default
-  // analyses, or registerFunctionAnalyses installs a plain one first.
-  llvm::TargetLibraryInfoImpl tlii(llvm::Triple(module.getTargetTriple()));
-  AddVectorMathMappings(tlii, HostVectorIsa());
-  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
@@ -171,8 +150,51 @@ absl::Status Optimize(OrcJit::State& s, llvm::Module& module, const std::string&
   return absl::OkStatus();
 }
 
+// Above this many LLVM instructions a kernel is compiled without the
+// machine instruction scheduler: its register-pressure tracking
+// (ScheduleDAGMILive::collectVRegUses) grows with the square of a basic
+// block's length and was a third of the compile time of a 10,000-op kernel,
+// while on kernels of a few hundred instructions it changes nothing
+// measurable (the HM-LSTM kernel's object is byte for byte the same size and
+// as fast without it; an out-of-order core reorders on its own). Measured
+// (thread CPU, straight-line f32 kernels): 5k ops 58 -> 37 ms, 10k ops
+// 149 -> 75 ms, so 10k/5k 2.6x -> 2.0x.
+constexpr size_t kLargeKernelInstructions = 2500;
+
+size_t InstructionCount(const llvm::Module& module) {
+  size_t count = 0;
+  for (const llvm::Function& fn : module) count += fn.getInstructionCount();
+  return count;
+}
+
+// Sets the process-wide -enable-misched for one code generation (under the
+// JIT's mutex, the only user of LLVM in the process), unless
+// DUALCAST_LLVM_ARGS set it. The scheduler pass reads the option only when it
+// occurred, so the override counts as an occurrence; `true` is what the x86
+// subtarget would choose anyway.
+class MachineSchedulerSwitch {
+ public:
+  explicit MachineSchedulerSwitch(bool enable) {
+    auto& options = llvm::cl::getRegisteredOptions();
+    auto it = options.find("enable-misched");
+    if (it == options.end() || LlvmExtraArgs().find("enable-misched") != std::string::npos) return;
+    option_ = it->second;
+    Set(enable);
+  }
+  ~MachineSchedulerSwitch() {
+    if (option_ != nullptr) Set(true);
+  }
+
+ private:
+  void Set(bool enable) {
+    (void)option_->addOccurrence(0, "enable-misched", enable ? "true" : "false");
+  }
+  llvm::cl::Option* option_ = nullptr;
+};
+
 absl::StatusOr<std::string> EmitObject(OrcJit::State& s, llvm::Module& module,
                                        const std::string& symbol) {
+  MachineSchedulerSwitch misched(InstructionCount(module) <= kLargeKernelInstructions);
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager codegen;

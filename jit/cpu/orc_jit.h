@@ -8,12 +8,11 @@
 // kernels compile in milliseconds; concurrent callers wait, never race).
 //
 // Every kernel goes through an in-memory ELF object: the module is optimised
-// (new pass manager, the loop-nest subset of O3 that orc_jit.cc lists with
-// its measured compile times, TargetLibraryInfo with libmvec mappings
-// registered before the function analyses), compiled by a TargetMachine for
-// the host CPU and its features (without loop strength reduction: a third of
-// the compile time for no faster code on x86), and the object is linked with
-// LLJIT::addObjectFile. That
+// (new pass manager, the short pipeline that orc_jit.cc lists with its
+// measured compile times), compiled by a TargetMachine for the host CPU and
+// its features (without loop strength reduction, and without the machine
+// scheduler above a size threshold: see orc_jit.cc), and the object is linked
+// with LLJIT::addObjectFile. That
 // makes the ObjectStore hook trivial: on a hit the stored bytes are linked
 // without touching LLVM's optimiser; on a miss the fresh object is saved.
 // Symbols resolve against the process (libm) and libmvec.so.1, which is

@@ -1,14 +1,12 @@
-// libmvec mappings for the loop vectoriser and side-effect-free libm declarations.
+// Vector math calls: libmvec variants chosen per width, chunking, scalar fallback, range clamps.
 #include "jit/cpu/vector_math.h"
 
-#include <deque>
-#include <mutex>
 #include <string>
+#include <vector>
 
-#include "jit/codegen.h"
 #include "llvm/ADT/StringMap.h"
-#include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/IR/Attributes.h"
+#include "llvm/IR/Constants.h"
 #include "llvm/IR/DerivedTypes.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/Module.h"
@@ -20,37 +18,53 @@
 namespace dualcast::jit::cpu {
 namespace {
 
-// VecDesc holds StringRefs: the names must live as long as any TLI built from
-// them, i.e. for the whole process.
-struct MappingTable {
-  std::deque<std::string> names;
-  std::vector<llvm::VecDesc> descs;
+// The widest libmvec variant the host runs for `elem` whose lane count
+// divides `lanes` (0 when none): its ISA letter and lane count.
+struct Variant {
+  char isa = 0;
+  int lanes = 0;
 };
 
-void AddIsa(MappingTable& table, char isa, int f64_lanes) {
-  for (int op = 0; op < kNumOps; ++op) {
-    for (Type type : {Type::kF32, Type::kF64}) {
-      const char* scalar = LibmName(static_cast<Op>(op), type);
-      if (scalar == nullptr) continue;
-      const int arity = Info(static_cast<Op>(op)).arity;
-      const int lanes = type == Type::kF32 ? 2 * f64_lanes : f64_lanes;
-      const std::string params(arity, 'v');
-      const std::string& vector = table.names.emplace_back(
-          "_ZGV" + std::string(1, isa) + "N" + std::to_string(lanes) + params + "_" + scalar);
-      const std::string& abi =
-          table.names.emplace_back("_ZGV_LLVM_N" + std::to_string(lanes) + params);
-      // The libm call, and the intrinsic LLVM may canonicalise it to
-      // (llvm.exp.f32 ...); a name with no such intrinsic is simply never asked.
-      std::string base = LibmName(static_cast<Op>(op), Type::kF64);
-      const std::string& intrinsic = table.names.emplace_back(
-          "llvm." + base + (type == Type::kF32 ? ".f32" : ".f64"));
-      const std::string& libm = table.names.emplace_back(scalar);
-      for (const std::string* name : {&libm, &intrinsic}) {
-        table.descs.emplace_back(*name, vector, llvm::ElementCount::getFixed(lanes),
-                                 /*Masked=*/false, abi);
-      }
-    }
+Variant PickVariant(const VectorIsa& isa, bool f32, int lanes) {
+  const int scale = f32 ? 2 : 1;  // f32 lanes per f64 lane
+  const struct {
+    bool available;
+    char letter;
+    int f64_lanes;
+  } options[] = {{isa.avx512, 'e', 8}, {isa.avx2, 'd', 4}, {isa.sse2, 'b', 2}};
+  for (const auto& o : options) {
+    const int l = o.f64_lanes * scale;
+    if (o.available && l <= lanes && lanes % l == 0) return Variant{o.letter, l};
   }
+  return Variant{};
+}
+
+// "_ZGVeN16vv_powf": the vector-function ABI name of `scalar` (x86, unmasked).
+std::string VectorName(const Variant& v, const char* scalar, int arity) {
+  return "_ZGV" + std::string(1, v.isa) + "N" + std::to_string(v.lanes) + std::string(arity, 'v') +
+         "_" + scalar;
+}
+
+// Lanes [first, first + count) of `v` as a vector of `count` lanes.
+llvm::Value* Slice(llvm::IRBuilder<>& b, llvm::Value* v, int first, int count) {
+  std::vector<int> mask(count);
+  for (int k = 0; k < count; ++k) mask[k] = first + k;
+  return b.CreateShuffleVector(v, mask);
+}
+
+// The concatenation of equally wide vectors, pairwise (shufflevector joins two).
+llvm::Value* Concat(llvm::IRBuilder<>& b, std::vector<llvm::Value*> parts) {
+  while (parts.size() > 1) {
+    std::vector<llvm::Value*> joined;
+    for (size_t k = 0; k + 1 < parts.size(); k += 2) {
+      const int n = llvm::cast<llvm::FixedVectorType>(parts[k]->getType())->getNumElements();
+      std::vector<int> mask(2 * n);
+      for (int j = 0; j < 2 * n; ++j) mask[j] = j;
+      joined.push_back(b.CreateShuffleVector(parts[k], parts[k + 1], mask));
+    }
+    parts = std::move(joined);
+  }
+  return parts[0];
 }
 
 }  // namespace
@@ -66,10 +80,8 @@ bool LibmvecAvailable() {
 VectorIsa HostVectorIsa() {
   static const VectorIsa isa = [] {
     VectorIsa result;
-    if (!llvm::Triple(llvm::sys::getProcessTriple()).isX86() ||
-        !llvm::Triple(llvm::sys::getProcessTriple()).isArch64Bit() || !LibmvecAvailable()) {
-      return result;
-    }
+    const llvm::Triple triple(llvm::sys::getProcessTriple());
+    if (!triple.isX86() || !triple.isArch64Bit() || !LibmvecAvailable()) return result;
     llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
     auto has = [&](const char* name) {
       auto it = features.find(name);
@@ -83,22 +95,18 @@ VectorIsa HostVectorIsa() {
   return isa;
 }
 
-void AddVectorMathMappings(llvm::TargetLibraryInfoImpl& tlii, const VectorIsa& isa) {
-  static std::mutex mutex;
-  static MappingTable tables[3];
-  static bool built = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!built) {
-      AddIsa(tables[0], 'b', 2);
-      AddIsa(tables[1], 'd', 4);
-      AddIsa(tables[2], 'e', 8);
-      built = true;
-    }
-  }
-  if (isa.sse2) tlii.addVectorizableFunctions(tables[0].descs);
-  if (isa.avx2) tlii.addVectorizableFunctions(tables[1].descs);
-  if (isa.avx512) tlii.addVectorizableFunctions(tables[2].descs);
+int HostVectorBits() {
+  static const int bits = [] {
+    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+    auto has = [&](const char* name) {
+      auto it = features.find(name);
+      return it != features.end() && it->second;
+    };
+    if (has("avx512f") && has("avx512dq")) return 512;
+    if (has("avx2")) return 256;
+    return 128;
+  }();
+  return bits;
 }
 
 llvm::Function* DeclareMathFunction(llvm::Module& module, const std::string& name,
@@ -116,6 +124,46 @@ llvm::Function* DeclareMathFunction(llvm::Module& module, const std::string& nam
   fn->addFnAttr(llvm::Attribute::NoFree);
   fn->addFnAttr(llvm::Attribute::getWithMemoryEffects(ctx, llvm::MemoryEffects::none()));
   return fn;
+}
+
+llvm::Value* EmitMathCall(llvm::IRBuilder<>& b, llvm::Module& module, const char* scalar_name,
+                          llvm::Type* elem, int lanes, std::span<llvm::Value* const> args) {
+  const int arity = static_cast<int>(args.size());
+  auto call = [&](const std::string& name, llvm::Type* type, std::vector<llvm::Value*> a) {
+    return b.CreateCall(DeclareMathFunction(module, name, type, arity), a);
+  };
+  if (lanes == 1) return call(scalar_name, elem, {args.begin(), args.end()});
+
+  const Variant v = PickVariant(HostVectorIsa(), elem->isFloatTy(), lanes);
+  const std::string vector_name = v.lanes > 0 ? VectorName(v, scalar_name, arity) : "";
+  // Only names libmvec really exports (a math op added later may have none).
+  if (v.lanes > 0 && llvm::sys::DynamicLibrary::SearchForAddressOfSymbol(vector_name) != nullptr) {
+    llvm::Type* chunk_type = llvm::FixedVectorType::get(elem, v.lanes);
+    if (v.lanes == lanes) return call(vector_name, chunk_type, {args.begin(), args.end()});
+    std::vector<llvm::Value*> parts;
+    for (int first = 0; first < lanes; first += v.lanes) {
+      std::vector<llvm::Value*> chunk_args;
+      for (llvm::Value* a : args) chunk_args.push_back(Slice(b, a, first, v.lanes));
+      parts.push_back(call(vector_name, chunk_type, chunk_args));
+    }
+    return Concat(b, std::move(parts));
+  }
+  // Scalarised: one libm call per lane.
+  llvm::Value* result = llvm::PoisonValue::get(llvm::FixedVectorType::get(elem, lanes));
+  for (int k = 0; k < lanes; ++k) {
+    std::vector<llvm::Value*> lane_args;
+    for (llvm::Value* a : args) lane_args.push_back(b.CreateExtractElement(a, uint64_t(k)));
+    result = b.CreateInsertElement(result, call(scalar_name, elem, lane_args), uint64_t(k));
+  }
+  return result;
+}
+
+llvm::Value* ClampRange(llvm::IRBuilder<>& b, llvm::Value* v, double lo, double hi) {
+  llvm::Value* lo_v = llvm::ConstantFP::get(v->getType(), lo);
+  llvm::Value* hi_v = llvm::ConstantFP::get(v->getType(), hi);
+  // Ordered compares are false on NaN, so a NaN is kept.
+  v = b.CreateSelect(b.CreateFCmpOGT(v, hi_v), hi_v, v);
+  return b.CreateSelect(b.CreateFCmpOLT(v, lo_v), lo_v, v);
 }
 
 }  // namespace dualcast::jit::cpu

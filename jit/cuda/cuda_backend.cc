@@ -129,50 +129,18 @@ absl::StatusOr<const CudaKernel*> GetCudaKernel(const KernelSpec& spec, int ordi
 }
 
 absl::Status LaunchCudaKernel(const CudaKernel& kernel, const KernelArgs& args, int rank) {
-  // The index space: dims 1..R-1 whole, dim 0 restricted to [begin, end).
-  int64_t n = 1;
-  const int64_t rows = rank == 0 ? (args.begin <= 0 && 0 < args.end ? 1 : 0)
-                                 : std::max<int64_t>(0, args.end - args.begin);
-  n = rows;
-  for (int d = 1; d < rank; ++d) n *= args.sizes[d];
+  CudaLaunchValues launch = MarshalCudaLaunch(kernel.params, kernel.element_bytes, args, rank);
+  const int64_t n = launch.n;
   if (n == 0) return absl::OkStatus();
-  const int64_t begin = rank == 0 ? 0 : args.begin;
-
-  // Parameter values, in plan order; kernelParams points at each.
-  std::vector<uint64_t> values;
-  values.reserve(kernel.params.size());
-  const auto shifted = [&](const void* base, const int64_t* strides, int operand) {
-    const int64_t stride0 = rank == 0 ? 0 : strides[operand * rank];
-    return reinterpret_cast<uint64_t>(base) +
-           static_cast<uint64_t>(begin * stride0 * kernel.element_bytes);
-  };
-  using K = CudaParam::Kind;
-  for (const CudaParam& p : kernel.params) {
-    switch (p.kind) {
-      case K::kInputPtr:
-        values.push_back(shifted(args.inputs[p.operand], args.in_strides, p.operand));
-        break;
-      case K::kOutputPtr:
-        values.push_back(shifted(args.outputs[p.operand], args.out_strides, p.operand));
-        break;
-      case K::kCount: values.push_back(static_cast<uint64_t>(n)); break;
-      case K::kSize: values.push_back(static_cast<uint64_t>(args.sizes[p.dim])); break;
-      case K::kInStride:
-        values.push_back(static_cast<uint64_t>(args.in_strides[p.operand * rank + p.dim]));
-        break;
-      case K::kOutStride:
-        values.push_back(static_cast<uint64_t>(args.out_strides[p.operand * rank + p.dim]));
-        break;
-    }
-  }
+  std::vector<uint64_t>& values = launch.values;
   std::vector<void*> pointers;
   for (uint64_t& v : values) pointers.push_back(&v);
 
-  const bool narrow = n < (int64_t{1} << 31);
+  const bool narrow = launch.narrow;
   CUfunction fn = static_cast<CUfunction>(narrow ? kernel.function_i32 : kernel.function_i64);
   const int block = std::max(32, narrow ? kernel.block_i32 : kernel.block_i64);
-  const int64_t fill = 4 * int64_t{std::max(1, narrow ? kernel.min_grid_i32 : kernel.min_grid_i64)};
-  const int64_t grid = std::min<int64_t>((n + block - 1) / block, fill);
+  const int64_t grid =
+      CudaGridSize(n, block, narrow ? kernel.min_grid_i32 : kernel.min_grid_i64);
   absl::StatusOr<void*> stream = DeviceStream(kernel.ordinal);
   if (!stream.ok()) return stream.status();
   DC_RETURN_IF_CU_ERROR(

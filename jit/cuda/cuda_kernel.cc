@@ -1,6 +1,7 @@
 // Writes a kernel's CUDA C: parameter plan, grid-stride loop, per-operand offsets, the printed body and the stores.
 #include "jit/cuda/cuda_kernel.h"
 
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -174,6 +175,48 @@ class SourceWriter {
 
 std::string CudaKernelSymbol(const KernelSpec& spec) {
   return spec.Symbol(0x64635f637564ull);  // format tag "dc_cud": bump when the source changes meaning
+}
+
+CudaLaunchValues MarshalCudaLaunch(const std::vector<CudaParam>& params, int element_bytes,
+                                   const KernelArgs& args, int rank) {
+  CudaLaunchValues out;
+  const int64_t rows = rank == 0 ? (args.begin <= 0 && 0 < args.end ? 1 : 0)
+                                 : std::max<int64_t>(0, args.end - args.begin);
+  out.n = rows;
+  for (int d = 1; d < rank; ++d) out.n *= args.sizes[d];
+  out.narrow = out.n < (int64_t{1} << 31);
+  const int64_t begin = rank == 0 ? 0 : args.begin;
+  const auto shifted = [&](const void* base, const int64_t* strides, int operand) {
+    const int64_t stride0 = rank == 0 ? 0 : strides[operand * rank];
+    return reinterpret_cast<uint64_t>(base) +
+           static_cast<uint64_t>(begin * stride0 * element_bytes);
+  };
+  out.values.reserve(params.size());
+  using K = CudaParam::Kind;
+  for (const CudaParam& p : params) {
+    switch (p.kind) {
+      case K::kInputPtr:
+        out.values.push_back(shifted(args.inputs[p.operand], args.in_strides, p.operand));
+        break;
+      case K::kOutputPtr:
+        out.values.push_back(shifted(args.outputs[p.operand], args.out_strides, p.operand));
+        break;
+      case K::kCount: out.values.push_back(static_cast<uint64_t>(out.n)); break;
+      case K::kSize: out.values.push_back(static_cast<uint64_t>(args.sizes[p.dim])); break;
+      case K::kInStride:
+        out.values.push_back(static_cast<uint64_t>(args.in_strides[p.operand * rank + p.dim]));
+        break;
+      case K::kOutStride:
+        out.values.push_back(static_cast<uint64_t>(args.out_strides[p.operand * rank + p.dim]));
+        break;
+    }
+  }
+  return out;
+}
+
+int64_t CudaGridSize(int64_t n, int block, int min_grid) {
+  const int64_t fill = 4 * int64_t{std::max(1, min_grid)};
+  return std::min<int64_t>((n + block - 1) / block, fill);
 }
 
 absl::StatusOr<CudaKernelSource> BuildCudaKernelSource(const KernelSpec& spec) {

@@ -26,11 +26,13 @@
 //   // src->text holds "for (I idx = ...; idx < count; idx += step)" and the body.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "jit/kernel_abi.h"
 #include "jit/kernel_spec.h"
 
 namespace dualcast::jit::cuda {
@@ -49,7 +51,23 @@ struct CudaKernelSource {
   std::vector<CudaParam> params;   // in parameter order
 };
 
+// One launch's parameter values, in plan order (what cuLaunchKernel's
+// kernelParams point at: every value is 8 bytes, a device address or a
+// `long long`), over the whole index space of `args`: dims 1..R-1 whole,
+// dim 0 restricted to [begin, end) by shifting every pointer to row `begin`.
+// The values are filled in even when n == 0 (the kernel then does nothing).
+struct CudaLaunchValues {
+  int64_t n = 0;                 // elements to compute; 0 launches nothing
+  bool narrow = true;            // n < 2^31: the _i32 entry point runs
+  std::vector<uint64_t> values;  // one per CudaParam
+};
+CudaLaunchValues MarshalCudaLaunch(const std::vector<CudaParam>& params, int element_bytes,
+                                   const KernelArgs& args, int rank);
 
+// Blocks for `n` elements at `block` threads each: min(ceil(n / block),
+// 4 * min_grid), min_grid being the occupancy calculator's grid that fills
+// the device; the grid-stride loop covers what a smaller grid leaves.
+int64_t CudaGridSize(int64_t n, int block, int min_grid);
 
 // The kernel's base symbol: "dc_<name>_<dtype>_<16 hex digits>", a stable
 // fingerprint of everything in the spec that changes the generated source.

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <numbers>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -73,6 +74,10 @@ std::string CudaPrinter::Expression(Op op, Type type, std::span<const Type> arg_
     case Op::kGe: return binary(">=");
     case Op::kEq: return binary("==");
     case Op::kNe: return binary("!=");
+    case Op::kIsnan: return absl::StrCat(args[0], " != ", args[0]);
+    case Op::kIsfinite:  // |x| < inf, false for NaN
+      return absl::StrCat(arg_types[0] == Type::kF32 ? "fabsf(" : "fabs(", args[0], ") < ",
+                          CudaLiteral(arg_types[0], HUGE_VAL));
     // Both operands are already computed values, so && and || cannot skip work.
     case Op::kAnd: return binary("&&");
     case Op::kOr: return binary("||");
@@ -121,13 +126,44 @@ std::string CudaPrinter::MathExpression(Op op, Type type, std::span<const Value>
       return absl::StrCat("(", args[1], " < ", x, " || ", x, " != ", x, ") ? ", args[1], " : ", x);
     case Op::kFmax:
       return absl::StrCat("(", x, " < ", args[1], " || ", x, " != ", x, ") ? ", args[1], " : ", x);
-    case Op::kSigmoid: return absl::StrCat(one, " / (", one, " + ", exp, "(-", x, "))");
+    // dual's sigmoid: exp(x) where e = exp(-x) overflows (e - e is NaN), keeping the subnormal tail.
+    case Op::kSigmoid:
+      return absl::StrCat("(", exp, "(-", x, ") - ", exp, "(-", x, ") != ", zero, ") ? ", exp, "(",
+                          x, ") : ", one, " / (", one, " + ", exp, "(-", x, "))");
     case Op::kSoftplus:
       return absl::StrCat("(", x, " > ", zero, ") ? ", x, " + ", log1p, "(", exp, "(-", x,
                           ")) : ", log1p, "(", exp, "(", x, "))");
     // NaN passes through, -0 and negatives become +0.
     case Op::kRelu:
       return absl::StrCat("(", x, " > ", zero, " || ", x, " != ", x, ") ? ", x, " : ", zero);
+    // The staples, as jit/staple_math.h spells them; erfinv is CUDA's own.
+    case Op::kSign:
+      return absl::StrCat("(", x, " > ", zero, ") ? ", one, " : ((", x, " < ", zero, ") ? ",
+                          CudaLiteral(type, -1), " : ", x, ")");
+    case Op::kSquare: return absl::StrCat(x, " * ", x);
+    case Op::kRsqrt: return absl::StrCat(one, " / ", call(f32 ? "sqrtf" : "sqrt"));
+    case Op::kClamp:
+      return absl::StrCat("(", x, " < ", args[1], ") ? ", args[1], " : ((", args[2], " < ", x,
+                          ") ? ", args[2], " : ", x, ")");
+    case Op::kLogaddexp: {
+      const std::string& b = args[1];
+      return absl::StrCat("(", x, " == ", b, ") ? ", x, " + ", CudaLiteral(type, std::numbers::ln2),
+                          " : ((", x, " < ", b, ") ? ", b, " : ", x, ") + ", log1p, "(", exp,
+                          "(-", f32 ? "fabsf(" : "fabs(", x, " - ", b, ")))");
+    }
+    case Op::kLgamma: return call(f32 ? "lgammaf" : "lgamma");
+    case Op::kTgamma: return call(f32 ? "tgammaf" : "tgamma");
+    case Op::kFmod: return call(f32 ? "fmodf" : "fmod");
+    case Op::kRemainder: return call(f32 ? "remainderf" : "remainder");
+    case Op::kErfinv: return call(f32 ? "erfinvf" : "erfinv");
+    case Op::kLdexp: {
+      const std::string& n = args[1];
+      const char* fmin = f32 ? "fminf" : "fmin";
+      const char* fmax = f32 ? "fmaxf" : "fmax";
+      return absl::StrCat("(", n, " != ", n, ") ? ", n, " : ", f32 ? "ldexpf(" : "ldexp(", x,
+                          ", (int)", fmin, "(", fmax, "(", f32 ? "truncf(" : "trunc(", n, "), ",
+                          CudaLiteral(type, -100000), "), ", CudaLiteral(type, 100000), "))");
+    }
     default: break;
   }
   return absl::StrCat("/* unsupported math op ", Spelling(op), " */ ", CudaLiteral(type, NAN));

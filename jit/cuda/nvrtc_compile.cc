@@ -1,7 +1,6 @@
 // NvrtcCompile: one nvrtcProgram per kernel, fixed options, log and saved source on failure.
 #include "jit/cuda/nvrtc_compile.h"
 
-#include <nvrtc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,29 +10,32 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "jit/cuda/nvrtc_api.h"
 #include "jit/error.h"
 
 namespace dualcast::jit::cuda {
 namespace {
 
 absl::Status NvrtcError(nvrtcResult r, const char* call, const std::string& name) {
-  return MakeStatus(ErrorKind::kCompile, absl::StrCat("cuda kernel '", name, "': ", call,
-                                                      " failed: ", nvrtcGetErrorString(r)));
+  return MakeStatus(ErrorKind::kCompile,
+                    absl::StrCat("cuda kernel '", name, "': ", call,
+                                 " failed: ", LoadedNvrtc()->nvrtcGetErrorString(r)));
 }
 
 // Releases the program on every path.
 struct Program {
   nvrtcProgram handle = nullptr;
   ~Program() {
-    if (handle != nullptr) nvrtcDestroyProgram(&handle);
+    if (handle != nullptr) LoadedNvrtc()->nvrtcDestroyProgram(&handle);
   }
 };
 
 std::string ProgramLog(nvrtcProgram program) {
   size_t size = 0;
-  if (nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size <= 1) return "";
+  if (LoadedNvrtc()->nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size <= 1)
+    return "";
   std::string log(size, '\0');
-  if (nvrtcGetProgramLog(program, log.data()) != NVRTC_SUCCESS) return "";
+  if (LoadedNvrtc()->nvrtcGetProgramLog(program, log.data()) != NVRTC_SUCCESS) return "";
   log.resize(size - 1);  // drop the terminating NUL
   return log;
 }
@@ -54,16 +56,18 @@ std::vector<std::string> NvrtcOptions(const NvrtcTarget& target) {
 }
 
 std::string NvrtcVersionString() {
+  if (LoadedNvrtc() == nullptr) return "NVRTC unavailable";
   int major = 0, minor = 0;
-  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "NVRTC unknown";
+  if (LoadedNvrtc()->nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "NVRTC unknown";
   return absl::StrCat("NVRTC ", major, ".", minor);
 }
 
 std::vector<int> NvrtcSupportedArchs() {
+  if (LoadedNvrtc() == nullptr) return {};
   int count = 0;
-  if (nvrtcGetNumSupportedArchs(&count) != NVRTC_SUCCESS || count <= 0) return {};
+  if (LoadedNvrtc()->nvrtcGetNumSupportedArchs(&count) != NVRTC_SUCCESS || count <= 0) return {};
   std::vector<int> archs(static_cast<size_t>(count));
-  if (nvrtcGetSupportedArchs(archs.data()) != NVRTC_SUCCESS) return {};
+  if (LoadedNvrtc()->nvrtcGetSupportedArchs(archs.data()) != NVRTC_SUCCESS) return {};
   std::sort(archs.begin(), archs.end());
   return archs;
 }
@@ -88,11 +92,17 @@ std::string FailedSourcePath(const std::string& name) {
 
 absl::StatusOr<NvrtcImage> NvrtcCompile(const std::string& source, const std::string& name,
                                         const NvrtcTarget& target) {
+  const NvrtcApi* nv = LoadedNvrtc();
+  if (nv == nullptr) {
+    return MakeStatus(
+        ErrorKind::kDevice,
+        absl::StrCat("cuda kernel '", name, "' cannot be compiled: ", NvrtcStatus().message()));
+  }
   const auto start = std::chrono::steady_clock::now();
   Program program;
   const std::string file = name + ".cu";
-  if (nvrtcResult r = nvrtcCreateProgram(&program.handle, source.c_str(), file.c_str(), 0,
-                                         nullptr, nullptr);
+  if (nvrtcResult r = nv->nvrtcCreateProgram(&program.handle, source.c_str(), file.c_str(), 0,
+                                             nullptr, nullptr);
       r != NVRTC_SUCCESS) {
     return NvrtcError(r, "nvrtcCreateProgram", name);
   }
@@ -100,7 +110,7 @@ absl::StatusOr<NvrtcImage> NvrtcCompile(const std::string& source, const std::st
   std::vector<const char*> argv;
   for (const std::string& o : options) argv.push_back(o.c_str());
   const nvrtcResult compiled =
-      nvrtcCompileProgram(program.handle, static_cast<int>(argv.size()), argv.data());
+      nv->nvrtcCompileProgram(program.handle, static_cast<int>(argv.size()), argv.data());
   NvrtcImage image;
   image.log = ProgramLog(program.handle);
   if (compiled != NVRTC_SUCCESS) {
@@ -112,7 +122,7 @@ absl::StatusOr<NvrtcImage> NvrtcCompile(const std::string& source, const std::st
         ErrorKind::kCompile,
         absl::StrCat("cuda kernel '", name, "': NVRTC (", NvrtcVersionString(),
                      ") rejected the generated source for ", target.Name(), " (",
-                     nvrtcGetErrorString(compiled), "); ",
+                     nv->nvrtcGetErrorString(compiled), "); ",
                      saved ? absl::StrCat("the source is saved in ", path)
                            : absl::StrCat("the source could not be saved to ", path),
                      "; options: ", absl::StrJoin(options, " "), "\nNVRTC log:\n", image.log,
@@ -121,19 +131,19 @@ absl::StatusOr<NvrtcImage> NvrtcCompile(const std::string& source, const std::st
   }
   size_t size = 0;
   if (target.kind == NvrtcKind::kCubin) {
-    if (nvrtcResult r = nvrtcGetCUBINSize(program.handle, &size); r != NVRTC_SUCCESS) {
+    if (nvrtcResult r = nv->nvrtcGetCUBINSize(program.handle, &size); r != NVRTC_SUCCESS) {
       return NvrtcError(r, "nvrtcGetCUBINSize", name);
     }
     image.bytes.resize(size);
-    if (nvrtcResult r = nvrtcGetCUBIN(program.handle, image.bytes.data()); r != NVRTC_SUCCESS) {
+    if (nvrtcResult r = nv->nvrtcGetCUBIN(program.handle, image.bytes.data()); r != NVRTC_SUCCESS) {
       return NvrtcError(r, "nvrtcGetCUBIN", name);
     }
   } else {
-    if (nvrtcResult r = nvrtcGetPTXSize(program.handle, &size); r != NVRTC_SUCCESS) {
+    if (nvrtcResult r = nv->nvrtcGetPTXSize(program.handle, &size); r != NVRTC_SUCCESS) {
       return NvrtcError(r, "nvrtcGetPTXSize", name);
     }
     image.bytes.resize(size);  // includes the NUL cuModuleLoadData wants for PTX
-    if (nvrtcResult r = nvrtcGetPTX(program.handle, image.bytes.data()); r != NVRTC_SUCCESS) {
+    if (nvrtcResult r = nv->nvrtcGetPTX(program.handle, image.bytes.data()); r != NVRTC_SUCCESS) {
       return NvrtcError(r, "nvrtcGetPTX", name);
     }
   }

@@ -81,6 +81,8 @@ TEST_CASE("unbounded branching (a data-dependent loop): kTrace naming the kernel
   CHECK(e->kind() == ErrorKind::kTrace);
 
   // Too many paths in all (each of 13 independent branches doubles them).
+  jit::TraceOptions limit;
+  limit.max_paths = 4096;
   Kernel wide = kernel("wide", [](auto x) {
     auto acc = x;
     for (int i = 0; i < 13; ++i) {
@@ -89,11 +91,12 @@ TEST_CASE("unbounded branching (a data-dependent loop): kTrace naming the kernel
       x = x * 1.0001 + acc * 1e-9;
     }
     return acc;
-  });
+  }, limit);
   e = Catch([&] { broadcast(wide, a); });
   REQUIRE(e);
   CHECK(e->kind() == ErrorKind::kTrace);
   CHECK(Contains(e->what(), "wide"));
+  CHECK(Contains(e->what(), "dc::cond"));
 }
 
 }  // namespace

@@ -56,7 +56,11 @@ KernelUnderTest Make(const Tree& tree, const std::string& name) {
   k.name = name;
   k.num_inputs = N;
   k.num_outputs = M;
-  k.kernel = dualcast::kernel(name, fn);
+  // The tree is immutable state, so the Kernel is built from a trace function
+  // directly (dualcast::kernel refuses callables with state).
+  k.kernel = dualcast::Kernel(name, [fn](const std::string& n, std::span<const jit::Type> types) mutable {
+    return jit::TraceDynamic(n, fn, types);
+  });
   const std::vector<jit::Type> types(N, jit::Type::kF64);
   k.primal = std::make_shared<const jit::Function>(jit::Optimize(jit::Trace(name, fn, types)));
   std::vector<int> wrt(N);

@@ -185,28 +185,43 @@ TEST_CASE("printing") {
   CHECK(os.str() == "1.5 [0, 1]");
 }
 
-TEST_CASE("tags: Duals of different differentiations never mix (compile time)") {
+TEST_CASE("tags: Duals of different tags combine into one level per tag, never into one lane") {
   using A = Dual<double, 1, TagA>;
   using B = Dual<double, 1, TagB>;
   using U = Dual<double, 1>;  // untagged
-  // Same type, constants and inner levels: allowed.
+  // Same type, constants and inner levels: the type is kept.
   static_assert(addable<A, A> && addable<A, double> && addable<int, A> && comparable<A, int>);
   static_assert(powable<A, A> && powable<A, int> && powable<float, A> && minable<A, double>);
   using AB = Dual<A, 1, TagB>;  // TagB on top of TagA: a nested differentiation
+  using BA = Dual<B, 1, TagA>;  // the same two perturbations nested the other way round
   static_assert(addable<AB, A> && multipliable<A, AB> && comparable<AB, A> && powable<AB, A>);
   static_assert(std::is_same_v<decltype(std::declval<A>() * std::declval<AB>()), AB>);
-  // Different tags, or a tag with no tag, at the same level: rejected.
-  static_assert(!addable<A, B> && !multipliable<A, B> && !comparable<A, B>);
-  static_assert(!addable<U, A> && !multipliable<A, U> && !comparable<U, A>);
-  static_assert(!powable<A, B> && !minable<U, A>);
-  static_assert(!converts<B, A> && !converts<U, A>);
-  // Different lane counts or value types: rejected too.
+  // Different tags at the same level: one level each, in one canonical order whatever the
+  // order of the operands (TagB sorts after TagA, so it is the outer level).
+  static_assert(std::is_same_v<decltype(std::declval<A>() + std::declval<B>()), AB>);
+  static_assert(std::is_same_v<decltype(std::declval<B>() * std::declval<A>()), AB>);
+  static_assert(std::is_same_v<decltype(dualcast::math::pow(std::declval<B>(), std::declval<A>())), AB>);
+  static_assert(comparable<A, B> && minable<U, A> && addable<U, A>);
+  // Conversions never lose a perturbation: into a type with all the levels (any order), yes.
+  static_assert(converts<A, AB> && converts<B, AB> && converts<BA, AB> && converts<AB, BA>);
+  static_assert(!converts<B, A> && !converts<U, A> && !converts<AB, A>);
+  // Same tag with different lane counts, or different real types: rejected.
   static_assert(!addable<Dual<double, 1>, Dual<double, 2>>);
+  static_assert(!addable<Dual<float, 1>, Dual<double, 1, TagA>>);
   static_assert(!addable<Dual<float, 1>, Dual<double, 1>>);
-  // An inner level does not accept the outer one, and bool is not a number.
-  static_assert(!converts<AB, A>);
   static_assert(!addable<A, bool>);
-  CHECK(true);
+
+  // x*y with x in TagA, y in TagB: d/dx = y, d/dy = x, d2/dxdy = 1, each in its own slot.
+  const AB p = A::variable(2.0, 0) * B::variable(3.0, 0);
+  CHECK(p.value().value() == 6.0);
+  CHECK(p.value().partial(0) == 3.0);  // d/dx
+  CHECK(p.partial(0).value() == 2.0);  // d/dy
+  CHECK(p.partial(0).partial(0) == 1.0);
+  // Re-nesting the other way round moves the slots, not the numbers.
+  const BA q = p;
+  CHECK(q.value().partial(0) == 2.0);  // d/dy, now inner
+  CHECK(q.partial(0).value() == 3.0);  // d/dx, now outer
+  CHECK(q.partial(0).partial(0) == 1.0);
 }
 
 }  // namespace

@@ -165,15 +165,29 @@ template <class A, class B>
 concept addable = requires(A a, B b) { a + b; };
 
 TEST_CASE("perturbation confusion: d/dx [x * d/dy (x + y)] at x = 1 is 1") {
-  // With the helpers: the inner call is seeded with a value of the outer Dual type, so x is a
-  // constant inside it and gets its own tag.
-  const double r = dualcast::derivative(
+  // ForwardDiff's classic test, written as a user would: the inner call is seeded with a plain
+  // double and its callable captures the outer x. The inner derivative keeps x's perturbation
+  // (it returns a Dual of the outer tag), so the outer derivative sees x * 1.
+  const auto r = dualcast::derivative(
+      [](auto x) { return x * dualcast::derivative([&](auto y) { return x + y; }, 1.0); }, 1.0);
+  static_assert(std::is_same_v<decltype(r), const double>);
+  CHECK(r == 1.0);
+
+  // The same with the inner call seeded with the outer Dual type (x is then a constant inside).
+  const double r2 = dualcast::derivative(
       [](auto x) {
         auto inner = dualcast::derivative([&](auto y) { return x + y; }, decltype(x)(1.0));
         return x * inner;
       },
       1.0);
-  CHECK(r == 1.0);
+  CHECK(r2 == 1.0);
+
+  // A variant where confusion would change the answer: d/dx [x * d/dy (x * y)] = d/dx x^2 = 2x.
+  for (double x0 : {-1.5, 0.25, 3.0}) {
+    const double d = dualcast::derivative(
+        [](auto x) { return x * dualcast::derivative([&](auto y) { return x * y; }, 2.0); }, x0);
+    CHECK(d == 2 * x0);
+  }
 
   // The same by hand with two tags, one per level.
   const Outer xo(Inner::variable(1.0, 0));                 // x lives in TagX
@@ -187,13 +201,41 @@ TEST_CASE("perturbation confusion: d/dx [x * d/dy (x + y)] at x = 1 is 1") {
   const U xu = U::variable(1.0, 0), yu = U::variable(1.0, 0);
   CHECK((xu + yu).partial(0) == 2.0);
 
-  // ... and mixing the two differentiations' own types does not compile: seeding the inner
-  // call with a plain double would create these two types, which cannot be added.
+  // Two differentiations' own types combine into two levels, never into one lane.
   using TX = Dual<double, 1, dualcast::derivative_tag<struct F1, double>>;
   using TY = Dual<double, 1, dualcast::derivative_tag<struct F2, double>>;
-  static_assert(!addable<TX, TY>);
-  static_assert(!addable<U, TX>);
+  static_assert(addable<TX, TY> && dualcast::dual_depth_v<decltype(TX() + TY())> == 2);
   static_assert(addable<Dual<TX, 1, dualcast::derivative_tag<struct F2, TX>>, TX>);
+}
+
+TEST_CASE("nested helpers seeded with plain numbers: second derivatives and mixed partials") {
+  // f(x) = x^3 sin(x): f'' by derivative of derivative, each call seeded with a double.
+  for (double x0 : {-2.0, 0.3, 1.7}) {
+    const double d2 = dualcast::derivative(
+        [](auto x) { return dualcast::derivative([](auto w) { return w * w * w * m::sin(w); }, x); }, x0);
+    const double want = 6 * x0 * std::sin(x0) + 6 * x0 * x0 * std::cos(x0) - x0 * x0 * x0 * std::sin(x0);
+    CHECK(d2 == doctest::Approx(want).epsilon(1e-14));
+  }
+  // g(x, y) = exp(x y) + x^2 y: d2g/dxdy = exp(xy)(1 + xy) + 2x, the inner derivative in y
+  // capturing the outer x (seeded with a plain double), the outer in x.
+  for (auto [x0, y0] : {std::pair{0.5, -1.0}, std::pair{1.25, 0.75}}) {
+    const double y = y0;
+    const double dxy = dualcast::derivative(
+        [y](auto x) { return dualcast::derivative([&](auto yy) { return m::exp(x * yy) + x * x * yy; }, y); },
+        x0);
+    CHECK(dxy == doctest::Approx(std::exp(x0 * y0) * (1 + x0 * y0) + 2 * x0).epsilon(1e-14));
+  }
+  // A Hessian as the gradient of a gradient, the inner gradient seeded with plain doubles
+  // that capture nothing, and a gradient that keeps an outer perturbation (mixed partials).
+  const auto h = dualcast::derivative(
+      [](auto t) {
+        const auto g = dualcast::gradient([&](auto a, auto b) { return t * a * b + m::sin(a) * t * t; },
+                                          std::array{0.5, 2.0});
+        return g[0] + 3 * g[1];  // d/da + 3 d/db, each a Dual of t's tag
+      },
+      1.5);
+  // d/dt [t b + cos(a) t^2 + 3 t a] at a = 0.5, b = 2, t = 1.5 = b + 2 t cos(a) + 3 a
+  CHECK(h == doctest::Approx(2.0 + 2 * 1.5 * std::cos(0.5) + 1.5).epsilon(1e-14));
 }
 
 }  // namespace

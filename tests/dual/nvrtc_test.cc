@@ -29,13 +29,45 @@ __device__ V every_function(V x, V y) {
         atan2(x, y) + sinh(x) + cosh(x) + tanh(x) + asinh(x) + acosh(y + 1) + atanh(x / 4) + erf(x) +
         erfc(x) + abs(x) + fabs(x) + min(x, y) + max(x, 1) + fmin(x, y) + fmax(1, y) + hypot(x, y) +
         copysign(x, y) + floor(x) + ceil(x) + round(x) + trunc(x) + fma(x, y, 1) + sigmoid(x) +
-        softplus(x) + relu(x) + select(x > y, x, y);
+        softplus(x) + relu(x) + select(x > y, x, y) + exp2(x) + fmod(x, y) + remainder(x, y) +
+        fdim(x, y) + nextafter(x, y) + tgamma(y) + lgamma(y) + rint(x) + nearbyint(x) +
+        logb(y) + sign(x) + square(x) + rsqrt(y) + clamp(x, -1, y) + logaddexp(x, y) + erfinv(x / 8) +
+        powi(x, 3) + lerp(x, y, V(0.25)) + ldexp(x, 2) + scalbn(y, -1) + V(ilogb(y)) +
+        V(isnan(x) + isinf(x) + isfinite(x) + isnormal(x) + signbit(x));
   if (x > 0)
     r *= 2;
   else
     r -= x;
   return r / (1 + y);
 }
+
+// The real-only <cmath> functions and staples (scalar float/double).
+template <class T>
+__device__ T every_real_function(T x, T y) {
+  using namespace dualcast::math;
+  int e = 0;
+  T ip = 0;
+  T r = exp2(x) + fmod(x, y) + remainder(x, y) + fdim(x, y) + nextafter(x, y) + tgamma(y) + lgamma(y) +
+        rint(x) + nearbyint(x) + logb(y) + T(ilogb(y)) + ldexp(x, 3) + scalbn(x, -2) + frexp(x, &e) +
+        modf(x, &ip) + ip + T(e) + sign(x) + square(x) + rsqrt(y) + clamp(x, -1, 1) + logaddexp(x, y) +
+        erfinv(x / 8) + digamma(y) + powi(x, 3) + lerp(x, y, T(0.25)) + T(isnan(x)) + T(isinf(x)) +
+        T(isfinite(x)) + T(isnormal(x)) + T(signbit(x)) + remquo(x, y, &e) + T(lround(x)) + T(llround(x)) +
+        T(lrint(x)) + T(llrint(x));
+  return r;
+}
+
+// ForwardDiff's perturbation-confusion case: the inner call is seeded with a plain double and
+// captures the outer Dual, so two tags meet (ordered at compile time) inside the kernel.
+template <class X>
+struct AddX {
+  X x;
+  template <class Y>
+  __device__ auto operator()(Y y) const { return x + y; }
+};
+struct Confusion {
+  template <class X>
+  __device__ auto operator()(X x) const { return x * dualcast::derivative(AddX<X>{x}, 1.0); }
+};
 
 struct SigmoidTanh {
   template <class T>
@@ -66,7 +98,9 @@ extern "C" __global__ void dual_every_function(const double* x, double* out, int
   const F2 a = every_function(F2::variable(xf, 0), F2::variable(1.5f, 1));
   const Outer b = every_function(Outer(Inner::variable(x[i], 0), Inner(1.0)), Outer(2.0));
   out[i] = a.partial(0) + a.partial(1) + every_function(xf, 1.5f) + every_function(x[i], 2.0) +
-           b.partial(0).partial(0) + dualcast::derivative(SigmoidTanh{}, x[i]);
+           b.partial(0).partial(0) + dualcast::derivative(SigmoidTanh{}, x[i]) +
+           every_real_function(x[i], 2.0) + every_real_function(xf, 1.5f) +
+           dualcast::derivative(Confusion{}, x[i]);
 }
 )cuda";
 

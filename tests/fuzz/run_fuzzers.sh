@@ -21,7 +21,7 @@ if ! command -v "$cxx" >/dev/null 2>&1; then
 fi
 absl_libs=$(pkg-config --libs absl_flat_hash_map absl_hash absl_status absl_statusor absl_str_format absl_strings)
 flags="-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-  -I$root -I$root/dual/include"
+  -I$root -I$root/dual/include -I$root/runtime/include"
 jit="$root/jit"
 ir_srcs="$jit/ir.cc $jit/print.cc $jit/verify.cc $jit/hash.cc $jit/error.cc $jit/rewrite.cc
   $jit/simplify.cc $jit/dce.cc $jit/optimize.cc $jit/scalar_ops.cc $jit/interpret.cc $jit/jvp.cc"

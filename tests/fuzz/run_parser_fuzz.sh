@@ -36,7 +36,7 @@ fi
 if [ "$rebuild" = 1 ]; then
   # shellcheck disable=SC2086
   "$cxx" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I"$root" $srcs $absl_libs -o "$bin.tmp"
+    -I"$root" -I"$root/dual/include" -I"$root/runtime/include" $srcs $absl_libs -o "$bin.tmp"
   mv "$bin.tmp" "$bin"
 fi
 cd "$work"

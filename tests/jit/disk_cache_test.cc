@@ -1,15 +1,21 @@
-// Tests of the on-disk object store: round trips, other processes, corruption, unusable directories.
+// Tests of the on-disk object store: round trips, other processes, corruption, unusable directories, the LRU cap, claims.
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "jit/disk_cache.h"
 
@@ -74,9 +80,10 @@ TEST_CASE("round trip, and a second instance on the same directory finds the obj
   cache.Save("empty", "");
   CHECK(cache.Load("empty") == std::string());
 
-  // No temporary files are left behind.
+  // No temporary files are left behind (.lock is the claims' lock file).
   int files = 0;
   for (const auto& entry : fs::directory_iterator(dir.path)) {
+    if (entry.path().filename() == ".lock") continue;
     CHECK(entry.path().extension() == ".dcobj");
     ++files;
   }
@@ -205,6 +212,199 @@ TEST_CASE("two real processes share objects both ways") {
   CHECK(WEXITSTATUS(status) == 0);
   DiskCache parent(dir.path);
   CHECK(parent.Load("from child") == Payload(8));
+}
+
+// Sets `path`'s mtime to `seconds` after the epoch (the cache's last-use stamp).
+void SetMtime(const std::string& path, time_t seconds) {
+  struct timespec times[2] = {{seconds, 0}, {seconds, 0}};
+  REQUIRE(::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
+}
+
+time_t Mtime(const std::string& path) {
+  struct stat st;
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return st.st_mtim.tv_sec;
+}
+
+TEST_CASE("the size cap evicts the least recently used objects; a corrupted entry is rebuilt") {
+  TempDir dir;
+  // Every object below is the same size: header (8 + 4 + 4 + 2-byte key + 8 + 8) + 1000.
+  const uint64_t object = 34 + 1000;
+  // Four objects fit; trimming goes down to 7/8 of the cap, three objects.
+  DiskCache cache(dir.path, 4 * object + 100);
+  REQUIRE(cache.enabled());
+  const time_t t0 = ::time(nullptr) - 1000;
+  for (int k = 0; k < 4; ++k) {
+    const std::string key = "k" + std::to_string(k);
+    cache.Save(key, Payload(k));
+    REQUIRE(fs::file_size(cache.PathFor(key)) == object);
+    SetMtime(cache.PathFor(key), t0 + 10 * k);  // k0 oldest ... k3 newest
+  }
+  CHECK(cache.counters().evicted == 0);
+  // A hit is a use: k0 becomes the most recent, k1 the least.
+  CHECK(cache.Load("k0") == Payload(0));
+  CHECK(Mtime(cache.PathFor("k0")) > t0 + 30);
+
+  cache.Save("k4", Payload(4));  // 5 objects > cap: k1 and k2 go
+  CHECK(cache.counters().evicted == 2);
+  CHECK_FALSE(fs::exists(cache.PathFor("k1")));
+  CHECK_FALSE(fs::exists(cache.PathFor("k2")));
+  for (int k : {0, 3, 4}) CHECK(cache.Load("k" + std::to_string(k)) == Payload(k));
+  CHECK(cache.Trim() == 3 * object);
+
+  // Another process's view: the same cap holds on a fresh instance, and it
+  // finds exactly the survivors.
+  DiskCache other(dir.path, 4 * object + 100);
+  CHECK_FALSE(other.Load("k1").has_value());
+  CHECK(other.Load("k3") == Payload(3));
+
+  // A corrupted entry reads as absent, is removed, and the next save rebuilds it.
+  std::string bytes = ReadFile(cache.PathFor("k3"));
+  bytes[bytes.size() - 3] ^= 0x10;
+  WriteFile(cache.PathFor("k3"), bytes);
+  CHECK_FALSE(cache.Load("k3").has_value());
+  CHECK(cache.counters().corrupt == 1);
+  CHECK_FALSE(fs::exists(cache.PathFor("k3")));
+  cache.Save("k3", Payload(3));
+  CHECK(cache.Load("k3") == Payload(3));
+  CHECK(cache.Trim() == 3 * object);
+
+  // Stale temporary files (a writer that died before its rename) are cleaned by a scan.
+  const std::string stale = dir.path + "/0123456789abcdef.dcobj.tmp.AbCdEf";
+  WriteFile(stale, "half an object");
+  SetMtime(stale, t0 - 7200);
+  cache.Trim();
+  CHECK_FALSE(fs::exists(stale));
+}
+
+TEST_CASE("an object larger than the cap is kept until the next save; 0 means no cap") {
+  TempDir dir;
+  DiskCache tiny(dir.path, 500);
+  tiny.Save("a", Payload(1));
+  CHECK(tiny.Load("a") == Payload(1));  // the object just saved is never the one evicted
+  tiny.Save("b", Payload(2));
+  CHECK_FALSE(tiny.Load("a").has_value());
+  CHECK(tiny.Load("b") == Payload(2));
+
+  TempDir dir2;
+  DiskCache unbounded(dir2.path, 0);
+  for (int k = 0; k < 20; ++k) unbounded.Save("u" + std::to_string(k), Payload(k));
+  CHECK(unbounded.counters().evicted == 0);
+  CHECK(unbounded.Trim() == 10 * (32 + 2 + 1000) + 10 * (32 + 3 + 1000));  // keys u0..u9, u10..u19
+}
+
+TEST_CASE("DUALCAST_CACHE_MAX: sizes with K/M/G suffixes, the default when unset or malformed") {
+  CHECK(DiskCache::ParseSize("0") == uint64_t{0});
+  CHECK(DiskCache::ParseSize("4096") == uint64_t{4096});
+  CHECK(DiskCache::ParseSize("64k") == uint64_t{64} << 10);
+  CHECK(DiskCache::ParseSize("512M") == uint64_t{512} << 20);
+  CHECK(DiskCache::ParseSize("2GiB") == uint64_t{2} << 30);
+  CHECK(DiskCache::ParseSize("3gb") == uint64_t{3} << 30);
+  CHECK_FALSE(DiskCache::ParseSize("").has_value());
+  CHECK_FALSE(DiskCache::ParseSize("-1").has_value());
+  CHECK_FALSE(DiskCache::ParseSize("1.5G").has_value());
+  CHECK_FALSE(DiskCache::ParseSize("12T").has_value());
+  CHECK_FALSE(DiskCache::ParseSize("99999999999999999999").has_value());
+  CHECK_FALSE(DiskCache::ParseSize("17179869184G").has_value());  // 2^34 G overflows
+
+  const char* saved = std::getenv("DUALCAST_CACHE_MAX");
+  const std::optional<std::string> old = saved ? std::optional<std::string>(saved) : std::nullopt;
+  ::unsetenv("DUALCAST_CACHE_MAX");
+  CHECK(DiskCache::DefaultMaxBytes() == DiskCache::kDefaultMaxBytes);
+  ::setenv("DUALCAST_CACHE_MAX", "256M", 1);
+  CHECK(DiskCache::DefaultMaxBytes() == uint64_t{256} << 20);
+  ::setenv("DUALCAST_CACHE_MAX", "lots", 1);  // warns on stderr
+  CHECK(DiskCache::DefaultMaxBytes() == DiskCache::kDefaultMaxBytes);
+  if (old) {
+    ::setenv("DUALCAST_CACHE_MAX", old->c_str(), 1);
+  } else {
+    ::unsetenv("DUALCAST_CACHE_MAX");
+  }
+}
+
+// Children of the claim tests report through their exit code (no doctest there).
+int WaitChild(pid_t pid) {
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+TEST_CASE("processes missing the same key at once: one compiles, the others load its object") {
+  TempDir dir;
+  const std::string compiles = dir.path + "/compiles.log";
+  constexpr int kProcesses = 4;
+  int start[2];
+  REQUIRE(::pipe(start) == 0);
+  fflush(nullptr);
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::close(start[1]);
+      char go;
+      if (::read(start[0], &go, 1) != 0) ::_exit(3);  // all start when the parent closes the pipe
+      DiskCache cache(dir.path);
+      std::optional<std::string> got = cache.Load(kKey);
+      if (!got) {
+        // "Compile": slow enough that the others are surely waiting meanwhile.
+        const int fd = ::open(compiles.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd < 0 || ::write(fd, "c", 1) != 1) ::_exit(4);
+        ::close(fd);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        cache.Save(kKey, Payload(9));
+        got = cache.Load(kKey);
+      }
+      ::_exit(got == Payload(9) ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  ::close(start[0]);
+  ::close(start[1]);
+  for (pid_t pid : children) CHECK(WaitChild(pid) == 0);
+  CHECK(ReadFile(compiles) == "c");  // exactly one compile
+  DiskCache cache(dir.path);
+  CHECK(cache.Load(kKey) == Payload(9));
+}
+
+TEST_CASE("a claim whose holder never saves delays others at most the timeout; threads never wait") {
+  TempDir dir;
+  int ready[2], done[2];
+  REQUIRE(::pipe(ready) == 0);
+  REQUIRE(::pipe(done) == 0);
+  fflush(nullptr);
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    // A process whose compile failed: it holds the claim and never saves.
+    DiskCache cache(dir.path);
+    const bool missed = !cache.Load(kKey).has_value();
+    if (::write(ready[1], "r", 1) != 1) ::_exit(2);
+    char c;
+    (void)::read(done[0], &c, 1);  // until the parent has timed out
+    ::_exit(missed ? 0 : 1);
+  }
+  char c;
+  REQUIRE(::read(ready[0], &c, 1) == 1);
+  DiskCache cache(dir.path);
+  cache.set_claim_timeout(std::chrono::milliseconds(200));
+  CHECK_FALSE(cache.Load(kKey).has_value());  // waited, gave up, compiles itself
+  CHECK(cache.counters().waited == 1);
+  REQUIRE(::write(done[1], "d", 1) == 1);
+  CHECK(WaitChild(pid) == 0);  // its exit released its claim
+  CHECK_FALSE(cache.Load(kKey).has_value());
+  CHECK(cache.counters().waited == 1);  // nothing to wait for now: the claim is ours
+
+  // In one process, a claim left by a failed compile on one thread never
+  // makes another thread wait (the in-memory cache deduplicates there).
+  std::thread other([&] { CHECK_FALSE(cache.Load(kKey).has_value()); });
+  other.join();
+  CHECK(cache.counters().waited == 1);
+  // Saving releases the claim; everyone now hits.
+  cache.Save(kKey, Payload(1));
+  DiskCache second(dir.path);
+  CHECK(second.Load(kKey) == Payload(1));
+  CHECK(second.counters().waited == 0);
 }
 
 TEST_CASE("Fnv1a64 matches the published test vectors") {

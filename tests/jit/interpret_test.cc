@@ -94,6 +94,20 @@ TEST_CASE("interpreter: every op once against a hand-written f64 expectation") {
       {Op::kFmax, {2, kNaN}, 2},
       {Op::kHypot, {3, 4}, 5},
       {Op::kCopysign, {3, -0.0}, -3},
+      {Op::kExp2, {-3}, 0.125},
+      {Op::kLgamma, {5}, std::log(24.0)},
+      {Op::kTgamma, {5}, 24},
+      {Op::kSign, {-7}, -1},
+      {Op::kSquare, {-3}, 9},
+      {Op::kRsqrt, {0.25}, 2},
+      {Op::kErfinv, {0.5}, 0.47693627620446987},  // tabulated (A&S 7.1)
+      {Op::kFmod, {-7, 3}, -1},                   // the sign of the dividend
+      {Op::kRemainder, {8, 3}, -1},               // 8/3 rounds to 3
+      {Op::kLdexp, {3, 4.9}, 48},                 // the count truncates to 4
+      {Op::kLogaddexp, {0, 0}, std::log(2.0)},
+      {Op::kClamp, {5, 0, 1}, 1},
+      {Op::kIsnan, {kNaN}, 1},
+      {Op::kIsfinite, {kInf}, 0},
       {Op::kLt, {1, 2}, 1},
       {Op::kLe, {2, 2}, 1},
       {Op::kGt, {1, 2}, 0},

@@ -40,6 +40,58 @@ int64_t UlpDistance(float a, float b) {
   return std::abs(ordered(a) - ordered(b));
 }
 
+// The same for doubles (saturating: a sign mismatch or an infinity is "far").
+int64_t UlpDistance64(double a, double b) {
+  if (std::isnan(a) && std::isnan(b)) return 0;
+  if (a == b) return 0;
+  if (std::isnan(a) || std::isnan(b) || std::isinf(a) || std::isinf(b)) {
+    return std::numeric_limits<int64_t>::max();
+  }
+  if (std::signbit(a) != std::signbit(b)) {
+    return std::abs(a) + std::abs(b) < 1e-300 ? 1 : std::numeric_limits<int64_t>::max();
+  }
+  const int64_t ia = std::bit_cast<int64_t>(std::abs(a)), ib = std::bit_cast<int64_t>(std::abs(b));
+  return ia > ib ? ia - ib : ib - ia;
+}
+
+// Whether dualcast::Dual has this op yet (the staples of ops.def that dual/ has
+// not caught up with are tested against their own references in ops_test.cc).
+bool HasDualReference(Op op) {
+  switch (op) {
+    case Op::kExp2: case Op::kLgamma: case Op::kTgamma: case Op::kSign: case Op::kSquare:
+    case Op::kRsqrt: case Op::kErfinv: case Op::kFmod: case Op::kRemainder: case Op::kLdexp:
+    case Op::kLogaddexp: case Op::kClamp: return false;
+    default: return true;
+  }
+}
+
+// The partial `got` against the long-double Dual reference: within 8 ulp, or,
+// where the op's value is NaN although no input is, NaN (NaN value => NaN partials).
+// (+, -, * and fma are exempt: jvp.cc keeps their plain partials.)
+template <class T>
+void CheckPartial(Op op, T got, long double reference, T value, const std::vector<double>& point) {
+  bool nan_input = false;
+  for (double v : point) nan_input = nan_input || std::isnan(v);
+  const bool exempt = op == Op::kAdd || op == Op::kSub || op == Op::kMul || op == Op::kFma;
+  if (std::isnan(value) && !nan_input && !exempt) {
+    CHECK(std::isnan(got));
+    return;
+  }
+  if (nan_input && std::isnan(got)) return;  // a NaN in gives a NaN partial or the convention's value
+  // The one documented difference from Dual's "NaN value => NaN partials": the JIT never
+  // emits the tangent of a piecewise-constant op (floor, ceil, round, trunc, sign) or of
+  // relu's x <= 0 side (structural zeros, see jvp.cc), so a NaN input gives 0 there.
+  const bool structural_zero = op == Op::kFloor || op == Op::kCeil || op == Op::kRound ||
+                               op == Op::kTrunc || op == Op::kSign || op == Op::kRelu;
+  if (nan_input && structural_zero && got == 0) return;
+  const T ref = static_cast<T>(reference);
+  if constexpr (std::is_same_v<T, float>) {
+    CHECK(UlpDistance(got, ref) <= 8);
+  } else {
+    CHECK(UlpDistance64(got, ref) <= 8);
+  }
+}
+
 // The op applied to Duals (or plain numbers): the reference, written with the
 // Dual library's functions only.
 template <class T>
@@ -142,12 +194,13 @@ std::vector<int> AllInputs(const Function& f) {
   return wrt;
 }
 
-TEST_CASE("jvp of every arithmetic and math op matches Dual<double, 3> exactly") {
+TEST_CASE("jvp of every arithmetic and math op: Dual<double>'s value, partials within 8 ulp") {
   std::mt19937_64 rng(42);
   int checked_ops = 0;
   for (int i = 0; i < kNumOps; ++i) {
     Op op = static_cast<Op>(i);
     if (Info(op).kind != OpKind::Arith && Info(op).kind != OpKind::Math) continue;
+    if (!HasDualReference(op)) continue;
     std::string op_name = Spelling(op);
     CAPTURE(op_name);
     Function f = OneOp(op, Type::kF64);
@@ -161,13 +214,18 @@ TEST_CASE("jvp of every arithmetic and math op matches Dual<double, 3> exactly")
       D x[3];
       for (size_t k = 0; k < p.size(); ++k) x[k] = D::variable(p[k], static_cast<int>(k));
       D expected = ApplyOp(op, x);
+      using L = Dual<long double, 3>;
+      L xl[3];
+      for (size_t k = 0; k < p.size(); ++k) xl[k] = L::variable(p[k], static_cast<int>(k));
+      L precise = ApplyOp(op, xl);
       std::vector<double> got = Interpret(r.function, std::span<const double>(p));
       CAPTURE(p);
-      // The jvp mirrors the Dual library's formulas, so agreement is bit for bit.
+      // The value is the Dual library's, bit for bit; the partials are checked
+      // against the long-double Dual, whose formulas keep 11 more bits.
       CHECK(SameValue(got[0], expected.value()));
       for (size_t j = 0; j < J; ++j) {
         CAPTURE(j);
-        CHECK(SameValue(got[PartialIndex(1, J, 0, j)], expected.partial(static_cast<int>(j))));
+        CheckPartial(op, got[PartialIndex(1, J, 0, j)], precise.partial(static_cast<int>(j)), got[0], p);
       }
     }
     ++checked_ops;
@@ -175,11 +233,12 @@ TEST_CASE("jvp of every arithmetic and math op matches Dual<double, 3> exactly")
   CHECK(checked_ops == 44);
 }
 
-TEST_CASE("jvp of every op in f32 is within 4 ulp of Dual<float, 3>") {
+TEST_CASE("jvp of every op in f32: value within 4 ulp of Dual<float>, partials within 8 ulp") {
   std::mt19937_64 rng(7);
   for (int i = 0; i < kNumOps; ++i) {
     Op op = static_cast<Op>(i);
     if (Info(op).kind != OpKind::Arith && Info(op).kind != OpKind::Math) continue;
+    if (!HasDualReference(op)) continue;
     std::string op_name = Spelling(op);
     CAPTURE(op_name);
     Function f = OneOp(op, Type::kF32);
@@ -193,12 +252,17 @@ TEST_CASE("jvp of every op in f32 is within 4 ulp of Dual<float, 3>") {
       std::vector<float> pf(p.begin(), p.end());
       for (size_t k = 0; k < p.size(); ++k) x[k] = D::variable(pf[k], static_cast<int>(k));
       D expected = ApplyOp(op, x);
+      using L = Dual<long double, 3>;
+      L xl[3];
+      for (size_t k = 0; k < p.size(); ++k) xl[k] = L::variable(pf[k], static_cast<int>(k));
+      L precise = ApplyOp(op, xl);
       std::vector<float> got = Interpret(r.function, std::span<const float>(pf));
+      std::vector<double> pw(pf.begin(), pf.end());
       CAPTURE(p);
       CHECK(UlpDistance(got[0], expected.value()) <= 4);
       for (size_t j = 0; j < J; ++j) {
         CAPTURE(j);
-        CHECK(UlpDistance(got[PartialIndex(1, J, 0, j)], expected.partial(static_cast<int>(j))) <= 4);
+        CheckPartial(op, got[PartialIndex(1, J, 0, j)], precise.partial(static_cast<int>(j)), got[0], pw);
       }
     }
   }
@@ -260,10 +324,14 @@ TEST_CASE("jvp of the HM-LSTM cell matches Dual on every path") {
     std::vector<float> xf(x.begin(), x.end());
     F yf = CellReference<F>(xf[0], xf[1], F::variable(xf[2], 0), F::variable(xf[3], 1),
                             F::variable(xf[4], 2), F::variable(xf[5], 3));
+    // Partials against long double: Dual<float>'s 1 - tanh^2 has lost digits here.
+    using L = Dual<long double, 4>;
+    L yl = CellReference<L>(xf[0], xf[1], L::variable(xf[2], 0), L::variable(xf[3], 1),
+                            L::variable(xf[4], 2), L::variable(xf[5], 3));
     std::vector<float> gotf = Interpret(r32.function, std::span<const float>(xf));
     CHECK(UlpDistance(gotf[0], yf.value()) <= 4);
     for (size_t j = 0; j < 4; ++j) {
-      CHECK(UlpDistance(gotf[PartialIndex(1, 4, 0, j)], yf.partial(int(j))) <= 4);
+      CHECK(UlpDistance(gotf[PartialIndex(1, 4, 0, j)], static_cast<float>(yl.partial(int(j)))) <= 8);
     }
   }
   for (int count : paths) CHECK(count > 200);
@@ -293,7 +361,11 @@ int CountOnPath(const Function& f, const std::vector<bool>& path, Pred pred) {
   return count;
 }
 
-TEST_CASE("jvp of the HM-LSTM cell: each path computes each transcendental once, CSE'd with the primal") {
+// Transcendental work on a path. sigmoid' reads exp(-x), the very call the
+// backends lower sigmoid(x) to (llvm_printer.cc, cuda_printer.cc), so LLVM's
+// CSE merges the two; tanh' needs e = exp(-2|x|), the one extra call accuracy
+// costs (1 - tanh^2 has no digits left beyond |x| ~ 3 in f32).
+TEST_CASE("jvp of the HM-LSTM cell: transcendentals per path, sigmoid's exp shared with the primal") {
   JvpResult r = Jvp(Cell(Type::kF32), std::vector<int>{2, 3, 4, 5});
   const Function& f = r.function;
   REQUIRE(Verify(f).ok());
@@ -301,21 +373,29 @@ TEST_CASE("jvp of the HM-LSTM cell: each path computes each transcendental once,
   auto is = [](Op op, ValueId arg) {
     return [=](const Inst& inst) { return inst.op == op && inst.args[0] == arg; };
   };
-  auto any_math = [](const Inst& inst) { return Info(inst.op).kind == OpKind::Math; };
+  auto any_math = [](const Inst& inst) {
+    return Info(inst.op).kind == OpKind::Math && inst.op != Op::kAbs;  // abs is a bit mask
+  };
+  // exp(neg v) directly after the primal sigmoid(v): the shared call.
+  auto shared_exp = [&f](const Inst& inst) {
+    return inst.op == Op::kExp && f.inst(inst.args[0]).op == Op::kNeg;
+  };
   const std::vector<bool> flush = {true}, copy = {false, true}, update = {false, false};
   CAPTURE(Print(f));
 
   CHECK(CountOnPath(f, flush, is(Op::kTanh, in_g)) == 1);
   CHECK(CountOnPath(f, flush, is(Op::kSigmoid, in_i)) == 1);
   CHECK(CountOnPath(f, flush, is(Op::kSigmoid, in_f)) == 0);
-  CHECK(CountOnPath(f, flush, any_math) == 2);
+  CHECK(CountOnPath(f, flush, shared_exp) == 1);
+  CHECK(CountOnPath(f, flush, any_math) == 4);  // tanh, sigmoid + its shared exp, tanh's exp
 
   CHECK(CountOnPath(f, copy, any_math) == 0);
 
   CHECK(CountOnPath(f, update, is(Op::kTanh, in_g)) == 1);
   CHECK(CountOnPath(f, update, is(Op::kSigmoid, in_i)) == 1);
   CHECK(CountOnPath(f, update, is(Op::kSigmoid, in_f)) == 1);
-  CHECK(CountOnPath(f, update, any_math) == 3);
+  CHECK(CountOnPath(f, update, shared_exp) == 2);
+  CHECK(CountOnPath(f, update, any_math) == 6);
 
   // The inner If yields c and 4 lanes; the outer one its result and 4 lanes
   // (FLUSH yields zeros for the c and f lanes it does not touch).

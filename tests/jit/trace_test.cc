@@ -441,7 +441,8 @@ TEST_CASE("hand-written branchy kernels: tight on every path and equal to the la
   CheckAgainstDoubles<1>("ladder", kernels::kLadder, -4, 4);
   CheckAgainstDoubles<3>("early_and_late", kernels::kEarlyAndLate);
   Function repeated = CheckAgainstDoubles<2>("repeated", kernels::kRepeatedCondition);
-  CHECK(CountOps(repeated, Op::kIf) == 3);  // x > 0 once, then x != y on each side
+  // x > 0 once; the x != y decisions of its two sides re-join into one If after it.
+  CHECK(CountOps(repeated, Op::kIf) == 2);
   CHECK(CountOps(repeated, Op::kEq) == 0);  // y == x is never asked: it is known
   CHECK(Paths(repeated).size() == 4);
 }
@@ -662,11 +663,16 @@ TEST_CASE("too many paths is an error naming the kernel and the limit") {
     }
     return acc;
   };
-  Error e = CatchError([&] { Trace("many", many, Types(Type::kF32, 2)); });
+  TraceOptions limit;
+  limit.max_paths = 4096;
+  Error e = CatchError([&] { Trace("many", many, Types(Type::kF32, 2), limit); });
   CHECK(e.kind() == ErrorKind::kTrace);
   CHECK(Contains(e.what(), "'many'"));
   CHECK(Contains(e.what(), "4096"));
+  CHECK(Contains(e.what(), "13 different conditions"));
+  CHECK(Contains(e.what(), "dc::cond(pred, then_fn, else_fn)"));
   CHECK(Contains(e.what(), "select(cond, a, b)"));
+  CHECK_NOTHROW(Trace("many", many, Types(Type::kF32, 2)));  // 8192 paths: within the default
   TraceOptions small;
   small.max_paths = 2;
   CHECK_THROWS_AS(Trace("hm", kernels::kHmLstm, Types(Type::kF32, 6), small), Error);

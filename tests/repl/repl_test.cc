@@ -2,7 +2,9 @@
 // (the golden transcript gradients.out included) against Dual<double> and the C++ API.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -18,6 +20,7 @@
 #include "dualcast/reductions.hpp"
 #include "dualcast/tape.hpp"
 #include "examples/repl/driver.h"
+#include "examples/repl/interrupt.h"
 #include "examples/repl/lexer.h"
 #include "examples/repl/lower.h"
 #include "examples/repl/parser.h"
@@ -328,6 +331,33 @@ TEST_CASE("session: errors never end the session and leave its state as it was")
   Session lenient(out, err);
   CHECK(RunScript(script2, lenient, {}, echo) == 0);
   CHECK(lenient.variable("z") != nullptr);
+}
+
+TEST_CASE("session: completion names, output indexing from 1, and Ctrl-C between sub-expressions") {
+  std::ostringstream out, err;
+  Session s(out, err);
+  CHECK(s.Run("def polar(x, y) = (hypot(x, y), atan2(y, x))"));
+  CHECK(s.Run("radius_in = [3, 6]"));
+  const std::vector<std::string> names = s.CompletionNames();
+  for (const char* expected : {"polar", "radius_in", ":load", ":time", "sigmoid", "sum", "pi"}) {
+    CHECK_MESSAGE(std::find(names.begin(), names.end(), expected) != names.end(), expected);
+  }
+  CHECK(std::is_sorted(names.begin(), names.end()));
+  // polar's first output is the hypotenuse, the second the angle: checked against <cmath>.
+  const std::vector<double> r = s.Evaluate("polar.(radius_in, [4, 8])[1]").parts[0].to_vector();
+  CHECK(r == std::vector<double>{5, 10});
+  const std::vector<double> theta = s.Evaluate("polar.(radius_in, [4, 8])[2]").parts[0].to_vector();
+  CHECK(theta[0] == doctest::Approx(std::atan2(4.0, 3.0)));
+  CHECK_FALSE(s.Run("polar.(1, 1)[3]"));
+  CHECK(err.str().find("numbered 1 to 2") != std::string::npos);
+  // A pending Ctrl-C unwinds the next statement at its first sub-expression; state is kept.
+  InstallInterruptHandler();
+  std::raise(SIGINT);
+  CHECK_FALSE(s.Run("radius_in = [1, 1]"));
+  CHECK(err.str().find("interrupted (Ctrl-C)") != std::string::npos);
+  CHECK(s.variable("radius_in")->parts[0].to_vector() == std::vector<double>{3, 6});
+  CHECK_FALSE(InterruptPending());
+  std::signal(SIGINT, SIG_DFL);
 }
 
 TEST_CASE("where vs if: the untaken branch's NaN leaks into the unfused reverse sweep only") {

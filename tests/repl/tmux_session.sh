@@ -63,6 +63,32 @@ wait_for 1 "error: unknown name 'nosuch'"
 keys 'twice(21)' Enter
 wait_for 1 '42'
 
+# Tab completes commands and names: ':lo' Tab -> ':load ', then a file of definitions.
+printf 'def polar(x, y) = (hypot(x, y), atan2(y, x))\n' > "$tmp/defs.dc"
+keys ':lo' Tab "$tmp/defs.dc" Enter
+wait_for 1 'defined polar(x, y) -> 2 outputs'
+keys 'pola' Tab '.(3, 4)[1] * 1111' Enter
+wait_for 1 'dc> polar.(3, 4)[1] * 1111'
+wait_for 1 '5555'
+
+# Ctrl-C while typing drops the line (nothing runs) and prompts again.
+keys 'cancelled_line = 1 +'
+keys C-c
+wait_for 1 '^C'
+keys 'cancelled_line' Enter
+wait_for 1 "error: unknown name 'cancelled_line'"
+
+# Ctrl-C during a running statement cancels it; the session goes on.
+keys 'big = rand(1500, 1500)' Enter
+wait_for 1 'big ='
+keys ':time matmul(big, big)' Enter
+wait_for 1 'dc> :time matmul(big, big)'
+sleep 0.5
+keys C-c
+wait_for 1 'interrupted (Ctrl-C): the statement was cancelled'
+keys 'twice(21.5) * 1000' Enter
+wait_for 1 '43000'
+
 keys ':quit' Enter
 i=0
 while [ ! -s "$tmp/data/dualcast/repl_history" ] || ! grep -qF 'twice(21)' "$tmp/data/dualcast/repl_history"; do

@@ -189,21 +189,29 @@ TEST_CASE("matmul values, transposed views, and gradients vs finite differences"
   CHECK(matmul(D::zeros({2, 0}), D::zeros({0, 3})).to_vector() == std::vector<double>(6, 0.0));
 }
 
-TEST_CASE("reshape and transpose: recorded by the free functions, not by the methods") {
+TEST_CASE("reshape, transpose and copy: methods and free functions are one operation to the tape") {
   D x = D::normal({2, 3, 4}, 6), w = D::normal({4, 6}, 7);
-  auto loss = [&](std::vector<D>& in) {
+  auto free_fn = [&](std::vector<D>& in) {
     return WeightedSum(in[1], reshape(transpose(in[0], {2, 0, 1}), {4, 6}));
   };
+  auto methods = [&](std::vector<D>& in) {
+    return WeightedSum(in[1], in[0].transpose({2, 0, 1}).reshape({4, 6}));
+  };
+  auto copied = [&](std::vector<D>& in) {
+    return WeightedSum(in[1], in[0].transpose({2, 0, 1}).copy().reshape({4, -1}));
+  };
   std::vector<D> in{x, w};
+  const std::vector<double> fd =
+      FiniteDifference([&](std::vector<D>& v) { return free_fn(v).item(); }, in, 0);
   Tape tape;
-  auto g = tape.gradient(loss(in), {x});
-  CheckClose(g[0].to_vector(), FiniteDifference([&](std::vector<D>& v) { return loss(v).item(); }, in, 0),
-             1e-7);
-  // Through the method the tape sees a new, unrelated array.
-  D y = x.reshape({6, 4});
-  auto g2 = tape.gradient(WeightedSum(D::ones({6, 4}), y), {x, y});
-  CHECK(g2[0].to_vector() == std::vector<double>(24, 0.0));
-  CHECK(g2[1].to_vector() == std::vector<double>(24, 1.0));
+  CheckClose(tape.gradient(free_fn(in), {x})[0].to_vector(), fd, 1e-7);
+  CheckClose(tape.gradient(methods(in), {x})[0].to_vector(), fd, 1e-7);
+  CheckClose(tape.gradient(copied(in), {x})[0].to_vector(), fd, 1e-7);
+  // A non-contiguous reshape copies first; the gradient still flows.
+  D y = x.transpose().reshape({6, 4});
+  auto g = tape.gradient(WeightedSum(D::ones({6, 4}), y), {x, y});
+  CHECK(g[0].to_vector() == std::vector<double>(24, 1.0));
+  CHECK(g[1].to_vector() == std::vector<double>(24, 1.0));
 }
 
 // f(x, y) = x * y over x (n, 1) and y (1, m): a broadcast node built by hand,
@@ -330,7 +338,7 @@ TEST_CASE("accumulate_gradient adds into user buffers and strided views; errors 
   }
 }
 
-TEST_CASE("loss must have one element; unrelated inputs get zeros; repeated inputs get copies") {
+TEST_CASE("loss must have one element; unrelated inputs are an error (or zeros when asked); repeated inputs get copies") {
   D x = D::normal({2, 2}, 13), unrelated = D::normal({3}, 14);
   Tape tape;
   D s = sum(x, {0});
@@ -341,7 +349,22 @@ TEST_CASE("loss must have one element; unrelated inputs get zeros; repeated inpu
     CHECK(e.kind() == ErrorKind::kShape);
     CHECK(std::string(e.what()).find("exactly one element") != std::string::npos);
   }
-  auto g = tape.gradient(sum(x), {x, unrelated, x});
+  try {
+    tape.gradient(sum(x), {x, unrelated, x});
+    FAIL("an unused input got a gradient");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::kInvalidArgument);
+    const std::string m = e.what();
+    CHECK(m.find("input 2 (shape [3]) does not reach the loss") != std::string::npos);
+    CHECK(m.find("allow_unused") != std::string::npos);
+  }
+  // accumulate_gradient refuses the same way and writes nothing.
+  D buf_x = D::zeros({2, 2}), buf_u = D::ones({3});
+  CHECK_THROWS_AS(tape.accumulate_gradient(sum(x), {x, unrelated}, {buf_x, buf_u}), Error);
+  CHECK(buf_x.to_vector() == std::vector<double>(4, 0.0));
+  CHECK(buf_u.to_vector() == std::vector<double>(3, 1.0));
+
+  auto g = tape.gradient(sum(x), {x, unrelated, x}, GradientOptions{.allow_unused = true});
   CHECK(g[0].to_vector() == std::vector<double>(4, 1.0));
   CHECK(g[1].to_vector() == std::vector<double>(3, 0.0));
   CHECK(g[2].to_vector() == std::vector<double>(4, 1.0));
@@ -364,15 +387,25 @@ TEST_CASE("nested tapes: the inner records on both; after it ends the outer stil
     b = mean(x);  // both
     CHECK(inner.size() == 1);
     CHECK(inner.gradient(b, {x})[0].to_vector() == std::vector<double>(4, 0.25));
-    // `a` was recorded before the inner tape: for it, a is a leaf.
-    CHECK(inner.gradient(a, {x})[0].to_vector() == std::vector<double>(4, 0.0));
+    // `a` was recorded before the inner tape: for it, a is a constant, and
+    // the error says so (zeros only when asked for).
+    try {
+      inner.gradient(a, {x});
+      FAIL("a gradient through an array computed before the tape was returned");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("computed by 'sum' outside this tape's record") !=
+            std::string::npos);
+    }
+    // allow_unused does not turn it into zeros: the loss does depend on x.
+    CHECK_THROWS_AS(inner.gradient(a, {x}, {.allow_unused = true}), Error);
   }
   CHECK(outer.size() == 2);
   CHECK(detail::ActivePartialsMode(1) == PartialsMode::kCache);
   CHECK(outer.gradient(b, {x})[0].to_vector() == std::vector<double>(4, 0.25));
   CHECK(outer.gradient(a, {x})[0].to_vector() == std::vector<double>(4, 1.0));
   outer.clear();
-  CHECK(outer.gradient(b, {x})[0].to_vector() == std::vector<double>(4, 0.0));
+  CHECK_THROWS_AS(outer.gradient(b, {x}), Error);
+  CHECK_THROWS_AS(outer.gradient(b, {x}, {.allow_unused = true}), Error);
 }
 
 TEST_CASE("kAuto picks recompute above the budget; no tape means nothing is recorded") {

@@ -27,10 +27,14 @@ constexpr int kThreads = 8;
 constexpr int64_t kBlock = 5000;  // points per thread (a chunk of the thread pool's grain)
 constexpr int64_t kPoints = kThreads * kBlock;
 
-// A small return-mapping-like law with real branches and two outputs.
-auto MakeLaw(double shift) {
-  return dc::kernel("threads_law", [shift](auto eps, auto k, auto y) {
+// A small return-mapping-like law with real branches and two outputs. The
+// shift is a compile-time constant (kernels take no captures), so each
+// value is its own kernel structure.
+template <int kShift1024>
+auto MakeLaw() {
+  return dc::kernel("threads_law", [](auto eps, auto k, auto y) {
     using namespace dc::math;
+    constexpr double shift = kShift1024 / 1024.0;
     auto trial = k * eps + shift;
     if (trial > y) return std::tuple{y + (trial - y) / (1 + k), sqrt(trial - y)};
     if (trial < -y) return std::tuple{-y + (trial + y) / (1 + k), -sqrt(-y - trial)};
@@ -68,7 +72,7 @@ void RunTogether(F fn) {
 }  // namespace
 
 TEST_CASE("8 threads: partials on their own blocks, one shared Kernel, results equal the single-threaded run") {
-  const dc::Kernel law = MakeLaw(0.125);
+  const dc::Kernel law = MakeLaw<128>();
   const std::vector<double> eps = Strains();
   const Array<double> k = Array<double>::scalar(2.0), y = Array<double>::scalar(1.5);
   k.eval();
@@ -98,7 +102,7 @@ TEST_CASE("8 threads: partials on their own blocks, one shared Kernel, results e
 
 TEST_CASE("8 threads: concurrent first-time trace and compile of one kernel are done once") {
   // A constant no other test uses, so neither the trace nor the kernel exists yet.
-  const dc::Kernel law = MakeLaw(0.0625);
+  const dc::Kernel law = MakeLaw<64>();
   const std::vector<double> eps = Strains();
   const Array<double> k = Array<double>::scalar(3.0), y = Array<double>::scalar(1.0);
   k.eval();
@@ -128,7 +132,7 @@ TEST_CASE("8 threads: concurrent first-time trace and compile of one kernel are 
 }
 
 TEST_CASE("8 threads: lazy broadcasts and a Tape per thread give the single-threaded gradients") {
-  const dc::Kernel law = MakeLaw(0.125);
+  const dc::Kernel law = MakeLaw<128>();
   const std::vector<double> eps = Strains();
   auto gradients_of = [&](int b) {
     // Parameters are per thread: the tape differentiates with respect to them.

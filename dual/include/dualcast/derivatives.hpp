@@ -14,18 +14,17 @@
 
 // Tags and nesting. Each helper differentiates with its own tag, by default
 // derivative_tag<F, T> (gradient_tag, jacobian_tag): F the callable's type, T the type of the
-// point. Duals of different tags never mix (a compile error), so a perturbation can never be
-// confused with another one. Nested calls therefore get distinct tags automatically: an inner
-// call that sees an outer Dual must be seeded with a value of the outer Dual type, which makes
-// its T, hence its tag, different from the outer one. Capturing an outer variable but seeding
-// the inner call with a plain double does not compile, instead of silently mixing the two
-// perturbations (the classic perturbation-confusion bug). An explicit tag can be given as the
-// first template argument: derivative<MyTag>(f, x).
+// point. A perturbation can never be confused with another: Duals of different tags combine
+// into one value with a level per tag (dual_number.hpp, dual_levels.hpp), and each helper reads
+// out the coefficient of its own tag only. So nested calls just work, whether the inner call is
+// seeded with a plain number (its callable captures the outer variable) or with the outer
+// Dual type; the result keeps every outer perturbation (it is a Dual of the outer tags when the
+// callable used outer Duals), so the outer helper can differentiate it in turn. An explicit tag
+// can be given as the first template argument: derivative<MyTag>(f, x).
 //
-// Example (d/dx [x * d/dy (x + y)] at x = 1 is 1):
+// Example (ForwardDiff's perturbation-confusion test: d/dx [x * d/dy (x + y)] at x = 1 is 1):
 //   double r = dualcast::derivative([](auto x) {
-//     auto inner = dualcast::derivative([&](auto y) { return x + y; }, decltype(x)(1.0));
-//     return x * inner;
+//     return x * dualcast::derivative([&](auto y) { return x + y; }, 1.0);
 //   }, 1.0);
 namespace dualcast {
 
@@ -44,19 +43,25 @@ namespace detail {
 template <class Tag, class Default>
 using pick_tag = stdx::conditional_t<stdx::is_same_v<Tag, auto_tag>, Default, Tag>;
 
-// Lane k of a result: a D result has lanes, a constant result (the callable ignored its input on
-// this path) has derivative zero.
-template <class D, class R>
-DUALCAST_HD constexpr typename D::value_type lane_of(const R& r, int k) {
-  using T = typename D::value_type;
-  if constexpr (stdx::is_same_v<R, D>) {
-    return r.partial(k);
-  } else {
-    static_assert(constant_for<R, D>,
-                  "dualcast: the function returned a type that is neither the Dual it was called "
-                  "with nor a constant (did it mix in a Dual of another differentiation?)");
-    return T(0);
-  }
+// What a helper returns for a point of type T and a callable result of type R: R without the
+// helper's level Tag (so outer perturbations are kept), widened to hold T's levels as well
+// (a result that ignored its input is still a value of the point's type).
+template <class R, class Tag, class T>
+struct result_of_helper {
+  static_assert(is_dual_v<R> || arithmetic<R>,
+                "dualcast: the differentiated function must return a number or a Dual");
+  using rest = without_tag_t<R, Tag>;
+  using type = stdx::conditional_t<is_dual_v<rest> || is_dual_v<T>, common_dual_t<rest, T>,
+                                   stdx::conditional_t<is_dual_v<R>, rest, T>>;
+};
+
+// Lane k of Tag in a result r: its coefficient (zero when r does not depend on Tag), as Out.
+template <class Out, class Tag, class R>
+DUALCAST_HD constexpr Out lane_of(const R& r, int k) {
+  if constexpr (is_dual_v<R>)
+    return embed<Out>(tag_part<Tag>(r, k));
+  else
+    return Out(0);
 }
 
 template <class T>
@@ -68,10 +73,12 @@ concept differentiable_point = floating_point<T> || is_dual_v<T>;
 DUALCAST_HD_CALLS_USER
 template <class Tag = auto_tag, class F, class T>
   requires detail::differentiable_point<T>
-DUALCAST_HD T derivative(F&& f, const T& x) {
-  using D = Dual<T, 1, detail::pick_tag<Tag, derivative_tag<detail::remove_cvref_t<F>, T>>>;
+DUALCAST_HD auto derivative(F&& f, const T& x) {
+  using DTag = detail::pick_tag<Tag, derivative_tag<detail::remove_cvref_t<F>, T>>;
+  using D = Dual<T, 1, DTag>;
   const auto y = f(D::variable(x, 0));
-  return detail::lane_of<D>(y, 0);
+  using Out = typename detail::result_of_helper<detail::remove_cvref_t<decltype(y)>, DTag, T>::type;
+  return detail::lane_of<Out, DTag>(y, 0);
 }
 
 #if !DUALCAST_RTC
@@ -114,11 +121,13 @@ std::array<D, N> seed_all(const std::array<T, N>& x) {
 //   // g == {4.0, 3.0}
 template <class Tag = auto_tag, class F, class T, std::size_t N>
   requires detail::differentiable_point<T>
-std::array<T, N> gradient(F&& f, const std::array<T, N>& x) {
-  using D = Dual<T, static_cast<int>(N), detail::pick_tag<Tag, gradient_tag<detail::remove_cvref_t<F>, T>>>;
+auto gradient(F&& f, const std::array<T, N>& x) {
+  using GTag = detail::pick_tag<Tag, gradient_tag<detail::remove_cvref_t<F>, T>>;
+  using D = Dual<T, static_cast<int>(N), GTag>;
   const auto y = detail::call_with_inputs(f, detail::seed_all<D>(x));
-  std::array<T, N> g{};
-  for (std::size_t k = 0; k < N; ++k) g[k] = detail::lane_of<D>(y, static_cast<int>(k));
+  using Out = typename detail::result_of_helper<detail::remove_cvref_t<decltype(y)>, GTag, T>::type;
+  std::array<Out, N> g{};
+  for (std::size_t k = 0; k < N; ++k) g[k] = detail::lane_of<Out, GTag>(y, static_cast<int>(k));
   return g;
 }
 
@@ -130,12 +139,14 @@ std::array<T, N> gradient(F&& f, const std::array<T, N>& x) {
 template <class Tag = auto_tag, class F, class T, std::size_t N>
   requires detail::differentiable_point<T>
 auto jacobian(F&& f, const std::array<T, N>& x) {
-  using D = Dual<T, static_cast<int>(N), detail::pick_tag<Tag, jacobian_tag<detail::remove_cvref_t<F>, T>>>;
+  using JTag = detail::pick_tag<Tag, jacobian_tag<detail::remove_cvref_t<F>, T>>;
+  using D = Dual<T, static_cast<int>(N), JTag>;
   const auto y = detail::call_with_inputs(f, detail::seed_all<D>(x));
   constexpr std::size_t M = std::tuple_size_v<std::remove_cvref_t<decltype(y)>>;
-  std::array<std::array<T, N>, M> J{};
+  using Out = typename detail::result_of_helper<std::remove_cvref_t<decltype(y[0])>, JTag, T>::type;
+  std::array<std::array<Out, N>, M> J{};
   for (std::size_t m = 0; m < M; ++m)
-    for (std::size_t k = 0; k < N; ++k) J[m][k] = detail::lane_of<D>(y[m], static_cast<int>(k));
+    for (std::size_t k = 0; k < N; ++k) J[m][k] = detail::lane_of<Out, JTag>(y[m], static_cast<int>(k));
   return J;
 }
 

@@ -93,9 +93,14 @@ class Array {
   const T* data() const;
   T* mutable_data();
 
+  // Layout operations. While a Tape records, each records a node (as do the
+  // free functions dualcast::reshape/transpose, which are these), so
+  // gradients flow through them whichever way they are written.
+  //
   // New owning array with the same values (contiguous).
   Array copy() const;
-  // Copies into `device`; returns *this when already there.
+  // Copies into `device`; returns *this when already there. A copy across
+  // devices is not recorded on the tape (a gradient through it is refused).
   Array to(Device device) const;
   // A view when the layout allows (contiguous), otherwise a copy. One
   // dimension may be -1 (inferred).

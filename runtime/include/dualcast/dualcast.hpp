@@ -18,14 +18,15 @@
 #include <dualcast/dual.hpp>
 
 #include "dualcast/array.hpp"
+#include "dualcast/array_ops.hpp"
 #include "dualcast/broadcast.hpp"
 #include "dualcast/device.hpp"
+#include "dualcast/error.hpp"
 #include "dualcast/kernel.hpp"
 #include "dualcast/operators.hpp"
 #include "dualcast/partials.hpp"
 #include "dualcast/reductions.hpp"
 #include "dualcast/tape.hpp"
-#include "jit/error.h"
 #include "jit/stats.h"
 
 namespace dualcast {

@@ -13,6 +13,15 @@
 // Dual<...> in tests, so write it with `dualcast::math` functions and plain
 // `if`s on the data.
 //
+// No captures: a kernel is traced once and the trace is kept, so a captured
+// variable would be frozen at the value it had when first traced (a later
+// change silently ignored). `kernel()` refuses, at compile time, any callable
+// with state (std::is_empty_v: a lambda with a capture of any kind); pass the
+// value as an argument instead — `broadcast(k, x, Array<float>::scalar(s))`
+// costs nothing, a rank-0 argument is broadcast. A callable whose state is
+// truly immutable (a program tree held by value) may construct
+// Kernel(name, trace_fn) itself, taking that responsibility.
+//
 // Example:
 //   dualcast::Kernel clip = dualcast::kernel("clip", [](auto x, auto hi) {
 //     if (x > hi) return hi;
@@ -25,6 +34,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "dualcast/math.hpp"  // so that kernels can say `using namespace dualcast::math`
@@ -61,16 +71,24 @@ class Kernel {
 };
 
 // Makes a Kernel from a generic lambda; `name` appears in errors, logs and
-// kernel symbols.
+// kernel symbols. `options` (jit::TraceOptions): the path limit and per-path
+// decision limit, and the backend hints (fast-math, vector width); options
+// out of range throw Error(kInvalidArgument) here, naming the kernel.
 template <class F>
-Kernel kernel(std::string name, F f) {
+Kernel kernel(std::string name, F f, jit::TraceOptions options = {}) {
   static_assert(jit::trace_detail::InvocableWithSomeArity<F>(),
                 "dualcast::kernel needs a generic lambda callable with jit::Var arguments, "
                 "such as [](auto x, auto y) { ... }");
-  return Kernel(std::move(name),
-                [f = std::move(f)](const std::string& n, std::span<const jit::Type> types) mutable {
-                  return jit::TraceDynamic(n, f, types);
-                });
+  static_assert(std::is_empty_v<F>,
+                "dualcast::kernel: the lambda captures state. A kernel is traced once and the trace "
+                "is reused, so a captured variable would be frozen at its first value. Remove the "
+                "capture and pass the value as an argument instead (a scalar is a free rank-0 "
+                "broadcast: dualcast::broadcast(k, x, Array<float>::scalar(v)))");
+  jit::ValidateTraceOptions(name, options);
+  return Kernel(std::move(name), [f = std::move(f), options](
+                                     const std::string& n, std::span<const jit::Type> types) mutable {
+    return jit::TraceDynamic(n, f, types, options);
+  });
 }
 
 namespace detail {

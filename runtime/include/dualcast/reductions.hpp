@@ -11,9 +11,9 @@
 // Sums accumulate in double (float arrays too) in fixed blocks, so a result
 // does not depend on the number of threads.
 //
-// The Array methods `a.reshape(s)` and `a.transpose(p)` record NOTHING: the
-// arrays they return are new, unrelated variables for the tape. Use the free
-// functions below when gradients must flow through a layout change.
+// reshape/transpose here are the Array methods `a.reshape(s)` /
+// `a.transpose(p)` under their NumPy spelling: both record the same node
+// (as does `a.copy()`), so gradients flow through either.
 //
 // Axes are 0-based; negative axes count from the end (-1 is the last), as in
 // NumPy. An axis out of range or repeated throws Error(kShape).
@@ -50,11 +50,11 @@ Array<T> mean(const Array<T>& a, const std::vector<int>& axes, bool keepdims = f
 template <ElementType T>
 Array<T> matmul(const Array<T>& a, const Array<T>& b);
 
-// a.reshape(shape), recorded on the tape (one dim may be -1).
+// a.reshape(shape) (one dim may be -1).
 template <ElementType T>
 Array<T> reshape(const Array<T>& a, Shape shape);
 
-// a.transpose(perm), recorded on the tape (no perm reverses the axes).
+// a.transpose(perm) (no perm reverses the axes).
 template <ElementType T>
 Array<T> transpose(const Array<T>& a, std::vector<int> perm = {});
 

@@ -2,7 +2,7 @@
 //
 // Reverse mode around fused broadcasts: while a Tape is alive, every
 // differentiable array operation made on its thread (a fused broadcast group,
-// sum, mean, matmul, dualcast::reshape, dualcast::transpose) records one node.
+// sum, mean, matmul, reshape, transpose, copy) records one node.
 // `gradient(loss, inputs)` seeds ∂loss/∂loss = 1 and visits the nodes in
 // reverse recording order; a broadcast node turns its output adjoints into
 // x̄_j += sum_to(Σ_m ȳ_m ⊙ P[m][j], shape(x_j)) with the elementwise partials
@@ -14,18 +14,31 @@
 // Semantics a user of a reverse-mode library expects:
 //  - Tapes nest: a node is recorded on every tape alive on the thread. A tape
 //    must be destroyed on the thread that created it.
+//  - What a tape sees: the operations *computed* while it is alive. A
+//    broadcast is computed when first read, so arrays still pending when the
+//    tape opens (`W = normal(...) * 0.02`) are recorded when the loss needs
+//    them; arrays computed before it opened are constants to it. Open the
+//    Tape before the forward pass.
 //  - Identity is the array object: copies of an Array handle are the same
-//    variable; `Array::reshape`/`Array::transpose` (the methods) make new,
-//    unrecorded arrays, so gradients do not flow through them; use the free
-//    functions dualcast::reshape / dualcast::transpose (reductions.hpp).
-//  - Inputs the loss does not depend on get zero gradients of their shape.
-//    Gradients with respect to an intermediate array are the adjoint of that
-//    array as seen by the operations recorded after it (an intermediate fused
-//    into the same broadcast group as its consumer is not separately visible).
+//    variable. Every way of writing a layout change records it: the methods
+//    `x.reshape/transpose/copy` and the free dualcast::reshape/transpose.
+//  - Inputs may be anything the user holds: leaves (created before or after
+//    the tape, owning or views of user memory), arrays that were pending, and
+//    intermediates. An intermediate fused into the same kernel as its
+//    consumers is cut out of that kernel for this gradient (its consumers are
+//    re-run with it as an input), so its gradient is its full adjoint.
+//  - An input the loss does not reach on this tape is an Error naming it (by
+//    1-based position and shape) and the likely cause (for instance: the
+//    array between them was computed before the tape opened). Pass
+//    GradientOptions{.allow_unused = true} to get zeros for such inputs. An
+//    input that reaches the loss only through operations whose derivative is
+//    zero everywhere (comparisons, branch conditions) gets zeros: that is its
+//    gradient.
 //  - gradient() may be called several times; the recorded nodes (and cached
 //    partials) live until the tape is destroyed or cleared. In kRecompute mode
-//    the backward reads the leaf arrays again, so do not overwrite them in
-//    place between the forward and gradient().
+//    (and when an intermediate is cut out of its kernel) the backward reads
+//    the leaf arrays again, so do not overwrite them in place between the
+//    forward and gradient().
 //  - Adjoints are freed as soon as the node that consumed them is done;
 //    nodes that cannot reach any requested input are skipped.
 //  - Nothing the sweep computes is recorded (no higher-order gradients).
@@ -46,6 +59,13 @@
 #include "dualcast/detail/grad_node.hpp"
 
 namespace dualcast {
+
+// Options of Tape::gradient / accumulate_gradient.
+struct GradientOptions {
+  // Inputs the loss does not reach get zero gradients instead of an Error
+  // (PyTorch's allow_unused).
+  bool allow_unused = false;
+};
 
 class Tape {
  public:
@@ -69,24 +89,30 @@ class Tape {
 
   // ∂loss/∂inputs[i], each with inputs[i]'s shape (contiguous, new arrays).
   // `loss` must have exactly one element (any rank); it is computed first if
-  // pending. Throws Error(kShape) otherwise.
+  // pending. Throws Error(kShape) otherwise, and Error(kInvalidArgument) for
+  // an input the loss does not reach on this tape (unless
+  // options.allow_unused: then its gradient is zeros).
   template <ElementType T>
-  std::vector<Array<T>> gradient(const Array<T>& loss, const std::vector<Array<T>>& inputs);
+  std::vector<Array<T>> gradient(const Array<T>& loss, const std::vector<Array<T>>& inputs,
+                                 const GradientOptions& options = {});
 
   // grads[i] += ∂loss/∂inputs[i], written in place (views of user memory
-  // and strided views included). Shapes must match; on any error nothing is
-  // written.
+  // and strided views included). Shapes must match; on any error (an unused
+  // input included) nothing is written.
   template <ElementType T>
   void accumulate_gradient(const Array<T>& loss, const std::vector<Array<T>>& inputs,
-                           const std::vector<Array<T>>& grads);
+                           const std::vector<Array<T>>& grads, const GradientOptions& options = {});
 
  private:
   friend void detail::Record(std::shared_ptr<detail::GradNode>,
                              const std::vector<std::shared_ptr<detail::ArrayImpl>>&);
-  // One adjoint per input (null where the loss does not depend on it).
+  // One adjoint per input (null where its gradient is zero). Throws for an
+  // input the loss does not reach unless `allow_unused`; `what` names the
+  // caller in errors.
   std::vector<std::shared_ptr<detail::ArrayImpl>> Sweep(
       const std::shared_ptr<detail::ArrayImpl>& loss,
-      const std::vector<std::shared_ptr<detail::ArrayImpl>>& inputs);
+      const std::vector<std::shared_ptr<detail::ArrayImpl>>& inputs, bool allow_unused,
+      const char* what);
   void Release(std::vector<std::shared_ptr<detail::GradNode>> nodes);
 
   PartialsMode mode_;
@@ -104,13 +130,17 @@ struct ReleasableGradNode : GradNode {
 }  // namespace detail
 
 extern template std::vector<Array<float>> Tape::gradient(const Array<float>&,
-                                                         const std::vector<Array<float>>&);
+                                                         const std::vector<Array<float>>&,
+                                                         const GradientOptions&);
 extern template std::vector<Array<double>> Tape::gradient(const Array<double>&,
-                                                          const std::vector<Array<double>>&);
+                                                          const std::vector<Array<double>>&,
+                                                          const GradientOptions&);
 extern template void Tape::accumulate_gradient(const Array<float>&, const std::vector<Array<float>>&,
-                                               const std::vector<Array<float>>&);
+                                               const std::vector<Array<float>>&,
+                                               const GradientOptions&);
 extern template void Tape::accumulate_gradient(const Array<double>&,
                                                const std::vector<Array<double>>&,
-                                               const std::vector<Array<double>>&);
+                                               const std::vector<Array<double>>&,
+                                               const GradientOptions&);
 
 }  // namespace dualcast

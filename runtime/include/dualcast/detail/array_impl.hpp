@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "dualcast/device.hpp"
@@ -44,6 +45,17 @@ void ReleaseCachedMemory();
 
 struct LazyNode;  // a pending broadcast (lazy.cc)
 struct GradNode;  // the tape node that produced an array (tape.cc)
+struct ArrayImpl;
+
+// Which operation computed an array, from which arrays (held weakly: this
+// never keeps memory alive), and whether a tape was recording then. Only the
+// tape's error messages read it, to say why a gradient cannot be given
+// ("the loss reaches x only through 'f', computed before this Tape opened").
+struct Origin {
+  std::string op;
+  std::vector<std::weak_ptr<ArrayImpl>> inputs;
+  bool taped = false;
+};
 
 struct ArrayImpl {
   DType dtype = DType::kF32;
@@ -62,6 +74,8 @@ struct ArrayImpl {
   // Reverse mode: the tape node that produced this array, if recorded.
   std::shared_ptr<GradNode> grad_fn;
   int grad_output = 0;
+  // Set by every operation that computes this array (see Origin).
+  std::shared_ptr<const Origin> origin;
 
   int rank() const { return static_cast<int>(shape.size()); }
   int64_t size() const {

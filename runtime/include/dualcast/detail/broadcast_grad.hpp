@@ -13,6 +13,7 @@
 
 #include "dualcast/detail/array_impl.hpp"
 #include "dualcast/detail/grad_node.hpp"
+#include "jit/compose.h"
 #include "jit/ir.h"
 
 namespace dualcast::detail {
@@ -36,7 +37,21 @@ struct BroadcastGradInfo {
   // one makes this node recompute instead (reading the leaves again).
   // Empty means every output is cached.
   std::vector<bool> cached_outputs;
+  // The group's wiring (Compose's nodes over the leaves, and the source of
+  // each output), kept when some output is consumed_inside, so that a
+  // gradient with respect to such an output can cut the group there
+  // (GradNode::Cut). Empty otherwise.
+  std::vector<jit::FusionNode> fusion;
+  std::vector<jit::FusionSource> fusion_outputs;
+  // Per output, per leaf: whether it reads that leaf (GradNode::reads).
+  std::vector<std::vector<bool>> reads;
 };
+
+// Per output `sources[m]`, per leaf: whether it reads that leaf, through
+// the fused nodes (jit::Compose's wiring).
+std::vector<std::vector<bool>> FusedReads(const std::vector<jit::FusionNode>& nodes,
+                                          const std::vector<jit::FusionSource>& sources,
+                                          size_t num_leaves);
 
 std::shared_ptr<GradNode> MakeBroadcastGradNode(BroadcastGradInfo info);
 

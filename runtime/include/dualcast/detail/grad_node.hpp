@@ -36,11 +36,29 @@ struct GradNode {
   // into the inputs' partials, so a gradient with respect to this output
   // itself is not available (the tape refuses to give a wrong one).
   std::vector<bool> consumed_inside;
+  // reads[m][j]: whether output m depends on input j at all (a fused group's
+  // outputs need not read every leaf). Empty: every output reads every input.
+  // The tape uses it to tell an unused input from a used one.
+  std::vector<std::vector<bool>> reads;
   // Given the adjoint of each output (null where no gradient reached it),
   // returns each input's adjoint contribution, already reduced to that input's
   // shape (null where it has none).
   virtual std::vector<std::shared_ptr<ArrayImpl>> Backward(
       const std::vector<std::shared_ptr<ArrayImpl>>& output_adjoints) = 0;
+
+  // One part of a node split for one gradient: `node` computes the original
+  // outputs `outputs` (in its own output order).
+  struct Part {
+    std::shared_ptr<GradNode> node;
+    std::vector<int> outputs;
+  };
+  // Splits this node so that its outputs `cut` (consumed_inside ones a
+  // gradient asks for; `arrays` are those outputs' arrays) become inputs of
+  // the parts that consume them: the parts, in forward order, compute every
+  // output of this node, and the sweep runs them instead of this node. Only
+  // fused broadcast groups have consumed_inside outputs; others throw.
+  virtual std::vector<Part> Cut(const std::vector<int>& cut,
+                                const std::vector<std::shared_ptr<ArrayImpl>>& arrays);
 };
 
 // Whether a Tape is recording on this thread.
@@ -51,6 +69,10 @@ PartialsMode ActivePartialsMode(size_t partial_bytes);
 // produced by it (output m gets grad_fn = node, grad_output = m). No-op when
 // no tape is active.
 void Record(std::shared_ptr<GradNode> node, const std::vector<std::shared_ptr<ArrayImpl>>& outputs);
+// Sets every output's Origin (op, inputs, whether a tape records now). Called
+// by every operation that computes arrays, taped or not.
+void NoteOrigin(std::string op, const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
+                const std::vector<std::shared_ptr<ArrayImpl>>& outputs);
 
 }  // namespace detail
 }  // namespace dualcast

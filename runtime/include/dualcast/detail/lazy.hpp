@@ -35,15 +35,21 @@ struct LazyNode {
   DType dtype = DType::kF32;
   Device device = Device::cpu();
   std::vector<std::weak_ptr<ArrayImpl>> outputs;
-  // Upper bound on the pending nodes this one depends on (itself included);
-  // bounds the size of a fused group and the depth of the graph.
+  // Upper bounds, over the pending nodes this one depends on (itself
+  // included), of their IR instructions (the size of the fused kernel) and
+  // of their number (the depth of the graph).
   int group_estimate = 1;
+  int group_nodes = 1;
 };
 
-// Fused groups larger than this are cut: broadcast() evaluates its pending
-// arguments first. Keeps composed functions (and compile times) bounded and
-// the graph shallow enough to be destroyed without deep recursion.
-inline constexpr int kMaxFusedNodes = 48;
+// A fused group is cut (broadcast() evaluates its pending arguments first)
+// when its IR would exceed kMaxFusedInsts instructions (not counting inputs):
+// compile time grows with kernel size, not with the number of broadcasts, so
+// 200 one-op broadcasts fuse while a few big kernels already fill a group.
+// kMaxFusedNodes only keeps the graph shallow enough to be destroyed without
+// deep recursion.
+inline constexpr int kMaxFusedInsts = 768;
+inline constexpr int kMaxFusedNodes = 256;
 
 // The forward-mode (values + partials) version of `fn` with respect to `wrt`,
 // computed once per (fn, wrt) and shared. Thread-safe.

@@ -1,0 +1,71 @@
+// SinkIntoUniformBranches: pure instructions above a uniform branch cloned into the sides that use them.
+#include "jit/cpu/sink_uniform.h"
+
+#include <vector>
+
+#include "llvm/IR/Dominators.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/Instructions.h"
+
+namespace dualcast::jit::cpu {
+namespace {
+
+// The block where a use happens (a phi uses its value at the end of the incoming block).
+llvm::BasicBlock* UseBlock(const llvm::Use& use) {
+  auto* user = llvm::cast<llvm::Instruction>(use.getUser());
+  if (auto* phi = llvm::dyn_cast<llvm::PHINode>(user)) return phi->getIncomingBlock(use);
+  return user->getParent();
+}
+
+bool Sinkable(const llvm::Instruction& inst) {
+  return !inst.isTerminator() && !llvm::isa<llvm::PHINode>(inst) && !inst.mayReadOrWriteMemory() &&
+         !inst.mayHaveSideEffects();
+}
+
+}  // namespace
+
+void SinkIntoUniformBranches(llvm::Function& fn, const std::vector<llvm::BranchInst*>& branches) {
+  if (branches.empty()) return;
+  // Cloning instructions never changes the CFG, so one dominator tree serves all branches.
+  llvm::DominatorTree dom(fn);
+  for (llvm::BranchInst* branch : branches) {
+    llvm::BasicBlock* block = branch->getParent();
+    llvm::BasicBlock* sides[2] = {branch->getSuccessor(0), branch->getSuccessor(1)};
+    // Last instruction first: by the time an operand is considered, its
+    // users from this block have already moved into the sides.
+    std::vector<llvm::Instruction*> candidates;
+    for (llvm::Instruction& inst : *block) {
+      if (&inst == branch) break;
+      if (Sinkable(inst)) candidates.push_back(&inst);
+    }
+    for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
+      llvm::Instruction* inst = *it;
+      bool used[2] = {false, false};
+      bool only_in_sides = !inst->use_empty();
+      for (const llvm::Use& use : inst->uses()) {
+        llvm::BasicBlock* at = UseBlock(use);
+        if (dom.dominates(sides[0], at)) {
+          used[0] = true;
+        } else if (dom.dominates(sides[1], at)) {
+          used[1] = true;
+        } else {
+          only_in_sides = false;
+          break;
+        }
+      }
+      if (!only_in_sides) continue;
+      for (int s = 0; s < 2; ++s) {
+        if (!used[s]) continue;
+        llvm::Instruction* clone = inst->clone();
+        clone->setName(inst->getName());
+        clone->insertBefore(sides[s]->getFirstInsertionPt());
+        inst->replaceUsesWithIf(clone, [&](llvm::Use& use) {
+          return dom.dominates(sides[s], UseBlock(use));
+        });
+      }
+      inst->eraseFromParent();
+    }
+  }
+}
+
+}  // namespace dualcast::jit::cpu

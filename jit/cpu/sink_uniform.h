@@ -1,0 +1,32 @@
+// Moves work above a uniform branch into the sides that use it, so a row whose flags pick one side computes only that side's inputs.
+//
+// The IR keeps work that both sides of an if need above the if (trace.h): in
+// mixed vectors both sides run, and computing it once is right. When the
+// condition is the same in every lane (LlvmPrinter's uniform ifs: the rows
+// layout's flags), exactly one side runs, and work above the branch that
+// only the sides use is wasted whenever the side that runs does not need all
+// of it (HM-LSTM: a COPY row needs neither tanh nor sigmoid). This pass
+// clones each such pure instruction into every side that uses it and drops
+// the original, innermost uses first, so nested uniform ifs sink it further.
+// Work used after the if, and loads, stay where they are. It runs before the
+// optimiser, which never hoists identical code out of two sides again
+// (SimplifyCFG's hoisting of common instructions is off in our pipeline).
+//
+// Example:
+//   SinkIntoUniformBranches(*body, printer.uniform_branches());
+#pragma once
+
+#include <vector>
+
+namespace llvm {
+class BranchInst;
+class Function;
+}  // namespace llvm
+
+namespace dualcast::jit::cpu {
+
+// `branches` are conditional branches of `fn` whose successors each have the
+// branch's block as their only predecessor, outer ifs before inner ones.
+void SinkIntoUniformBranches(llvm::Function& fn, const std::vector<llvm::BranchInst*>& branches);
+
+}  // namespace dualcast::jit::cpu

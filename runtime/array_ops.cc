@@ -1,0 +1,604 @@
+// max, min, prod, logsumexp, var, norm, argmax/argmin, slice, concat, stack, clip: forward computations and their tape nodes.
+//
+// Every reduction here has the same shape: move the reduced axes last (a
+// transposed view), make it contiguous, and treat it as `rows` slices of
+// `len` elements; the reverse rule fills the adjoint in that layout and hands
+// it back through the inverse permutation as a view. One layout helper, one
+// loop per rule, no per-rule index arithmetic.
+#include "dualcast/array_ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "dualcast/broadcast.hpp"
+#include "dualcast/detail/grad_node.hpp"
+#include "dualcast/kernel.hpp"
+#include "jit/broadcast_layout.h"
+#include "jit/error.h"
+#include "runtime/grad_kernels.h"
+
+namespace dualcast {
+namespace {
+
+using detail::ArrayImpl;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+int NormalizeAxis(const char* what, int axis, int rank, const std::vector<int64_t>& shape) {
+  const int a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank) {
+    throw Error(ErrorKind::kShape,
+                absl::StrCat(what, ": axis ", axis, " is out of range for an array of shape ",
+                             jit::FormatShape(shape), " (valid axes are ", -rank, "..", rank - 1,
+                             ")"));
+  }
+  return a;
+}
+
+// The reduced axes moved last: `perm` (a transpose), rows x len, and the result shapes.
+struct ReduceLayout {
+  std::vector<int> perm;             // permuted dim k is input dim perm[k]
+  std::vector<int64_t> in_shape;     // the input's shape
+  std::vector<int64_t> perm_shape;   // in_shape permuted
+  std::vector<int64_t> out_shape;    // what the user gets (keepdims or not)
+  int64_t rows = 1, len = 1;
+};
+
+ReduceLayout MakeLayout(const char* what, const std::vector<int64_t>& shape,
+                        const std::vector<int>& axes, bool keepdims) {
+  const int rank = static_cast<int>(shape.size());
+  std::vector<bool> reduced(shape.size(), axes.empty());
+  for (int axis : axes) {
+    const int a = NormalizeAxis(what, axis, rank, shape);
+    if (reduced[static_cast<size_t>(a)]) {
+      throw Error(ErrorKind::kShape, absl::StrCat(what, ": axis ", axis, " is repeated (axes [",
+                                                  absl::StrJoin(axes, ", "), "])"));
+    }
+    reduced[static_cast<size_t>(a)] = true;
+  }
+  ReduceLayout l;
+  l.in_shape = shape;
+  for (int d = 0; d < rank; ++d) {
+    if (!reduced[static_cast<size_t>(d)]) l.perm.push_back(d);
+  }
+  for (int d = 0; d < rank; ++d) {
+    if (reduced[static_cast<size_t>(d)]) l.perm.push_back(d);
+  }
+  for (int d : l.perm) l.perm_shape.push_back(shape[static_cast<size_t>(d)]);
+  for (int d = 0; d < rank; ++d) {
+    const int64_t n = shape[static_cast<size_t>(d)];
+    if (reduced[static_cast<size_t>(d)]) {
+      l.len *= n;
+      if (keepdims) l.out_shape.push_back(1);
+    } else {
+      l.rows *= n;
+      l.out_shape.push_back(n);
+    }
+  }
+  return l;
+}
+
+// The input as contiguous rows x len doubles in the permuted order.
+std::vector<double> PermutedValues(const ArrayImpl& in, const ReduceLayout& l) {
+  std::vector<int64_t> strides;
+  for (int d : l.perm) strides.push_back(in.strides[static_cast<size_t>(d)]);
+  std::vector<double> out(static_cast<size_t>(l.rows * l.len));
+  if (in.dtype == detail::DType::kF32) {
+    const float* p = static_cast<const float*>(in.data());
+    detail::ForEachElement(l.perm_shape, strides,
+                           [&](int64_t i, int64_t off) { out[static_cast<size_t>(i)] = p[off]; });
+  } else {
+    const double* p = static_cast<const double*>(in.data());
+    detail::ForEachElement(l.perm_shape, strides,
+                           [&](int64_t i, int64_t off) { out[static_cast<size_t>(i)] = p[off]; });
+  }
+  return out;
+}
+
+// A new contiguous array of `shape` holding `values` (converted to `dtype`).
+std::shared_ptr<ArrayImpl> FromValues(detail::DType dtype, const std::vector<int64_t>& shape,
+                                      const std::vector<double>& values) {
+  auto out = detail::NewArray(dtype, shape, Device::cpu());
+  if (dtype == detail::DType::kF32) {
+    std::transform(values.begin(), values.end(), static_cast<float*>(out->data()),
+                   [](double v) { return static_cast<float>(v); });
+  } else {
+    std::copy(values.begin(), values.end(), static_cast<double*>(out->data()));
+  }
+  return out;
+}
+
+// ḡ (shape out_shape, any strides) as `rows` doubles.
+std::vector<double> RowAdjoints(const ArrayImpl& g, const ReduceLayout& l) {
+  std::vector<double> out(static_cast<size_t>(l.rows));
+  if (g.dtype == detail::DType::kF32) {
+    const float* p = static_cast<const float*>(g.data());
+    detail::ForEachElement(g.shape, g.strides,
+                           [&](int64_t i, int64_t off) { out[static_cast<size_t>(i)] = p[off]; });
+  } else {
+    const double* p = static_cast<const double*>(g.data());
+    detail::ForEachElement(g.shape, g.strides,
+                           [&](int64_t i, int64_t off) { out[static_cast<size_t>(i)] = p[off]; });
+  }
+  return out;
+}
+
+// The adjoint laid out rows x len (permuted order) as a view of the input's shape.
+std::shared_ptr<ArrayImpl> UnpermutedAdjoint(detail::DType dtype, const ReduceLayout& l,
+                                             const std::vector<double>& perm_adjoint) {
+  std::shared_ptr<ArrayImpl> a = FromValues(dtype, l.perm_shape, perm_adjoint);
+  const std::vector<int64_t> perm_strides = detail::ContiguousStrides(l.perm_shape);
+  std::vector<int64_t> strides(l.in_shape.size());
+  for (size_t k = 0; k < l.perm.size(); ++k) strides[static_cast<size_t>(l.perm[k])] = perm_strides[k];
+  return detail::ViewOf(*a, l.in_shape, std::move(strides));
+}
+
+// A reduction's forward values per row and its reverse rule per row.
+struct RowRule {
+  // result of one row of `len` values
+  std::function<double(const double* row, int64_t len)> value;
+  // fills adj[0..len) given the row, its result and ḡ
+  std::function<void(const double* row, int64_t len, double result, double g, double* adj)> adjoint;
+};
+
+struct RowReduceNode final : detail::GradNode {
+  ReduceLayout layout;
+  detail::DType dtype = detail::DType::kF32;
+  std::vector<double> values, results;
+  RowRule rule;
+
+  std::vector<std::shared_ptr<ArrayImpl>> Backward(
+      const std::vector<std::shared_ptr<ArrayImpl>>& outs) override {
+    if (outs.empty() || outs[0] == nullptr) return {nullptr};
+    const std::vector<double> g = RowAdjoints(*outs[0], layout);
+    std::vector<double> adj(values.size());
+    const int64_t len = layout.len;
+    for (int64_t r = 0; r < layout.rows; ++r) {
+      rule.adjoint(values.data() + r * len, len, results[static_cast<size_t>(r)],
+                   g[static_cast<size_t>(r)], adj.data() + r * len);
+    }
+    return {UnpermutedAdjoint(dtype, layout, adj)};
+  }
+};
+
+template <ElementType T>
+Array<T> RowReduce(const char* what, const Array<T>& a, const std::vector<int>& axes,
+                   bool keepdims, RowRule rule) {
+  a.eval();
+  const std::shared_ptr<ArrayImpl>& in = a.impl();
+  detail::CheckHostArray(*in, what);
+  ReduceLayout layout = MakeLayout(what, in->shape, axes, keepdims);
+  std::vector<double> values = PermutedValues(*in, layout);
+  std::vector<double> results(static_cast<size_t>(layout.rows));
+  for (int64_t r = 0; r < layout.rows; ++r) {
+    results[static_cast<size_t>(r)] = rule.value(values.data() + r * layout.len, layout.len);
+  }
+  std::shared_ptr<ArrayImpl> out = FromValues(in->dtype, layout.out_shape, results);
+  if (detail::TapeActive()) {
+    auto node = std::make_shared<RowReduceNode>();
+    node->name = what;
+    node->inputs = {in};
+    node->dtype = in->dtype;
+    node->layout = std::move(layout);
+    node->values = std::move(values);
+    node->results = std::move(results);
+    node->rule = std::move(rule);
+    detail::Record(node, {out});
+  }
+  return Array<T>(std::move(out));
+}
+
+// max (sign = +1) or min (sign = -1): NaN propagates; ties share the adjoint.
+RowRule ExtremeRule(double sign, const char* what) {
+  RowRule rule;
+  rule.value = [sign, what](const double* row, int64_t len) {
+    if (len == 0) {
+      throw Error(ErrorKind::kShape, absl::StrCat(what, " of an empty slice has no value (NumPy "
+                                                        "raises too); reduce over non-empty axes"));
+    }
+    double best = row[0];
+    for (int64_t k = 0; k < len; ++k) {
+      if (std::isnan(row[k])) return kNaN;
+      if (sign * row[k] > sign * best) best = row[k];
+    }
+    return best;
+  };
+  rule.adjoint = [](const double* row, int64_t len, double result, double g, double* adj) {
+    if (std::isnan(result)) {
+      std::fill_n(adj, len, kNaN);
+      return;
+    }
+    int64_t ties = 0;
+    for (int64_t k = 0; k < len; ++k) ties += row[k] == result;
+    for (int64_t k = 0; k < len; ++k) adj[k] = row[k] == result ? g / static_cast<double>(ties) : 0.0;
+  };
+  return rule;
+}
+
+RowRule ProdRule() {
+  RowRule rule;
+  rule.value = [](const double* row, int64_t len) {
+    double p = 1;
+    for (int64_t k = 0; k < len; ++k) p *= row[k];
+    return p;
+  };
+  rule.adjoint = [](const double* row, int64_t len, double, double g, double* adj) {
+    // adj[k] = g * prefix(k) * suffix(k + 1): exact when some elements are zero.
+    double prefix = 1;
+    for (int64_t k = 0; k < len; ++k) {
+      adj[k] = prefix;
+      prefix *= row[k];
+    }
+    double suffix = 1;
+    for (int64_t k = len; k-- > 0;) {
+      adj[k] *= suffix * g;
+      suffix *= row[k];
+    }
+  };
+  return rule;
+}
+
+RowRule LogSumExpRule() {
+  RowRule rule;
+  rule.value = [](const double* row, int64_t len) {
+    double m = -kInf;
+    for (int64_t k = 0; k < len; ++k) {
+      if (std::isnan(row[k])) return kNaN;
+      m = std::max(m, row[k]);
+    }
+    if (!std::isfinite(m)) return m;  // empty or all -inf: -inf; any +inf: +inf
+    double s = 0;
+    for (int64_t k = 0; k < len; ++k) s += std::exp(row[k] - m);
+    return m + std::log(s);
+  };
+  rule.adjoint = [](const double* row, int64_t len, double result, double g, double* adj) {
+    for (int64_t k = 0; k < len; ++k) {
+      adj[k] = std::isfinite(result) ? g * std::exp(row[k] - result) : kNaN;
+    }
+  };
+  return rule;
+}
+
+RowRule VarRule(int ddof) {
+  auto mean_of = [](const double* row, int64_t len) {
+    double s = 0;
+    for (int64_t k = 0; k < len; ++k) s += row[k];
+    return s / static_cast<double>(len);
+  };
+  RowRule rule;
+  rule.value = [ddof, mean_of](const double* row, int64_t len) {
+    const double dof = static_cast<double>(len - ddof);
+    if (dof <= 0) return kNaN;
+    const double mu = mean_of(row, len);
+    double s = 0;
+    for (int64_t k = 0; k < len; ++k) s += (row[k] - mu) * (row[k] - mu);
+    return s / dof;
+  };
+  rule.adjoint = [ddof, mean_of](const double* row, int64_t len, double, double g, double* adj) {
+    const double dof = static_cast<double>(len - ddof);
+    if (dof <= 0) {
+      std::fill_n(adj, len, kNaN);
+      return;
+    }
+    const double mu = mean_of(row, len);
+    for (int64_t k = 0; k < len; ++k) adj[k] = g * 2 * (row[k] - mu) / dof;
+  };
+  return rule;
+}
+
+RowRule NormRule() {
+  RowRule rule;
+  rule.value = [](const double* row, int64_t len) {
+    double scale = 0;
+    for (int64_t k = 0; k < len; ++k) {
+      if (std::isnan(row[k])) return kNaN;
+      scale = std::max(scale, std::abs(row[k]));
+    }
+    if (scale == 0 || std::isinf(scale)) return scale;
+    double s = 0;
+    for (int64_t k = 0; k < len; ++k) s += (row[k] / scale) * (row[k] / scale);
+    return scale * std::sqrt(s);
+  };
+  rule.adjoint = [](const double* row, int64_t len, double result, double g, double* adj) {
+    for (int64_t k = 0; k < len; ++k) adj[k] = result == 0 ? 0.0 : g * (row[k] / result);
+  };
+  return rule;
+}
+
+// Index of the first extreme element of each row; a NaN wins (NumPy).
+template <ElementType T>
+Array<T> ArgExtreme(const char* what, const Array<T>& a, const std::vector<int>& axes, bool keepdims,
+                    double sign) {
+  a.eval();
+  const std::shared_ptr<ArrayImpl>& in = a.impl();
+  detail::CheckHostArray(*in, what);
+  const ReduceLayout layout = MakeLayout(what, in->shape, axes, keepdims);
+  if (layout.len == 0 && layout.rows > 0) {
+    throw Error(ErrorKind::kShape, absl::StrCat(what, ": an empty slice (shape ",
+                                                jit::FormatShape(in->shape),
+                                                ") has no extreme element"));
+  }
+  if (std::is_same_v<T, float> && layout.len > (int64_t{1} << 24)) {
+    throw Error(ErrorKind::kShape,
+                absl::StrCat(what, ": indices up to ", layout.len - 1,
+                             " are not exact in float32; use a float64 array"));
+  }
+  const std::vector<double> values = PermutedValues(*in, layout);
+  std::vector<double> index(static_cast<size_t>(layout.rows));
+  for (int64_t r = 0; r < layout.rows; ++r) {
+    const double* row = values.data() + r * layout.len;
+    int64_t best = 0;
+    for (int64_t k = 0; k < layout.len; ++k) {
+      if (std::isnan(row[k])) {
+        best = k;
+        break;
+      }
+      if (sign * row[k] > sign * row[best]) best = k;
+    }
+    index[static_cast<size_t>(r)] = static_cast<double>(best);
+  }
+  return Array<T>(FromValues(in->dtype, layout.out_shape, index));
+}
+
+// ḡ scattered into zeros of the input's shape at the slice's positions.
+struct SliceNode final : detail::GradNode {
+  std::vector<int64_t> in_shape, out_shape, strides;  // strides: the slice within a contiguous input
+  int64_t offset = 0;
+  detail::DType dtype = detail::DType::kF32;
+  std::vector<std::shared_ptr<ArrayImpl>> Backward(
+      const std::vector<std::shared_ptr<ArrayImpl>>& outs) override {
+    if (outs.empty() || outs[0] == nullptr) return {nullptr};
+    std::shared_ptr<ArrayImpl> full = detail::Filled(dtype, in_shape, 0.0);
+    std::shared_ptr<ArrayImpl> region = detail::ViewOf(*full, out_shape, strides);
+    region->offset += offset;
+    detail::AddInto(*region, *outs[0]);
+    return {full};
+  }
+};
+
+// Each input's adjoint is its region of ḡ: a view, no copy.
+struct ConcatNode final : detail::GradNode {
+  int axis = 0;
+  std::vector<std::vector<int64_t>> in_shapes;  // as concatenated (stack: with the new axis)
+  std::vector<std::vector<int64_t>> user_shapes;  // as the user passed them
+  std::vector<std::shared_ptr<ArrayImpl>> Backward(
+      const std::vector<std::shared_ptr<ArrayImpl>>& outs) override {
+    std::vector<std::shared_ptr<ArrayImpl>> adj(in_shapes.size());
+    if (outs.empty() || outs[0] == nullptr) return adj;
+    const ArrayImpl& g = *outs[0];
+    int64_t start = 0;
+    for (size_t k = 0; k < in_shapes.size(); ++k) {
+      std::shared_ptr<ArrayImpl> region = detail::ViewOf(g, in_shapes[k], g.strides);
+      region->offset += start * g.strides[static_cast<size_t>(axis)];
+      start += in_shapes[k][static_cast<size_t>(axis)];
+      if (in_shapes[k] != user_shapes[k]) {  // stack: drop the new axis of size 1
+        std::vector<int64_t> strides = region->strides;
+        strides.erase(strides.begin() + axis);
+        region = detail::ViewOf(*region, user_shapes[k], std::move(strides));  // keeps the offset
+      }
+      adj[k] = region;
+    }
+    return adj;
+  }
+};
+
+template <ElementType T>
+Array<T> Join(const char* what, const std::vector<Array<T>>& arrays, int axis, bool new_axis) {
+  if (arrays.empty()) {
+    throw Error(ErrorKind::kInvalidArgument, absl::StrCat(what, ": needs at least one array"));
+  }
+  std::vector<std::shared_ptr<ArrayImpl>> ins;
+  std::vector<std::vector<int64_t>> shapes, user_shapes;
+  for (size_t k = 0; k < arrays.size(); ++k) {
+    if (!arrays[k].valid()) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  absl::StrCat(what, ": array ", k + 1, " is an empty Array handle"));
+    }
+    arrays[k].eval();
+    ins.push_back(arrays[k].impl());
+    detail::CheckHostArray(*ins.back(), what);
+    user_shapes.push_back(ins.back()->shape);
+  }
+  const int rank = static_cast<int>(user_shapes[0].size()) + (new_axis ? 1 : 0);
+  if (rank == 0) {
+    throw Error(ErrorKind::kShape, absl::StrCat(what, ": rank-0 arrays have no axis to join along; "
+                                                      "use stack"));
+  }
+  const int a = NormalizeAxis(what, axis, rank, user_shapes[0]);
+  for (size_t k = 0; k < ins.size(); ++k) {
+    std::vector<int64_t> s = user_shapes[k];
+    if (new_axis) s.insert(s.begin() + a, 1);
+    bool fits = s.size() == static_cast<size_t>(rank);
+    for (int d = 0; fits && k > 0 && d < rank; ++d) {
+      if (d != a && s[static_cast<size_t>(d)] != shapes[0][static_cast<size_t>(d)]) fits = false;
+    }
+    if (!fits) {
+      throw Error(ErrorKind::kShape,
+                  absl::StrCat(what, ": array ", k + 1, " has shape ", jit::FormatShape(user_shapes[k]),
+                               " but array 1 has shape ", jit::FormatShape(user_shapes[0]),
+                               new_axis ? "; stack needs equal shapes"
+                                        : absl::StrCat("; shapes must match except along axis ", a)));
+    }
+    if (ins[k]->dtype != ins[0]->dtype) {
+      throw Error(ErrorKind::kType, absl::StrCat(what, ": array ", k + 1, " is ",
+                                                 detail::DTypeName(ins[k]->dtype), " but array 1 is ",
+                                                 detail::DTypeName(ins[0]->dtype)));
+    }
+    shapes.push_back(std::move(s));
+  }
+  std::vector<int64_t> out_shape = shapes[0];
+  out_shape[static_cast<size_t>(a)] = 0;
+  for (const auto& s : shapes) out_shape[static_cast<size_t>(a)] += s[static_cast<size_t>(a)];
+  std::shared_ptr<ArrayImpl> out = detail::Filled(ins[0]->dtype, out_shape, 0.0);
+  int64_t start = 0;
+  for (size_t k = 0; k < ins.size(); ++k) {
+    std::shared_ptr<ArrayImpl> region = detail::ViewOf(*out, shapes[k], out->strides);
+    region->offset += start * out->strides[static_cast<size_t>(a)];
+    start += shapes[k][static_cast<size_t>(a)];
+    std::shared_ptr<ArrayImpl> src = detail::ViewOf(*ins[k], shapes[k], ins[k]->strides);
+    if (new_axis) {
+      std::vector<int64_t> strides = ins[k]->strides;
+      strides.insert(strides.begin() + a, 0);
+      src = detail::ViewOf(*ins[k], shapes[k], std::move(strides));
+    }
+    detail::AddInto(*region, *src);
+  }
+  if (detail::TapeActive()) {
+    auto node = std::make_shared<ConcatNode>();
+    node->name = what;
+    node->inputs = ins;
+    node->axis = a;
+    node->in_shapes = shapes;
+    node->user_shapes = user_shapes;
+    detail::Record(node, {out});
+  }
+  return Array<T>(std::move(out));
+}
+
+const Kernel& ClipKernel() {
+  static const Kernel* k = new Kernel(kernel("clip", [](auto x, auto lo, auto hi) {
+    if (x < lo) return lo;
+    if (x > hi) return hi;
+    return x;
+  }));
+  return *k;
+}
+
+}  // namespace
+
+template <ElementType T>
+Array<T> max(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
+  return RowReduce("max", a, axes, keepdims, ExtremeRule(+1, "max"));
+}
+template <ElementType T>
+Array<T> min(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
+  return RowReduce("min", a, axes, keepdims, ExtremeRule(-1, "min"));
+}
+template <ElementType T>
+Array<T> prod(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
+  return RowReduce("prod", a, axes, keepdims, ProdRule());
+}
+template <ElementType T>
+Array<T> logsumexp(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
+  return RowReduce("logsumexp", a, axes, keepdims, LogSumExpRule());
+}
+template <ElementType T>
+Array<T> var(const Array<T>& a, const std::vector<int>& axes, bool keepdims, int ddof) {
+  return RowReduce("var", a, axes, keepdims, VarRule(ddof));
+}
+template <ElementType T>
+Array<T> norm(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
+  return RowReduce("norm", a, axes, keepdims, NormRule());
+}
+template <ElementType T>
+Array<T> argmax(const Array<T>& a) {
+  return ArgExtreme("argmax", a.reshape({a.size()}), {}, false, +1);
+}
+template <ElementType T>
+Array<T> argmax(const Array<T>& a, int axis, bool keepdims) {
+  return ArgExtreme("argmax", a, {axis}, keepdims, +1);
+}
+template <ElementType T>
+Array<T> argmin(const Array<T>& a) {
+  return ArgExtreme("argmin", a.reshape({a.size()}), {}, false, -1);
+}
+template <ElementType T>
+Array<T> argmin(const Array<T>& a, int axis, bool keepdims) {
+  return ArgExtreme("argmin", a, {axis}, keepdims, -1);
+}
+
+template <ElementType T>
+Array<T> slice(const Array<T>& a, const std::vector<Slice>& dims) {
+  if (!a.valid()) throw Error(ErrorKind::kInvalidArgument, "slice: empty Array handle");
+  if (dims.size() > static_cast<size_t>(a.rank())) {
+    throw Error(ErrorKind::kShape, absl::StrCat("slice: ", dims.size(), " slices for an array of shape ",
+                                                jit::FormatShape(a.shape()), " (rank ", a.rank(), ")"));
+  }
+  a.eval();
+  const std::shared_ptr<ArrayImpl>& in = a.impl();
+  std::vector<int64_t> shape = in->shape, strides = in->strides;
+  int64_t offset = 0;
+  std::vector<int64_t> contiguous = detail::ContiguousStrides(in->shape);
+  std::vector<int64_t> grad_strides = contiguous;
+  int64_t grad_offset = 0;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    const Slice& s = dims[d];
+    const int64_t n = in->shape[d];
+    if (s.step <= 0) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  absl::StrCat("slice: step ", s.step, " at dimension ", d,
+                               " must be positive (negative steps are not supported; reverse with a "
+                               "positive-step slice and flip the math instead)"));
+    }
+    auto clamp_index = [n](int64_t i) {
+      if (i == Slice::kEnd) return n;
+      if (i < 0) i += n;
+      return std::clamp<int64_t>(i, 0, n);
+    };
+    const int64_t start = clamp_index(s.start), stop = clamp_index(s.stop);
+    const int64_t count = stop > start ? (stop - start + s.step - 1) / s.step : 0;
+    shape[d] = count;
+    offset += start * in->strides[d];
+    strides[d] = in->strides[d] * s.step;
+    grad_offset += start * contiguous[d];
+    grad_strides[d] = contiguous[d] * s.step;
+  }
+  std::shared_ptr<ArrayImpl> out = detail::ViewOf(*in, shape, strides);
+  out->offset += offset;
+  if (detail::TapeActive()) {
+    auto node = std::make_shared<SliceNode>();
+    node->name = "slice";
+    node->inputs = {in};
+    node->in_shape = in->shape;
+    node->out_shape = shape;
+    node->strides = grad_strides;
+    node->offset = grad_offset;
+    node->dtype = in->dtype;
+    detail::Record(node, {out});
+  }
+  return Array<T>(std::move(out));
+}
+
+template <ElementType T>
+Array<T> concat(const std::vector<Array<T>>& arrays, int axis) {
+  return Join("concat", arrays, axis, false);
+}
+template <ElementType T>
+Array<T> stack(const std::vector<Array<T>>& arrays, int axis) {
+  return Join("stack", arrays, axis, true);
+}
+
+template <ElementType T>
+Array<T> clip(const Array<T>& a, const Array<T>& lo, const Array<T>& hi) {
+  return broadcast(ClipKernel(), a, lo, hi);
+}
+template <ElementType T>
+Array<T> clip(const Array<T>& a, double lo, double hi) {
+  return broadcast(ClipKernel(), a, lo, hi);
+}
+
+#define DUALCAST_ARRAY_OPS_INSTANTIATE(T)                                          \
+  template Array<T> max(const Array<T>&, const std::vector<int>&, bool);           \
+  template Array<T> min(const Array<T>&, const std::vector<int>&, bool);           \
+  template Array<T> prod(const Array<T>&, const std::vector<int>&, bool);          \
+  template Array<T> logsumexp(const Array<T>&, const std::vector<int>&, bool);     \
+  template Array<T> var(const Array<T>&, const std::vector<int>&, bool, int);      \
+  template Array<T> norm(const Array<T>&, const std::vector<int>&, bool);          \
+  template Array<T> argmax(const Array<T>&);                                       \
+  template Array<T> argmax(const Array<T>&, int, bool);                            \
+  template Array<T> argmin(const Array<T>&);                                       \
+  template Array<T> argmin(const Array<T>&, int, bool);                            \
+  template Array<T> slice(const Array<T>&, const std::vector<Slice>&);             \
+  template Array<T> concat(const std::vector<Array<T>>&, int);                     \
+  template Array<T> stack(const std::vector<Array<T>>&, int);                      \
+  template Array<T> clip(const Array<T>&, const Array<T>&, const Array<T>&);       \
+  template Array<T> clip(const Array<T>&, double, double);
+DUALCAST_ARRAY_OPS_INSTANTIATE(float)
+DUALCAST_ARRAY_OPS_INSTANTIATE(double)
+#undef DUALCAST_ARRAY_OPS_INSTANTIATE
+
+}  // namespace dualcast

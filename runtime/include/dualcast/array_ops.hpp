@@ -1,0 +1,117 @@
+// More reductions (max, min, prod, logsumexp, var, norm, argmax, argmin) and array assembly (slice, concat, stack, clip), each with its reverse rule.
+//
+// They complete sum/mean/matmul/reshape/transpose (reductions.hpp) with what
+// ported NumPy code reaches for. Like those, each computes its result now (a
+// pending argument is computed first) and, while a Tape records on this
+// thread, records one node with its reverse rule:
+//   max, min:   ḡ goes to the elements equal to the result, split evenly
+//               between ties (as PyTorch and JAX do); a slice holding NaN has
+//               result NaN and NaN adjoints (never a silent number)
+//   prod:       āᵢ = ḡ · Πₖ≠ᵢ aₖ, from prefix and suffix products (exact with
+//               zeros, no division)
+//   logsumexp:  computed as m + log Σ exp(a - m) with m the slice's max (no
+//               overflow); ā = ḡ · exp(a - result) (the softmax). An empty
+//               slice gives -inf; a non-finite result gives NaN adjoints.
+//   var:        Σ (a - mean)² / (N - ddof); ā = ḡ · 2 (a - mean) / (N - ddof);
+//               N - ddof <= 0 gives NaN (NumPy's convention)
+//   norm:       the 2-norm, scaled by max|a| so it neither overflows nor
+//               underflows; ā = ḡ · a / norm, and 0 where the norm is 0 (the
+//               minimum-norm subgradient)
+//   argmax/argmin: indices (first occurrence; a NaN counts as the extreme, as
+//               in NumPy), stored as numbers of the array's type, no gradient
+//   slice:      a strided VIEW (no copy; writes through it reach the parent);
+//               ā = ḡ scattered into zeros of the input's shape
+//   concat, stack: a new array; each input's adjoint is a view of ḡ
+//   clip:       a fused broadcast: x below lo gives lo, above hi gives hi, else x
+//               (d/dx = 1 on [lo, hi] including the bounds; a NaN stays NaN)
+// Axes are 0-based, negative axes count from the end; an axis out of range
+// or repeated throws Error(kShape). Reductions over no axes list reduce over
+// all of them. The reductions accumulate in double (float arrays too).
+//
+// Example:
+//   auto p = dc::exp(x - dc::logsumexp(x, {1}, /*keepdims=*/true));  // softmax rows
+//   auto top = dc::slice(x, {{0, 2}, {}});                            // rows 0..1, a view
+//   auto both = dc::concat({a, b}, /*axis=*/0);
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "dualcast/array.hpp"
+
+namespace dualcast {
+
+template <ElementType T>
+Array<T> max(const Array<T>& a, const std::vector<int>& axes = {}, bool keepdims = false);
+template <ElementType T>
+Array<T> min(const Array<T>& a, const std::vector<int>& axes = {}, bool keepdims = false);
+template <ElementType T>
+Array<T> prod(const Array<T>& a, const std::vector<int>& axes = {}, bool keepdims = false);
+template <ElementType T>
+Array<T> logsumexp(const Array<T>& a, const std::vector<int>& axes = {}, bool keepdims = false);
+template <ElementType T>
+Array<T> var(const Array<T>& a, const std::vector<int>& axes = {}, bool keepdims = false,
+             int ddof = 0);
+template <ElementType T>
+Array<T> norm(const Array<T>& a, const std::vector<int>& axes = {}, bool keepdims = false);
+
+// Index of the largest (smallest) element along `axis`, or of the flattened
+// array (a rank-0 result) when `axis` is absent. Throws Error(kShape) on an
+// empty slice, and for float arrays when an index would exceed 2^24 (not exact).
+template <ElementType T>
+Array<T> argmax(const Array<T>& a);
+template <ElementType T>
+Array<T> argmax(const Array<T>& a, int axis, bool keepdims = false);
+template <ElementType T>
+Array<T> argmin(const Array<T>& a);
+template <ElementType T>
+Array<T> argmin(const Array<T>& a, int axis, bool keepdims = false);
+
+// One dimension of a slice: elements start, start+step, ... before stop, with
+// NumPy's rules (negative start/stop count from the end, out-of-range bounds
+// are clamped). step must be positive.
+struct Slice {
+  static constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
+  int64_t start = 0;
+  int64_t stop = kEnd;
+  int64_t step = 1;
+};
+// A view of `a`: one Slice per leading dimension (missing trailing ones take everything).
+template <ElementType T>
+Array<T> slice(const Array<T>& a, const std::vector<Slice>& dims);
+
+// Joins arrays along an existing axis (concat) or a new one (stack). Shapes
+// must match except along `axis` (concat) or entirely (stack).
+template <ElementType T>
+Array<T> concat(const std::vector<Array<T>>& arrays, int axis = 0);
+template <ElementType T>
+Array<T> stack(const std::vector<Array<T>>& arrays, int axis = 0);
+
+// Elementwise clamp into [lo, hi] (lo and hi broadcast; numbers or arrays).
+template <ElementType T>
+Array<T> clip(const Array<T>& a, const Array<T>& lo, const Array<T>& hi);
+template <ElementType T>
+Array<T> clip(const Array<T>& a, double lo, double hi);
+
+#define DUALCAST_ARRAY_OPS_EXTERN(T)                                                        \
+  extern template Array<T> max(const Array<T>&, const std::vector<int>&, bool);             \
+  extern template Array<T> min(const Array<T>&, const std::vector<int>&, bool);             \
+  extern template Array<T> prod(const Array<T>&, const std::vector<int>&, bool);            \
+  extern template Array<T> logsumexp(const Array<T>&, const std::vector<int>&, bool);       \
+  extern template Array<T> var(const Array<T>&, const std::vector<int>&, bool, int);        \
+  extern template Array<T> norm(const Array<T>&, const std::vector<int>&, bool);            \
+  extern template Array<T> argmax(const Array<T>&);                                         \
+  extern template Array<T> argmax(const Array<T>&, int, bool);                              \
+  extern template Array<T> argmin(const Array<T>&);                                         \
+  extern template Array<T> argmin(const Array<T>&, int, bool);                              \
+  extern template Array<T> slice(const Array<T>&, const std::vector<Slice>&);               \
+  extern template Array<T> concat(const std::vector<Array<T>>&, int);                       \
+  extern template Array<T> stack(const std::vector<Array<T>>&, int);                        \
+  extern template Array<T> clip(const Array<T>&, const Array<T>&, const Array<T>&);         \
+  extern template Array<T> clip(const Array<T>&, double, double);
+DUALCAST_ARRAY_OPS_EXTERN(float)
+DUALCAST_ARRAY_OPS_EXTERN(double)
+#undef DUALCAST_ARRAY_OPS_EXTERN
+
+}  // namespace dualcast

@@ -1,0 +1,506 @@
+// Random public-surface programs, the runtime run of one, its check against the reference, minimisation and reproducers.
+#include "differential/surface.h"
+#include "differential/surface_model.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "dualcast/dualcast.hpp"
+
+namespace dualcast::surface {
+namespace {
+
+using D = Array<double>;
+
+const Kernel& UnaryKernel() {
+  static const Kernel k = kernel("surface_u", kUnaryFn);
+  return k;
+}
+const Kernel& BinaryKernel() {
+  static const Kernel k = kernel("surface_b", kBinaryFn);
+  return k;
+}
+
+// ---- the runtime run --------------------------------------------------------
+
+struct Outcome {
+  bool threw = false;
+  std::string message;
+  bool documented = false;  // the error is one the tape documents for unreachable inputs
+  std::vector<std::vector<double>> grads;
+};
+
+struct RuntimeRun {
+  double loss = 0;
+  std::vector<Outcome> outcomes;  // per request
+};
+
+RuntimeRun RunRuntime(const Program& p) {
+  std::vector<D> s;
+  std::vector<std::unique_ptr<std::vector<double>>> buffers;
+  std::optional<Tape> tape;
+  for (size_t i = 0; i <= p.ops.size(); ++i) {
+    if (static_cast<int>(i) == p.tape_at) {
+      tape.emplace(std::array{PartialsMode::kCache, PartialsMode::kRecompute,
+                              PartialsMode::kAuto}[static_cast<size_t>(p.mode)],
+                   64);
+    }
+    if (i == p.ops.size()) break;
+    const Op& op = p.ops[i];
+    const D* a = op.a >= 0 ? &s[static_cast<size_t>(op.a)] : nullptr;
+    const D* b = op.b >= 0 ? &s[static_cast<size_t>(op.b)] : nullptr;
+    std::vector<int> axes;
+    if (op.axis >= 0) axes.push_back(op.axis);
+    switch (op.kind) {
+      case Op::kLeaf: s.push_back(D::from(Values(op.seed, SizeOf(op.shape)), op.shape)); break;
+      case Op::kView:
+        buffers.push_back(std::make_unique<std::vector<double>>(Values(op.seed, SizeOf(op.shape))));
+        s.push_back(D::view(buffers.back()->data(), op.shape));
+        break;
+      case Op::kScale: s.push_back(*a * op.number + op.number2); break;
+      case Op::kUnary: s.push_back(broadcast(UnaryKernel(), *a)); break;
+      case Op::kAdd: s.push_back(*a + *b); break;
+      case Op::kMul: s.push_back(*a * *b); break;
+      case Op::kBinary: s.push_back(broadcast(BinaryKernel(), *a, *b)); break;
+      case Op::kReshape: s.push_back(op.free_fn ? reshape(*a, op.shape) : a->reshape(op.shape)); break;
+      case Op::kTranspose: s.push_back(op.free_fn ? transpose(*a, op.perm) : a->transpose(op.perm)); break;
+      case Op::kCopy: s.push_back(a->copy()); break;
+      case Op::kSum: s.push_back(op.axis < 0 ? sum(*a) : sum(*a, axes, op.keepdims)); break;
+      case Op::kMean: s.push_back(op.axis < 0 ? mean(*a) : mean(*a, axes, op.keepdims)); break;
+      case Op::kMatmul: s.push_back(matmul(*a, *b)); break;
+      case Op::kEval: a->eval(); break;
+    }
+  }
+  D loss;
+  for (size_t t = 0; t < p.loss_slots.size(); ++t) {
+    const D& x = s[static_cast<size_t>(p.loss_slots[t])];
+    D term = sum(x * D::from(Values(WeightSeed(t), x.size()), x.shape()));
+    loss = t == 0 ? term : loss + term;
+  }
+  RuntimeRun run;
+  for (const Request& r : p.requests) {
+    Outcome o;
+    std::vector<D> wrt;
+    for (int slot : r.slots) wrt.push_back(s[static_cast<size_t>(slot)]);
+    std::vector<D> buffers;
+    for (const D& w : wrt) buffers.push_back(D::ones(w.shape()));
+    try {
+      if (r.accumulate) {
+        tape->accumulate_gradient(loss, wrt, buffers, {.allow_unused = r.allow_unused});
+        for (const D& b : buffers) {
+          std::vector<double> g = b.to_vector();
+          for (double& x : g) x -= 1;
+          o.grads.push_back(g);
+        }
+      } else {
+        for (const D& g : tape->gradient(loss, wrt, {.allow_unused = r.allow_unused})) {
+          o.grads.push_back(g.to_vector());
+        }
+      }
+    } catch (const Error& e) {
+      o.threw = true;
+      o.message = e.what();
+      o.documented = e.kind() == ErrorKind::kInvalidArgument &&
+                     (o.message.find("does not reach the loss") != std::string::npos ||
+                      o.message.find("but also through") != std::string::npos);
+      for (const D& b : buffers) {  // on an error nothing is written
+        for (double x : b.to_vector()) {
+          if (x != 1.0) {
+            o.documented = false;
+            o.message += " [and accumulate_gradient wrote into a buffer before failing]";
+          }
+        }
+      }
+    }
+    run.outcomes.push_back(std::move(o));
+  }
+  run.loss = loss.item();
+  return run;
+}
+
+// ---- checking one program ----------------------------------------------------
+
+// The first disagreement of request `q` (empty when it matches), counting into `stats`.
+std::string CheckRequest(const Program& p, const Model& m, const RuntimeRun& run, size_t q,
+                         const std::vector<H>& slots, Stats* stats) {
+  const Request& r = p.requests[q];
+  const Outcome& o = run.outcomes[q];
+  bool expect_error = false;
+  std::string why;
+  for (size_t i = 0; i < r.slots.size(); ++i) {
+    auto [taped, untaped] = Reach(p, m, r.slots[i]);
+    if (untaped) {
+      expect_error = true;
+      why = absl::StrCat("slot ", r.slots[i], " reaches the loss through an op computed before the tape");
+    } else if (!taped && !r.allow_unused) {
+      expect_error = true;
+      why = absl::StrCat("slot ", r.slots[i], " does not reach the loss");
+    }
+  }
+  if (expect_error) {
+    if (stats) ++stats->errors_expected;
+    if (!o.threw) return absl::StrCat("expected an Error (", why, ") but got a gradient");
+    if (!o.documented) return absl::StrCat("expected the documented Error (", why, "), got: ", o.message);
+    return "";
+  }
+  if (o.threw) return absl::StrCat("expected a gradient, got Error: ", o.message);
+  for (size_t i = 0; i < r.slots.size(); ++i) {
+    const int slot = r.slots[i];
+    const H& x = slots[static_cast<size_t>(slot)];
+    if (o.grads[i].size() != x.v.size()) return absl::StrCat("gradient ", i + 1, " has the wrong size");
+    const double h = 1e-6, base = HostLoss(p);
+    for (size_t k = 0; k < x.v.size(); ++k) {
+      const double up = HostLoss(p, nullptr, slot, static_cast<int64_t>(k), h);
+      const double down = HostLoss(p, nullptr, slot, static_cast<int64_t>(k), -h);
+      const double fwd = (up - base) / h, bwd = (base - down) / h, fd = (up - down) / (2 * h);
+      if (stats) ++stats->elements;
+      if (std::abs(fwd - bwd) > 1e-3 * (1 + std::abs(fwd) + std::abs(bwd))) {
+        if (stats) ++stats->skipped;  // a branch boundary within ±h
+        continue;
+      }
+      const double g = o.grads[i][k];
+      if (!(std::abs(g - fd) <= 1e-5 * (1 + std::abs(fd)))) {
+        return absl::StrCat("d loss / d slot ", slot, " [", k, "]: tape ", g, ", finite differences ", fd);
+      }
+    }
+  }
+  return "";
+}
+
+// Every failing request's message (empty when all match).
+std::vector<std::string> Failures(const Program& p, Stats* stats) {
+  std::vector<std::string> out;
+  RuntimeRun run;
+  try {
+    run = RunRuntime(p);
+  } catch (const std::exception& e) {
+    return {absl::StrCat("the program threw: ", e.what())};
+  }
+  std::vector<H> slots;
+  const double host = HostLoss(p, &slots);
+  if (!(std::abs(run.loss - host) <= 1e-12 * (1 + std::abs(host)))) {
+    out.push_back(absl::StrCat("loss ", run.loss, ", reference ", host));
+  }
+  const Model m = BuildModel(p);
+  for (size_t q = 0; q < p.requests.size(); ++q) {
+    if (stats) ++stats->cases;
+    std::string f = CheckRequest(p, m, run, q, slots, stats);
+    if (f.empty()) {
+      if (stats) ++stats->matched;
+    } else {
+      out.push_back(absl::StrCat("request ", q, ": ", f));
+    }
+  }
+  return out;
+}
+
+// Drops op `i` (and everything that reads what it made), remapping slots.
+std::optional<Program> Without(const Program& p, size_t i) {
+  Program q;
+  std::vector<int> remap;  // old slot -> new slot or -1
+  int old_slot = 0, kept_before_tape = 0;
+  for (size_t j = 0; j < p.ops.size(); ++j) {
+    Op op = p.ops[j];
+    bool drop = j == i;
+    if (op.a >= 0 && remap[static_cast<size_t>(op.a)] < 0) drop = true;
+    if (op.b >= 0 && remap[static_cast<size_t>(op.b)] < 0) drop = true;
+    if (MakesSlot(op)) {
+      remap.push_back(drop ? -1 : static_cast<int>(std::count_if(q.ops.begin(), q.ops.end(), MakesSlot)));
+      ++old_slot;
+    }
+    if (drop) continue;
+    if (static_cast<int>(j) < p.tape_at) ++kept_before_tape;
+    if (op.a >= 0) op.a = remap[static_cast<size_t>(op.a)];
+    if (op.b >= 0) op.b = remap[static_cast<size_t>(op.b)];
+    q.ops.push_back(op);
+  }
+  q.tape_at = kept_before_tape;
+  q.mode = p.mode;
+  for (int s : p.loss_slots) {
+    if (remap[static_cast<size_t>(s)] >= 0) q.loss_slots.push_back(remap[static_cast<size_t>(s)]);
+  }
+  for (const Request& r : p.requests) {
+    Request nr = r;
+    nr.slots.clear();
+    for (int s : r.slots) {
+      if (remap[static_cast<size_t>(s)] >= 0) nr.slots.push_back(remap[static_cast<size_t>(s)]);
+    }
+    if (nr.slots.empty()) return std::nullopt;
+    q.requests.push_back(nr);
+  }
+  if (q.loss_slots.empty()) return std::nullopt;
+  return q;
+}
+
+Program Minimise(Program p) {
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t i = p.ops.size(); i-- > 0;) {
+      std::optional<Program> q = Without(p, i);
+      if (q && !Failures(*q, nullptr).empty()) {
+        p = std::move(*q);
+        progress = true;
+      }
+    }
+    for (size_t t = 0; t < p.loss_slots.size() && p.loss_slots.size() > 1; ++t) {
+      Program q = p;
+      q.loss_slots.erase(q.loss_slots.begin() + static_cast<long>(t));
+      if (!Failures(q, nullptr).empty()) {
+        p = std::move(q);
+        progress = true;
+      }
+    }
+    for (size_t s = 0; s < p.requests[0].slots.size() && p.requests[0].slots.size() > 1; ++s) {
+      Program q = p;
+      q.requests[0].slots.erase(q.requests[0].slots.begin() + static_cast<long>(s));
+      if (!Failures(q, nullptr).empty()) {
+        p = std::move(q);
+        progress = true;
+      }
+    }
+  }
+  return p;
+}
+
+std::string ShapeText(const Shape& s) { return absl::StrCat("{", absl::StrJoin(s, ", "), "}"); }
+
+}  // namespace
+
+std::string Stats::Summary() const {
+  return absl::StrCat(programs, " programs, ", cases, " gradient cases (", errors_expected,
+                      " expected to raise the documented Error), ", elements, " gradient elements vs "
+                      "finite differences (", skipped, " skipped at branch boundaries), ", failures,
+                      " failures");
+}
+
+std::string Describe(const Program& p) {
+  std::string out;
+  int slot = 0;
+  for (size_t i = 0; i <= p.ops.size(); ++i) {
+    if (static_cast<int>(i) == p.tape_at) {
+      out += std::array<const char*, 3>{"  dc::Tape tape;\n", "  dc::Tape tape(dc::PartialsMode::kRecompute);\n",
+                                        "  dc::Tape tape(dc::PartialsMode::kAuto, 64);\n"}[static_cast<size_t>(p.mode)];
+    }
+    if (i == p.ops.size()) break;
+    const Op& op = p.ops[i];
+    const std::string a = absl::StrCat("s", op.a), b = absl::StrCat("s", op.b);
+    std::string e;
+    switch (op.kind) {
+      case Op::kLeaf: e = absl::StrCat("D::from(Values(", op.seed, "), ", ShapeText(op.shape), ")"); break;
+      case Op::kView: e = absl::StrCat("D::view(buffer(Values(", op.seed, ")), ", ShapeText(op.shape), ")"); break;
+      case Op::kScale: e = absl::StrCat(a, " * ", op.number, " + ", op.number2); break;
+      case Op::kUnary: e = absl::StrCat("broadcast(u, ", a, ")"); break;
+      case Op::kAdd: e = absl::StrCat(a, " + ", b); break;
+      case Op::kMul: e = absl::StrCat(a, " * ", b); break;
+      case Op::kBinary: e = absl::StrCat("broadcast(k2, ", a, ", ", b, ")"); break;
+      case Op::kReshape:
+        e = op.free_fn ? absl::StrCat("reshape(", a, ", ", ShapeText(op.shape), ")")
+                       : absl::StrCat(a, ".reshape(", ShapeText(op.shape), ")");
+        break;
+      case Op::kTranspose:
+        e = op.free_fn ? absl::StrCat("transpose(", a, ", {", absl::StrJoin(op.perm, ", "), "})")
+                       : absl::StrCat(a, ".transpose({", absl::StrJoin(op.perm, ", "), "})");
+        break;
+      case Op::kCopy: e = absl::StrCat(a, ".copy()"); break;
+      case Op::kSum:
+      case Op::kMean:
+        e = absl::StrCat(op.kind == Op::kSum ? "sum(" : "mean(", a,
+                         op.axis < 0 ? "" : absl::StrCat(", {", op.axis, "}, ", op.keepdims ? "true" : "false"),
+                         ")");
+        break;
+      case Op::kMatmul: e = absl::StrCat("matmul(", a, ", ", b, ")"); break;
+      case Op::kEval: e = absl::StrCat(a, ".eval()"); break;
+    }
+    out += MakesSlot(op) ? absl::StrCat("  D s", slot++, " = ", e, ";\n") : absl::StrCat("  ", e, ";\n");
+  }
+  std::vector<std::string> terms;
+  for (size_t t = 0; t < p.loss_slots.size(); ++t) {
+    terms.push_back(absl::StrCat("sum(s", p.loss_slots[t], " * W", t, ")"));
+  }
+  absl::StrAppend(&out, "  D loss = ", absl::StrJoin(terms, " + "), ";\n");
+  for (const Request& r : p.requests) {
+    std::vector<std::string> names;
+    for (int s : r.slots) names.push_back(absl::StrCat("s", s));
+    absl::StrAppend(&out, r.accumulate ? "  tape.accumulate_gradient(loss, {" : "  tape.gradient(loss, {",
+                    absl::StrJoin(names, ", "), "}", r.accumulate ? ", buffers_of_ones" : "",
+                    r.allow_unused ? ", {.allow_unused = true}" : "", ");\n");
+  }
+  return out;
+}
+
+Program RandomProgram(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  Program p;
+  std::vector<Shape> shapes;  // per slot
+  auto add = [&](Op op, Shape shape) {
+    p.ops.push_back(std::move(op));
+    shapes.push_back(std::move(shape));
+    return static_cast<int>(shapes.size()) - 1;
+  };
+  auto random_shape = [&] {
+    Shape s;
+    for (int d = pick(4); d > 0; --d) s.push_back(1 + pick(3));
+    return s;
+  };
+  auto leaf = [&](Shape shape) {
+    Op op;
+    op.kind = pick(3) == 0 ? Op::kView : Op::kLeaf;
+    op.shape = shape;
+    op.seed = rng();
+    return add(op, shape);
+  };
+  leaf(random_shape());
+  const int steps = 2 + pick(6);
+  for (int step = 0; step < steps; ++step) {
+    const int a = pick(static_cast<int>(shapes.size()));
+    const Shape sa = shapes[static_cast<size_t>(a)];
+    Op op;
+    op.a = a;
+    switch (pick(13)) {
+      case 0: leaf(random_shape()); break;
+      case 1:
+        op.kind = Op::kScale;
+        op.number = std::array<double, 3>{2.0, -0.5, 1.5}[static_cast<size_t>(pick(3))];
+        op.number2 = std::array<double, 3>{0.0, 1.0, -2.0}[static_cast<size_t>(pick(3))];
+        add(op, sa);
+        break;
+      case 2: op.kind = Op::kUnary; add(op, sa); break;
+      case 3:
+      case 4:
+      case 5: {
+        op.kind = std::array<Op::Kind, 3>{Op::kAdd, Op::kMul, Op::kBinary}[static_cast<size_t>(pick(3))];
+        std::vector<int> fits;
+        for (size_t s = 0; s < shapes.size(); ++s) {
+          if (BroadcastShape(sa, shapes[s])) fits.push_back(static_cast<int>(s));
+        }
+        int b;
+        if (pick(3) == 0) {
+          Shape sb;  // a suffix of a's shape, some dims 1
+          for (size_t d = static_cast<size_t>(pick(static_cast<int>(sa.size()) + 1)); d < sa.size(); ++d) {
+            sb.push_back(pick(3) == 0 ? 1 : sa[d]);
+          }
+          b = leaf(sb);
+        } else {
+          b = fits[static_cast<size_t>(pick(static_cast<int>(fits.size())))];
+        }
+        op.b = b;
+        if (pick(2) == 0) std::swap(op.a, op.b);
+        add(op, *BroadcastShape(shapes[static_cast<size_t>(op.a)], shapes[static_cast<size_t>(op.b)]));
+        break;
+      }
+      case 6: {
+        op.kind = Op::kReshape;
+        op.free_fn = pick(2) == 0;
+        int64_t n = SizeOf(sa);
+        Shape t;
+        if (pick(2) == 0) {
+          t = {n};
+        } else if (n % 2 == 0 && pick(2) == 0) {
+          t = {2, n / 2};
+        } else if (n % 3 == 0 && pick(2) == 0) {
+          t = {n / 3, 1, 3};
+        } else {
+          t = {1, n};
+        }
+        op.shape = t;
+        add(op, t);
+        break;
+      }
+      case 7: {
+        op.kind = Op::kTranspose;
+        op.free_fn = pick(2) == 0;
+        for (int d = 0; d < static_cast<int>(sa.size()); ++d) op.perm.push_back(d);
+        std::shuffle(op.perm.begin(), op.perm.end(), rng);
+        Shape t;
+        for (int d : op.perm) t.push_back(sa[static_cast<size_t>(d)]);
+        add(op, t);
+        break;
+      }
+      case 8: op.kind = Op::kCopy; add(op, sa); break;
+      case 9:
+      case 10: {
+        op.kind = pick(2) == 0 ? Op::kSum : Op::kMean;
+        op.axis = sa.empty() || pick(3) == 0 ? -1 : pick(static_cast<int>(sa.size()));
+        op.keepdims = pick(2) == 0;
+        Shape t;
+        if (op.axis >= 0) {
+          t = sa;
+          if (op.keepdims) {
+            t[static_cast<size_t>(op.axis)] = 1;
+          } else {
+            t.erase(t.begin() + op.axis);
+          }
+        }
+        add(op, t);
+        break;
+      }
+      case 11: {
+        if (sa.size() != 2) {
+          op.kind = Op::kEval;
+          p.ops.push_back(op);
+          break;
+        }
+        op.kind = Op::kMatmul;
+        int b = -1;
+        for (size_t s = 0; s < shapes.size(); ++s) {
+          if (shapes[s].size() == 2 && shapes[s][0] == sa[1] && pick(2) == 0) b = static_cast<int>(s);
+        }
+        if (b < 0) b = leaf({sa[1], 1 + pick(3)});
+        op.b = b;
+        add(op, {sa[0], shapes[static_cast<size_t>(b)][1]});
+        break;
+      }
+      default: op.kind = Op::kEval; p.ops.push_back(op); break;
+    }
+  }
+  const int n = static_cast<int>(shapes.size());
+  p.tape_at = pick(static_cast<int>(p.ops.size()) + 1);
+  if (pick(3) == 0) p.tape_at = 0;  // the usual case: tape first
+  p.mode = pick(3);
+  p.loss_slots.push_back(n - 1);
+  for (int extra = pick(3); extra > 0; --extra) {
+    const int s = pick(n);
+    if (std::find(p.loss_slots.begin(), p.loss_slots.end(), s) == p.loss_slots.end()) p.loss_slots.push_back(s);
+  }
+  for (int q = 0; q < 4; ++q) {
+    Request r;
+    r.allow_unused = pick(3) == 0;
+    r.accumulate = pick(4) == 0;
+    for (int k = 1 + pick(3); k > 0; --k) r.slots.push_back(pick(n));
+    p.requests.push_back(r);
+  }
+  return p;
+}
+
+void Check(const Program& p, Stats& stats) {
+  ++stats.programs;
+  std::vector<std::string> failures = Failures(p, &stats);
+  if (failures.empty()) return;
+  ++stats.failures;
+  // Minimise the first failing request alone.
+  Program one = p;
+  size_t q = 0;
+  for (size_t i = 0; i < p.requests.size(); ++i) {
+    Program t = p;
+    t.requests = {p.requests[i]};
+    if (!Failures(t, nullptr).empty()) {
+      one = t;
+      q = i;
+      break;
+    }
+  }
+  one = Minimise(one);
+  std::vector<std::string> why = Failures(one, nullptr);
+  stats.reports.push_back(absl::StrCat(failures[0], "\nminimised reproducer (request ", q, "):\n", Describe(one),
+                                       "  // ", why.empty() ? "(does not fail alone)" : why[0], "\n"));
+}
+
+}  // namespace dualcast::surface

@@ -1,0 +1,83 @@
+// Differential tester of the public array surface: random programs through the runtime and the tape vs float64 finite differences.
+//
+// A program is a few operations over small arrays, written the ways a user
+// writes them: methods and free functions (reshape, transpose, copy),
+// operators and scalar arithmetic, broadcasts of branchy kernels, sum/mean
+// (all axes or one), matmul, eval(); leaves are owning arrays or views of user
+// memory. A Tape opens at a random point of it; the loss is a weighted sum
+// of some of the arrays; gradients are then requested with respect to random
+// sets of arrays (leaves, still-pending ones, intermediates, views).
+//
+// Each request is one case. The expected outcome comes from a model of the
+// documented rules, independent of the runtime: an operation is on the tape
+// when it is *computed* while the tape is open (a broadcast is computed when
+// something first forces it: an eager operation, eval(), the loss); an array
+// the loss reaches through an operation computed before the tape is an Error,
+// as is one it does not reach at all (zeros when allow_unused). Otherwise the
+// gradient must equal central differences of a plain double re-implementation
+// of the program (perturbing the requested array's value, downstream only).
+// A failing case is minimised (operations, loss terms and requested arrays
+// dropped while it still fails) and printed as a reproducer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dualcast::surface {
+
+struct Op {
+  enum Kind {
+    kLeaf,        // Array::from(values)            (shape)
+    kView,        // Array::view(user buffer)       (shape)
+    kScale,       // a * number + number2 (operators with numbers: a pending broadcast)
+    kUnary,       // broadcast(kernel u, a)
+    kAdd,         // a + b (broadcasting)
+    kMul,         // a * b
+    kBinary,      // broadcast(kernel k2, a, b)
+    kReshape,     // a.reshape(shape) or dualcast::reshape(a, shape)  (free)
+    kTranspose,   // a.transpose(perm) or dualcast::transpose(a, perm) (free)
+    kCopy,        // a.copy()
+    kSum,         // sum(a) or sum(a, {axis}, keepdims)               (axis < 0: all)
+    kMean,        // mean(a) or mean(a, {axis}, keepdims)
+    kMatmul,      // matmul(a, b)
+    kEval,        // a.eval() (no new array)
+  } kind = kLeaf;
+  int a = -1, b = -1;         // argument slots
+  std::vector<int64_t> shape;  // leaf / reshape target
+  std::vector<int> perm;
+  int axis = -1;
+  bool keepdims = false;
+  bool free_fn = false;  // the free-function spelling
+  double number = 0, number2 = 0;
+  uint64_t seed = 0;  // leaf values
+};
+
+struct Request {
+  std::vector<int> slots;  // arrays to differentiate with respect to
+  bool allow_unused = false;
+  bool accumulate = false;  // through accumulate_gradient into buffers of ones
+};
+
+struct Program {
+  std::vector<Op> ops;
+  int tape_at = 0;                     // ops [0, tape_at) run before the Tape opens
+  int mode = 0;                        // 0 kCache, 1 kRecompute, 2 kAuto with a 64-byte budget
+  std::vector<int> loss_slots;         // loss = sum over these of sum(slot * weights)
+  std::vector<Request> requests;
+};
+
+struct Stats {
+  int64_t programs = 0, cases = 0, matched = 0, errors_expected = 0, elements = 0, skipped = 0;
+  int64_t failures = 0;
+  std::vector<std::string> reports;  // minimised reproducers
+  std::string Summary() const;
+};
+
+Program RandomProgram(uint64_t seed);
+// Runs every request of `p` (one case each); failures go to `stats` with a
+// minimised reproducer.
+void Check(const Program& p, Stats& stats);
+std::string Describe(const Program& p);
+
+}  // namespace dualcast::surface

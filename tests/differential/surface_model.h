@@ -1,0 +1,61 @@
+// The double reference of a public-surface program and the model of the tape's documented rules (see surface.h).
+//
+// Independent of the runtime: plain loops on row-major double arrays for the
+// values, and a model of when each operation is computed (a broadcast when
+// first forced; everything else at once) for which gradients the tape must
+// refuse.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "differential/surface.h"
+#include "dualcast/array.hpp"
+#include "dualcast/math.hpp"
+
+namespace dualcast::surface {
+
+// The kernels, one definition for the runtime (traced) and the reference (on double).
+inline constexpr auto kUnaryFn = [](auto x) {
+  using namespace dualcast::math;
+  if (x > 0) return tanh(x) * 1.5;
+  return x * x * 0.5 + x * 1.5;
+};
+inline constexpr auto kBinaryFn = [](auto x, auto y) {
+  using namespace dualcast::math;
+  if (x > y) return sin(x) * y;
+  return x * y - cos(y);
+};
+
+// A row-major double array.
+struct H {
+  Shape shape;
+  std::vector<double> v;
+};
+
+int64_t SizeOf(const Shape& s);
+// NumPy broadcasting of two shapes, nullopt when they do not broadcast.
+std::optional<Shape> BroadcastShape(const Shape& a, const Shape& b);
+// The values of a leaf (or loss weights) drawn from `seed`, uniform in [-1.5, 1.5).
+std::vector<double> Values(uint64_t seed, int64_t n);
+// The seed of loss term `term`'s weights.
+uint64_t WeightSeed(size_t term);
+bool MakesSlot(const Op& op);
+
+// Every slot's value (into *slots_out when not null), with `delta` added to
+// element `k` of slot `perturb` right after it is computed; returns the loss.
+double HostLoss(const Program& p, std::vector<H>* slots_out = nullptr, int perturb = -1, int64_t k = 0,
+                double delta = 0);
+
+struct Model {
+  std::vector<int> op_of_slot;
+  std::vector<bool> taped;  // per slot: computed while the tape was open (leaves: false)
+};
+Model BuildModel(const Program& p);
+// Whether slot `r` reaches the loss through taped operations only, and
+// through some operation computed before the tape.
+std::pair<bool, bool> Reach(const Program& p, const Model& m, int r);
+
+}  // namespace dualcast::surface
