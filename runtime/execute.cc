@@ -18,6 +18,8 @@
 #include "jit/kernel_abi.h"
 #include "jit/kernel_cache.h"
 #include "jit/kernel_spec.h"
+#include "runtime/grad_kernels.h"
+#include "dualcast/detail/broadcast_grad.hpp"
 
 namespace dualcast::detail {
 namespace {
@@ -168,6 +170,179 @@ std::vector<int64_t> BroadcastShape(const std::string& kernel_name,
   return out;
 }
 
+namespace {
+
+// Whether `target` broadcasts to `full` (NumPy rules: right-aligned, each dim equal or 1).
+bool BroadcastsTo(const std::vector<int64_t>& target, const std::vector<int64_t>& full) {
+  if (target.size() > full.size()) return false;
+  const size_t lead = full.size() - target.size();
+  for (size_t k = 0; k < target.size(); ++k) {
+    if (target[k] != 1 && target[k] != full[lead + k]) return false;
+  }
+  return true;
+}
+
+struct Plan {
+  std::vector<bool> write;
+  std::vector<bool> accumulate;
+  std::vector<int64_t> full;                 // the iteration shape
+  std::vector<std::vector<int64_t>> shapes;  // per output: its stored shape
+  bool reduces = false;                      // some output is reduced or accumulated
+};
+
+Plan MakePlan(const std::string& name, const jit::Function& fn,
+              const std::vector<std::shared_ptr<ArrayImpl>>& inputs, const ExecuteOptions& o) {
+  const size_t n_out = fn.num_outputs();
+  Plan plan;
+  plan.write = o.write;
+  if (plan.write.empty()) plan.write.assign(n_out, true);
+  plan.accumulate = o.accumulate;
+  if (plan.accumulate.empty()) plan.accumulate.assign(n_out, false);
+  if (plan.write.size() != n_out || (!o.destinations.empty() && o.destinations.size() != n_out) ||
+      plan.accumulate.size() != n_out ||
+      (!o.output_shapes.empty() && o.output_shapes.size() != n_out)) {
+    throw Error(ErrorKind::kInternal,
+                absl::StrCat(name, ": ", n_out, " outputs but ", plan.write.size(),
+                             " write flags, ", o.destinations.size(), " destinations, ",
+                             o.accumulate.size(), " accumulate flags and ",
+                             o.output_shapes.size(), " output shapes"));
+  }
+  std::vector<std::vector<int64_t>> shapes;
+  for (const auto& in : inputs) shapes.push_back(in->shape);
+  plan.full = BroadcastShape(name, shapes);
+  if (!o.iteration_shape.empty()) {
+    shapes.push_back(o.iteration_shape);
+    if (BroadcastShape(name, shapes) != o.iteration_shape) {
+      throw Error(ErrorKind::kShape,
+                  absl::StrCat(name, ": the arguments broadcast to ", jit::FormatShape(plan.full),
+                               ", which does not broadcast to the iteration shape ",
+                               jit::FormatShape(o.iteration_shape),
+                               "; give an iteration shape every argument broadcasts to"));
+    }
+    plan.full = o.iteration_shape;
+    plan.reduces = true;
+  }
+  for (size_t m = 0; m < n_out; ++m) {
+    std::vector<int64_t> shape =
+        o.output_shapes.empty() || o.output_shapes[m].empty() ? plan.full : o.output_shapes[m];
+    if (!plan.write[m]) {
+      plan.shapes.push_back(std::move(shape));
+      continue;
+    }
+    if (!BroadcastsTo(shape, plan.full)) {
+      throw Error(ErrorKind::kShape,
+                  absl::StrCat(name, ": output ", m + 1, " is to be stored with shape ",
+                               jit::FormatShape(shape), ", which does not broadcast to the "
+                               "iteration shape ", jit::FormatShape(plan.full),
+                               "; a reduced output must keep or set to 1 each trailing dimension"));
+    }
+    if (plan.accumulate[m] &&
+        (o.destinations.empty() || o.destinations[m] == nullptr)) {
+      throw Error(ErrorKind::kInternal,
+                  absl::StrCat(name, ": output ", m + 1,
+                               " accumulates into its destination, but none was given"));
+    }
+    if (shape != plan.full || plan.accumulate[m]) plan.reduces = true;
+    plan.shapes.push_back(std::move(shape));
+  }
+  return plan;
+}
+
+// Checks a destination for output m before anything is written; returns it.
+void CheckDestination(const std::string& kernel_name, size_t m, ArrayImpl& dest,
+                      const std::vector<int64_t>& shape, const std::vector<int64_t>& full,
+                      DType dtype, const Device& device,
+                      const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
+                      const std::vector<std::shared_ptr<ArrayImpl>>& outputs) {
+  Materialize(dest);
+  auto where = [&] { return absl::StrCat(kernel_name, ": destination for output ", m + 1); };
+  if (dest.shape != shape) {
+    throw Error(ErrorKind::kShape,
+                absl::StrCat(where(), " has shape ", jit::FormatShape(dest.shape),
+                             shape == full ? " but the broadcast result has shape "
+                                           : " but the output is reduced to shape ",
+                             jit::FormatShape(shape),
+                             shape == full ? "" : absl::StrCat(" (from ", jit::FormatShape(full), ")"),
+                             "; pass an array (or view) of exactly that shape"));
+  }
+  if (dest.dtype != dtype) {
+    throw Error(ErrorKind::kType, absl::StrCat(where(), " is ", DTypeName(dest.dtype),
+                                               " but the arguments are ", DTypeName(dtype)));
+  }
+  if (dest.device != device) {
+    throw Error(ErrorKind::kDevice, absl::StrCat(where(), " is on ", dest.device.name(),
+                                                 " but the arguments are on ", device.name()));
+  }
+  if (dest.read_only) {
+    throw Error(ErrorKind::kInvalidArgument,
+                absl::StrCat(where(), " is a read-only view (of const memory); pass a view "
+                                      "of writable memory"));
+  }
+  if (SelfOverlapping(dest)) {
+    throw Error(ErrorKind::kInvalidArgument,
+                absl::StrCat(where(), " has strides ", jit::FormatShape(dest.strides),
+                             " under which several elements share memory; pass a "
+                             "destination whose elements are distinct"));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (MayOverlap(dest, *inputs[i])) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  absl::StrCat(where(), " overlaps the memory of argument ", i + 1,
+                               "; results cannot be written over the arguments (in place): "
+                               "pass a separate destination or copy() the argument"));
+    }
+  }
+  for (size_t k = 0; k < m; ++k) {
+    if (outputs[k] != nullptr && MayOverlap(dest, *outputs[k])) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  absl::StrCat(where(), " overlaps the destination for output ", k + 1,
+                               "; every output needs its own memory"));
+    }
+  }
+}
+
+// The identity on one value: stores a reduced result into a strided destination.
+std::shared_ptr<const jit::Function> IdentityFunction(DType dtype) {
+  auto make = [](jit::Type t) {
+    auto f = std::make_shared<jit::Function>("store");
+    jit::Builder b(*f);
+    b.Return({b.Input(t)});
+    return std::shared_ptr<const jit::Function>(std::move(f));
+  };
+  static const auto f32 = make(jit::Type::kF32);
+  static const auto f64 = make(jit::Type::kF64);
+  return dtype == DType::kF32 ? f32 : f64;
+}
+
+// Reduced/accumulated outputs the simple way: the full-shape outputs, then the
+// host sum_to and add. Destinations are already checked.
+std::vector<std::shared_ptr<ArrayImpl>> ExecuteReducedFallback(
+    const std::string& kernel_name, std::shared_ptr<const jit::Function> fn,
+    const std::vector<std::shared_ptr<ArrayImpl>>& inputs, const Plan& plan,
+    std::vector<std::shared_ptr<ArrayImpl>> outputs) {
+  std::vector<std::shared_ptr<ArrayImpl>> views;
+  for (const auto& in : inputs) views.push_back(BroadcastView(*in, plan.full));
+  ExecuteOptions full_opts;
+  full_opts.write = plan.write;
+  std::vector<std::shared_ptr<ArrayImpl>> full = Execute(kernel_name, fn, views, full_opts);
+  for (size_t m = 0; m < outputs.size(); ++m) {
+    if (!plan.write[m]) continue;
+    std::shared_ptr<ArrayImpl> sum = SumTo(*full[m], plan.shapes[m]);
+    if (plan.accumulate[m]) {
+      AddInto(*outputs[m], *sum);
+    } else if (outputs[m] != nullptr) {
+      ExecuteOptions store;
+      store.destinations = {outputs[m]};
+      Execute(kernel_name + ".store", IdentityFunction(sum->dtype), {sum}, store);
+    } else {
+      outputs[m] = sum->shape == plan.shapes[m] && sum->contiguous() ? sum : CopyArray(*sum);
+    }
+  }
+  return outputs;
+}
+
+}  // namespace
+
 std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
                                                 std::shared_ptr<const jit::Function> fn,
                                                 const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
@@ -191,68 +366,29 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
                                DTypeName(dtype), "; a kernel must return its arguments' type"));
     }
   }
-  std::vector<bool> write = options.write;
-  if (write.empty()) write.assign(n_out, true);
-  if (write.size() != n_out ||
-      (!options.destinations.empty() && options.destinations.size() != n_out)) {
-    throw Error(ErrorKind::kInternal,
-                absl::StrCat(kernel_name, ": ", n_out, " outputs but ", write.size(),
-                             " write flags and ", options.destinations.size(), " destinations"));
-  }
-
-  std::vector<std::vector<int64_t>> shapes;
-  for (const auto& in : inputs) shapes.push_back(in->shape);
-  const std::vector<int64_t> out_shape = BroadcastShape(kernel_name, shapes);
+  const Plan plan = MakePlan(kernel_name, *fn, inputs, options);
+  const std::vector<bool>& write = plan.write;
+  const std::vector<int64_t>& out_shape = plan.full;
 
   // Validate every destination before anything is allocated or written.
   std::vector<std::shared_ptr<ArrayImpl>> outputs(n_out);
   for (size_t m = 0; m < n_out; ++m) {
     if (!write[m] || options.destinations.empty() || options.destinations[m] == nullptr) continue;
-    const std::shared_ptr<ArrayImpl>& dest = options.destinations[m];
-    Materialize(*dest);
-    auto where = [&] { return absl::StrCat(kernel_name, ": destination for output ", m + 1); };
-    if (dest->shape != out_shape) {
-      throw Error(ErrorKind::kShape,
-                  absl::StrCat(where(), " has shape ", jit::FormatShape(dest->shape),
-                               " but the broadcast result has shape ", jit::FormatShape(out_shape),
-                               "; pass an array (or view) of exactly that shape"));
-    }
-    if (dest->dtype != dtype) {
-      throw Error(ErrorKind::kType, absl::StrCat(where(), " is ", DTypeName(dest->dtype),
-                                                 " but the arguments are ", DTypeName(dtype)));
-    }
-    if (dest->device != device) {
-      throw Error(ErrorKind::kDevice, absl::StrCat(where(), " is on ", dest->device.name(),
-                                                   " but the arguments are on ", device.name()));
-    }
-    if (dest->read_only) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  absl::StrCat(where(), " is a read-only view (of const memory); pass a view "
-                                        "of writable memory"));
-    }
-    if (SelfOverlapping(*dest)) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  absl::StrCat(where(), " has strides ", jit::FormatShape(dest->strides),
-                               " under which several elements share memory; pass a "
-                               "destination whose elements are distinct"));
-    }
-    for (size_t i = 0; i < n_in; ++i) {
-      if (MayOverlap(*dest, *inputs[i])) {
-        throw Error(ErrorKind::kInvalidArgument,
-                    absl::StrCat(where(), " overlaps the memory of argument ", i + 1,
-                                 "; results cannot be written over the arguments (in place): "
-                                 "pass a separate destination or copy() the argument"));
-      }
-    }
-    for (size_t k = 0; k < m; ++k) {
-      if (outputs[k] != nullptr && MayOverlap(*dest, *outputs[k])) {
-        throw Error(ErrorKind::kInvalidArgument,
-                    absl::StrCat(where(), " overlaps the destination for output ", k + 1,
-                                 "; every output needs its own memory"));
-      }
-    }
-    outputs[m] = dest;
+    CheckDestination(kernel_name, m, *options.destinations[m], plan.shapes[m], plan.full, dtype,
+                     device, inputs, outputs);
+    outputs[m] = options.destinations[m];
   }
+  if (plan.reduces) {
+    if (device.is_cuda()) {
+      throw Error(ErrorKind::kDevice,
+                  absl::StrCat(kernel_name, ": reduced or accumulated outputs on ", device.name(),
+                               ": reductions on CUDA are not generated yet; move the arrays to "
+                               "the CPU with .to(dualcast::Device::cpu())"));
+    }
+    return ExecuteReducedFallback(kernel_name, fn, inputs, plan, std::move(outputs));
+  }
+  std::vector<std::vector<int64_t>> shapes;
+  for (const auto& in : inputs) shapes.push_back(in->shape);
 
   // The layout: outputs ride along as extra operands, so that destinations
   // with any strides merge only where their memory allows too.
