@@ -18,8 +18,6 @@
 #include "jit/kernel_abi.h"
 #include "jit/kernel_cache.h"
 #include "jit/kernel_spec.h"
-#include "runtime/grad_kernels.h"
-#include "dualcast/detail/broadcast_grad.hpp"
 
 namespace dualcast::detail {
 namespace {
@@ -301,44 +299,25 @@ void CheckDestination(const std::string& kernel_name, size_t m, ArrayImpl& dest,
   }
 }
 
-// The identity on one value: stores a reduced result into a strided destination.
-std::shared_ptr<const jit::Function> IdentityFunction(DType dtype) {
-  auto make = [](jit::Type t) {
-    auto f = std::make_shared<jit::Function>("store");
-    jit::Builder b(*f);
-    b.Return({b.Input(t)});
-    return std::shared_ptr<const jit::Function>(std::move(f));
-  };
-  static const auto f32 = make(jit::Type::kF32);
-  static const auto f64 = make(jit::Type::kF64);
-  return dtype == DType::kF32 ? f32 : f64;
+// Whether an output stored as `target` is summed along some dim of `full` (a dim of size > 1).
+bool Summed(const std::vector<int64_t>& target, const std::vector<int64_t>& full) {
+  const size_t lead = full.size() - target.size();
+  for (size_t d = 0; d < full.size(); ++d) {
+    const int64_t t = d < lead ? 1 : target[d - lead];
+    if (full[d] != 1 && t == 1) return true;
+  }
+  return false;
 }
 
-// Reduced/accumulated outputs the simple way: the full-shape outputs, then the
-// host sum_to and add. Destinations are already checked.
-std::vector<std::shared_ptr<ArrayImpl>> ExecuteReducedFallback(
-    const std::string& kernel_name, std::shared_ptr<const jit::Function> fn,
-    const std::vector<std::shared_ptr<ArrayImpl>>& inputs, const Plan& plan,
-    std::vector<std::shared_ptr<ArrayImpl>> outputs) {
-  std::vector<std::shared_ptr<ArrayImpl>> views;
-  for (const auto& in : inputs) views.push_back(BroadcastView(*in, plan.full));
-  ExecuteOptions full_opts;
-  full_opts.write = plan.write;
-  std::vector<std::shared_ptr<ArrayImpl>> full = Execute(kernel_name, fn, views, full_opts);
-  for (size_t m = 0; m < outputs.size(); ++m) {
-    if (!plan.write[m]) continue;
-    std::shared_ptr<ArrayImpl> sum = SumTo(*full[m], plan.shapes[m]);
-    if (plan.accumulate[m]) {
-      AddInto(*outputs[m], *sum);
-    } else if (outputs[m] != nullptr) {
-      ExecuteOptions store;
-      store.destinations = {outputs[m]};
-      Execute(kernel_name + ".store", IdentityFunction(sum->dtype), {sum}, store);
+// Zeros into every element of `a` (a reduction over nothing).
+void StoreZeros(ArrayImpl& a) {
+  ForEachElement(a.shape, a.strides, [&](int64_t, int64_t off) {
+    if (a.dtype == DType::kF32) {
+      static_cast<float*>(a.data())[off] = 0.0f;
     } else {
-      outputs[m] = sum->shape == plan.shapes[m] && sum->contiguous() ? sum : CopyArray(*sum);
+      static_cast<double*>(a.data())[off] = 0.0;
     }
-  }
-  return outputs;
+  });
 }
 
 }  // namespace
@@ -378,31 +357,44 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
                      device, inputs, outputs);
     outputs[m] = options.destinations[m];
   }
-  if (plan.reduces) {
+  if (plan.reduces) {  // [CUDA path] the CUDA backend also refuses such specs
     if (device.is_cuda()) {
       throw Error(ErrorKind::kDevice,
                   absl::StrCat(kernel_name, ": reduced or accumulated outputs on ", device.name(),
                                ": reductions on CUDA are not generated yet; move the arrays to "
                                "the CPU with .to(dualcast::Device::cpu())"));
     }
-    return ExecuteReducedFallback(kernel_name, fn, inputs, plan, std::move(outputs));
   }
   std::vector<std::vector<int64_t>> shapes;
   for (const auto& in : inputs) shapes.push_back(in->shape);
 
   // The layout: outputs ride along as extra operands, so that destinations
-  // with any strides merge only where their memory allows too.
+  // with any strides merge only where their memory allows too. A summed
+  // output rides with its stored shape and the contiguous strides of the
+  // scratch the kernel adds into: its broadcast bits are its reduce bits,
+  // so dims merge only where every output's reduce pattern agrees.
   std::vector<std::vector<int64_t>> strides;
   for (const auto& in : inputs) strides.push_back(in->strides);
+  std::vector<bool> summed(n_out, false);
   for (size_t m = 0; m < n_out; ++m) {
     if (!write[m]) continue;
-    if (outputs[m] == nullptr) outputs[m] = NewArray(dtype, out_shape, device);
+    summed[m] = Summed(plan.shapes[m], out_shape);
+    if (outputs[m] == nullptr) outputs[m] = NewArray(dtype, plan.shapes[m], device);
+    shapes.push_back(plan.shapes[m]);
+    strides.push_back(summed[m] ? ContiguousStrides(plan.shapes[m]) : outputs[m]->strides);
+  }
+  if (!options.iteration_shape.empty()) {  // read nowhere: broadcast everywhere, merges anything
     shapes.push_back(out_shape);
-    strides.push_back(outputs[m]->strides);
+    strides.push_back(std::vector<int64_t>(out_shape.size(), 0));
   }
   absl::StatusOr<jit::BroadcastLayout> merged = jit::MergeBroadcast(shapes, strides, kernel_name);
   if (!merged.ok()) ThrowStatus(merged.status());
-  if (merged->num_elements == 0) return outputs;  // nothing to compute: launch nothing
+  if (merged->num_elements == 0) {  // nothing to compute: a sum over nothing is 0
+    for (size_t m = 0; m < n_out; ++m) {
+      if (summed[m] && !plan.accumulate[m] && outputs[m]->size() > 0) StoreZeros(*outputs[m]);
+    }
+    return outputs;
+  }
 
   const int rank = merged->rank();
   jit::BroadcastLayout in_layout = *merged;
@@ -411,6 +403,16 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
   jit::KernelSpec spec = jit::KernelSpec::For(
       fn, JitType(dtype), device.is_cuda() ? jit::Target::kCuda : jit::Target::kCpu, in_layout);
   spec.write = write;
+  if (plan.reduces) {
+    spec.output_reduce.assign(n_out, 0);
+    spec.accumulate = plan.accumulate;
+    size_t operand = n_in;
+    for (size_t m = 0; m < n_out; ++m) {
+      if (!write[m]) continue;
+      if (summed[m]) spec.output_reduce[m] = merged->in_broadcast[operand];
+      ++operand;
+    }
+  }
 
   std::vector<const void*> in_ptrs(n_in);
   std::vector<int64_t> in_strides(n_in * rank + 1, 0);
@@ -448,7 +450,15 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
       });
   if (!kernel.ok()) ThrowStatus(kernel.status());
 
-  jit::LaunchCpu((*kernel)->entry_as<jit::KernelEntry>(), args, rank);
+  if (!spec.HasReductions()) {
+    jit::LaunchCpu((*kernel)->entry_as<jit::KernelEntry>(), args, rank);
+    return outputs;
+  }
+  std::vector<jit::ReducedDestination> reduced(n_out);
+  for (size_t m = 0; m < n_out; ++m) {
+    if (summed[m]) reduced[m] = {outputs[m]->data(), outputs[m]->shape, outputs[m]->strides};
+  }
+  jit::LaunchCpu((*kernel)->entry_as<jit::KernelEntry>(), args, spec, reduced);
   return outputs;
 }
 
