@@ -38,17 +38,6 @@ std::shared_ptr<ArrayImpl> Borrow(const ArrayImpl& a) {
   return std::shared_ptr<ArrayImpl>(std::shared_ptr<ArrayImpl>(), const_cast<ArrayImpl*>(&a));
 }
 
-// A rank-0 array holding `value`.
-std::shared_ptr<ArrayImpl> Scalar(DType dtype, double value) {
-  auto s = NewArray(dtype, {}, Device::cpu());
-  if (dtype == DType::kF32) {
-    *static_cast<float*>(s->data()) = static_cast<float>(value);
-  } else {
-    *static_cast<double*>(s->data()) = value;
-  }
-  return s;
-}
-
 bool Dense(const ArrayImpl& a) {
   return a.storage != nullptr && a.storage->owning && a.contiguous();
 }
@@ -135,13 +124,13 @@ std::shared_ptr<ArrayImpl> AddArrays(const ArrayImpl& a, const ArrayImpl& b) {
 std::shared_ptr<ArrayImpl> Scaled(const ArrayImpl& a, double factor) {
   CheckHostArray(a, "scale");
   return Execute("scale", ElementwiseFunction(Elementwise::kMul, a.dtype),
-                 {Borrow(a), Scalar(a.dtype, factor)})[0];
+                 {Borrow(a), NumberArray(factor, a.dtype, Device::cpu())})[0];
 }
 
 std::shared_ptr<ArrayImpl> Filled(DType dtype, const std::vector<int64_t>& shape, double value) {
   ExecuteOptions options;
   options.iteration_shape = shape;
-  return Execute("fill", ElementwiseFunction(Elementwise::kCopy, dtype), {Scalar(dtype, value)},
+  return Execute("fill", ElementwiseFunction(Elementwise::kCopy, dtype), {NumberArray(value, dtype, Device::cpu())},
                  options)[0];
 }
 
