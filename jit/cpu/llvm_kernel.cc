@@ -416,11 +416,10 @@ class KernelEmitter {
       const int stride = stride_of(out_stride_, m);
       if (Reduced(m)) {
         llvm::Value* wide = Convert(printer, v, spec_.dtype, Type::kF64);
-        wide = b.CreateSelect(active, wide, llvm::Constant::getNullValue(f64_vec));
-        if (ReducedAlong(m, d)) {
-          row_values[m] = wide;
+        if (ReducedAlong(m, d)) {  // inactive lanes must add 0 (their values may be NaN)
+          row_values[m] = b.CreateSelect(active, wide, llvm::Constant::getNullValue(f64_vec));
           continue;
-        }
+        }  // else the tail's masked store skips inactive lanes
         contiguous_stores.push_back({wide, lane0(out_ptr_[m], out_off[m], stride, f64), f64_vec, true});
         continue;
       }
