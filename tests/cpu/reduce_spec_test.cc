@@ -175,6 +175,9 @@ TEST_CASE("LaunchCpu(spec): reduced along inner, outer, middle and all merged di
   RunReduced<double>({700, 61}, {0, 0b10}, {0b01, 0b10, 0}, {false, false, true});
   RunReduced<float>({5, 33, 9}, {0b010, 0b101}, {0b010, 0b101, 0b111}, {false, true, true});
   RunReduced<double>({3, 1, 17}, {0, 0}, {0b100, 0b001, 0}, {});
+  // Column sums only (no output summed along the inner dim): rows added in blocks.
+  RunReduced<float>({203, 45}, {0, 0b10}, {0b01, 0, 0b01}, {false, true, false});
+  RunReduced<double>({4, 11, 70}, {0b001, 0}, {0b010, 0b011, 0}, {true, false, false});
 }
 
 }  // namespace

@@ -286,6 +286,8 @@ TEST_CASE("reduced outputs are bitwise the same under 1, 2 and 8 threads") {
       {{1025, 77}, {{1}, {1025, 1}}},
       {{7, 130, 129}, {{7, 1, 1}, {1, 130, 1}}},
       {{5000, 3, 5}, {{1, 3, 5}, {3, 1}}},
+      {{1030, 257}, {{1, 257}, {1030, 257}}},       // column sums in blocks of rows
+      {{9, 301, 130}, {{9, 1, 130}, {1, 1, 130}}},  // the same inside an outer dim
   };
   for (DType dtype : {DType::kF32, DType::kF64}) {
     auto fn = TestFunction(dtype);
