@@ -14,6 +14,7 @@
 
 #include "jit/cpu/cpu_backend.h"
 #include "jit/cpu/launch.h"
+#include "jit/cuda/cuda_kernel.h"
 #include "jit/error.h"
 #include "jit/hash.h"
 #include "jit/interpret.h"
@@ -71,6 +72,28 @@ TEST_CASE("reduce bits and accumulate flags are part of the key, the description
   CHECK(!unwritten.Validate("cpu").ok());
   KernelSpec wrong_count = SpecFor(f, Type::kF32, 2, {0, 0}, {0, 0}, {});
   CHECK(!wrong_count.Validate("cpu").ok());
+}
+
+TEST_CASE("the CUDA source writer refuses reduced or accumulating outputs with a kDevice error") {
+  auto f = Branchy(Type::kF32);
+  KernelSpec plain = SpecFor(f, Type::kF32, 2, {0, 0}, {}, {});
+  plain.target = Target::kCuda;
+  CHECK(cuda::BuildCudaKernelSource(plain).ok());
+  for (KernelSpec spec : {SpecFor(f, Type::kF32, 2, {0, 0}, {0b01, 0, 0}, {}),
+                          SpecFor(f, Type::kF32, 2, {0, 0}, {}, {false, false, true})}) {
+    spec.target = Target::kCuda;
+    absl::StatusOr<cuda::CudaKernelSource> src = cuda::BuildCudaKernelSource(spec);
+    REQUIRE(!src.ok());
+    const std::string msg(src.status().message());
+    CHECK(msg.find("reduce_branchy") != std::string::npos);
+    CHECK(msg.find("reductions on CUDA are not generated yet") != std::string::npos);
+    try {
+      ThrowStatus(src.status());
+      FAIL("no error thrown");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::kDevice);
+    }
+  }
 }
 
 template <class T>
