@@ -288,6 +288,8 @@ TEST_CASE("reduced outputs are bitwise the same under 1, 2 and 8 threads") {
       {{5000, 3, 5}, {{1, 3, 5}, {3, 1}}},
       {{1030, 257}, {{1, 257}, {1030, 257}}},       // column sums in blocks of rows
       {{9, 301, 130}, {{9, 1, 130}, {1, 1, 130}}},  // the same inside an outer dim
+      {{40, 50001}, {{1, 50001}, {40, 1}}},   // wide partials, finished in parallel
+      {{3, 70001}, {{1, 70001}, {3, 70001}}},  // partials capped by memory: one chunk
   };
   for (DType dtype : {DType::kF32, DType::kF64}) {
     auto fn = TestFunction(dtype);
