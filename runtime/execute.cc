@@ -272,8 +272,9 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
   jit::BroadcastLayout in_layout = *merged;
   in_layout.in_strides.resize(n_in);
   in_layout.in_broadcast.resize(n_in);
-  jit::KernelSpec spec = jit::KernelSpec::For(
-      fn, JitType(dtype), device.is_cuda() ? jit::Target::kCuda : jit::Target::kCpu, in_layout);
+  jit::KernelSpec spec =
+      jit::KernelSpec::For(fn, JitType(dtype), device.is_cuda() ? jit::Target::kCuda : jit::Target::kCpu,
+                           in_layout, options.function_hash);
   spec.write = write;
 
   std::vector<const void*> in_ptrs(n_in);
@@ -302,7 +303,7 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
     CudaExecute(kernel_name, spec, args, device);
     return outputs;
   }
-  absl::StatusOr<const jit::CachedKernel*> kernel = jit::KernelCache::Global().GetOrCompile(
+  absl::StatusOr<jit::KernelCache::Ref> kernel = jit::KernelCache::Global().GetOrCompile(
       spec, [&]() -> absl::StatusOr<jit::CompiledKernel> {
         absl::StatusOr<jit::CompiledCpuKernel> c =
             jit::CompileCpuKernel(spec, &jit::DiskCache::Default());

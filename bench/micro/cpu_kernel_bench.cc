@@ -9,7 +9,11 @@
 //      in wall and thread CPU time, and the minimum over fresh recompiles of
 //      the same module (IR build + optimiser + codegen, no link): on a shared,
 //      loaded machine the CPU minimum is the figure to compare;
-//   3. cache-hit launch overhead for a 1-element array;
+//   3. cache-hit launch overhead for a 1-element array: the cache lookup and
+//      launch alone, the whole `broadcast(k, x, y).eval()`, a tape step
+//      (broadcast + sum + gradient), and 2 threads launching independent
+//      small broadcasts against 1 (throughput ratio; --only launch runs
+//      just these rows);
 //   4. on-disk cache hit in a second process (this binary re-executed);
 //   5. code generation that scales (issue 17): k sequential data-dependent ifs
 //      (IR size, compile ms, steady ms), the cost of an untaken 200-op side,
@@ -21,6 +25,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <latch>
+#include <thread>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -42,6 +49,7 @@
 #include "jit/optimize.h"
 #include "jit/trace.h"
 #include <dualcast/dual.hpp>
+#include <dualcast/dualcast.hpp>
 
 namespace dualcast::bench {
 namespace {
@@ -223,6 +231,75 @@ void ReportKernel(int64_t n, Layout layout, int reps) {
               LayoutName(layout), static_cast<long>(n), t_jit.median, t_jit.min, t_hand.median,
               t_hand.min, t_jit.median / t_hand.median, t_jit.min / t_hand.min, c_jit.min,
               c_hand.min, c_jit.min / c_hand.min, worst);
+}
+
+// --- 3. The runtime's launch path on one element ---------------------------
+
+// Microseconds per call of `body`, the minimum over `reps` samples of `iters` calls.
+template <class Body>
+double UsPerCall(int reps, int iters, Body&& body) {
+  for (int k = 0; k < iters / 10 + 1; ++k) body();  // warm: compile, caches, allocator
+  double best = 1e300;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = Clock::now();
+    for (int k = 0; k < iters; ++k) body();
+    best = std::min(best, Ms(t0) * 1e3 / iters);
+  }
+  return best;
+}
+
+// Broadcasts per second with `threads` threads, each on its own arrays (one
+// shared kernel), over about `seconds`.
+double Throughput(const dualcast::Kernel& k, int threads, double seconds) {
+  std::atomic<bool> stop{false};
+  std::vector<int64_t> done(static_cast<size_t>(threads), 0);
+  std::latch start(threads + 1);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      auto x = dualcast::Array<float>::full({1}, 0.5f), y = dualcast::Array<float>::full({1}, 2.0f);
+      dualcast::broadcast(k, x, y).eval();
+      start.arrive_and_wait();
+      int64_t n = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        for (int i = 0; i < 100; ++i) dualcast::broadcast(k, x, y).eval();
+        n += 100;
+      }
+      done[static_cast<size_t>(t)] = n;
+    });
+  }
+  start.arrive_and_wait();
+  auto t0 = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop = true;
+  for (auto& th : pool) th.join();
+  const double s = Ms(t0) / 1e3;
+  int64_t total = 0;
+  for (int64_t n : done) total += n;
+  return static_cast<double>(total) / s;
+}
+
+void ReportRuntimeLaunch(int reps) {
+  namespace dc = dualcast;
+  const dc::Kernel k = dc::kernel("bench_axpy", [](auto x, auto y) { return x * y + x; });
+  auto x = dc::Array<float>::full({1}, 0.5f), y = dc::Array<float>::full({1}, 2.0f);
+  const double eval_us = UsPerCall(reps, 20000, [&] { dc::broadcast(k, x, y).eval(); });
+  std::printf("cache-hit broadcast(k, x, y).eval(), 1 element: %.3f us per call (target <= 1)\n",
+              eval_us);
+  const double tape_us = UsPerCall(reps, 5000, [&] {
+    dc::Tape tape;
+    auto loss = dc::sum(dc::broadcast(k, x, y));
+    auto g = tape.gradient(loss, {x, y});
+    (void)g;
+  });
+  std::printf("tape step (broadcast + sum + gradient wrt x, y), 1 element: %.3f us per step "
+              "(target <= 3)\n",
+              tape_us);
+  const double one = Throughput(k, 1, 0.5), two = Throughput(k, 2, 0.5);
+  std::printf("independent 1-element broadcasts, 1 thread %.3g/s, 2 threads %.3g/s: %.2fx "
+              "(target >= 1.6x; %u hardware threads)\n",
+              one, two, two / one, std::thread::hardware_concurrency());
+  std::fflush(stdout);
 }
 
 // --- 5. Code generation that scales ---------------------------------------
@@ -414,6 +491,10 @@ int Main(int argc, char** argv) {
     ReportStraightLine({static_cast<int>(n)});
     return 0;
   }
+  if (only == "launch") {  // the runtime launch-path rows of 3.
+    ReportRuntimeLaunch(reps);
+    return 0;
+  }
   if (only == "ifs") {  // the kernel of --n sequential ifs
     WarmJit();
     ReportSequentialIfs(reps, {static_cast<int>(n)});
@@ -457,6 +538,7 @@ int Main(int argc, char** argv) {
     }
     std::printf("cache-hit launch overhead, 1 element: %.3f us per call (lookup + launch)\n",
                 Ms(t0) * 1e3 / iters);
+    ReportRuntimeLaunch(reps);
   }
 
   // 4. On-disk hit in a second process.

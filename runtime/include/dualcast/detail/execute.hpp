@@ -12,6 +12,7 @@
 //   auto outs = Execute("axpy", fn, {a, x, y});  // fn: 3 inputs, 1 output
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,10 @@ struct ExecuteOptions {
   // of the broadcast shape). A destination must have the broadcast shape and
   // must not alias any input.
   std::vector<std::shared_ptr<ArrayImpl>> destinations;
+  // jit::StructuralHash(*fn) when the caller keeps it with the function (the
+  // lazy graph and the tape do), so a cache-hit launch does not rehash the
+  // IR; 0: computed here.
+  uint64_t function_hash = 0;
 };
 
 std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
