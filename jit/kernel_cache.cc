@@ -128,6 +128,7 @@ void KernelCache::Forget(Slot* slot) {
   if (slot->in_lru) {
     lru_.erase(slot->lru);
     slot->in_lru = false;
+    slot->cached.evicted.store(true, std::memory_order_relaxed);
   }
   auto it = slots_.find(slot->key);
   if (it == slots_.end()) return;

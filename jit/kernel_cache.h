@@ -31,6 +31,7 @@
 //   LaunchCpu((*k)->entry_as<KernelEntry>(), args, spec.rank);
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -60,6 +61,10 @@ struct CompiledKernel {
 struct CachedKernel {
   KernelSpec spec;  // the full spec, checked on every hit
   CompiledKernel kernel;
+  // Set when the cache drops this kernel: a caller that kept the Ref as a
+  // shortcut past the cache (the runtime's per-thread launch plans) goes
+  // back through the cache, so the bound and the counts stay truthful.
+  std::atomic<bool> evicted{false};
 
   template <typename Fn>
   Fn entry_as() const {

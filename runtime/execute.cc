@@ -2,9 +2,12 @@
 #include "dualcast/detail/execute.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
+#include <memory>
 #include <numeric>
 #include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "dualcast/kernel.hpp"
@@ -18,6 +21,7 @@
 #include "jit/kernel_abi.h"
 #include "jit/kernel_cache.h"
 #include "jit/kernel_spec.h"
+#include "jit/stats.h"
 
 namespace dualcast::detail {
 namespace {
@@ -130,6 +134,84 @@ void CheckInputs(const std::string& name, const jit::Function& fn,
   }
 }
 
+// What a repeated CPU launch of one function over operands of the same shapes
+// and strides reuses: the merged layout, ready as kernel arguments, and the
+// kernel. Kept per thread (a few, most recent first), so the cache-hit path
+// neither merges layouts, builds a spec, hashes nor locks the kernel cache.
+struct LaunchPlan {
+  std::shared_ptr<const jit::Function> fn;  // held: its address is part of the key
+  DType dtype = DType::kF32;
+  std::vector<bool> write;  // as requested (empty: all)
+  std::vector<std::vector<int64_t>> in_shapes, in_strides;
+  std::vector<int64_t> out_shape;
+  int rank = 0;
+  std::vector<int64_t> sizes;          // merged, then a trailing 1
+  std::vector<int64_t> arg_in_strides;   // KernelArgs::in_strides
+  std::vector<int64_t> arg_out_strides;  // KernelArgs::out_strides (contiguous outputs)
+  jit::KernelCache::Ref kernel;
+};
+constexpr size_t kPlansPerThread = 8;
+thread_local std::vector<std::unique_ptr<LaunchPlan>> t_plans;
+
+LaunchPlan* FindPlan(const jit::Function* fn, const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
+                     const std::vector<bool>& write) {
+  for (size_t p = 0; p < t_plans.size(); ++p) {
+    LaunchPlan& plan = *t_plans[p];
+    if (plan.fn.get() != fn || plan.write != write || plan.in_shapes.size() != inputs.size() ||
+        plan.dtype != inputs[0]->dtype) {
+      continue;
+    }
+    bool same = true;
+    for (size_t i = 0; i < inputs.size() && same; ++i) {
+      same = inputs[i]->shape == plan.in_shapes[i] && inputs[i]->strides == plan.in_strides[i];
+    }
+    if (!same) continue;
+    if (plan.kernel->evicted.load(std::memory_order_relaxed)) {
+      t_plans.erase(t_plans.begin() + static_cast<std::ptrdiff_t>(p));
+      return nullptr;
+    }
+    std::rotate(t_plans.begin(), t_plans.begin() + static_cast<std::ptrdiff_t>(p),
+                t_plans.begin() + static_cast<std::ptrdiff_t>(p) + 1);
+    return t_plans.front().get();
+  }
+  return nullptr;
+}
+
+void KeepPlan(std::unique_ptr<LaunchPlan> plan) {
+  if (t_plans.size() >= kPlansPerThread) t_plans.pop_back();
+  t_plans.insert(t_plans.begin(), std::move(plan));
+}
+
+// The launch of a plan: new contiguous outputs, then the kernel.
+std::vector<std::shared_ptr<ArrayImpl>> RunPlan(const LaunchPlan& plan, size_t n_out,
+                                                const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
+                                                Device device) {
+  constexpr size_t kInline = 16;
+  const size_t n_in = inputs.size();
+  const void* in_small[kInline];
+  void* out_small[kInline];
+  std::vector<const void*> in_big;
+  std::vector<void*> out_big;
+  const void** in_ptrs = in_small;
+  void** out_ptrs = out_small;
+  if (n_in > kInline) in_ptrs = (in_big.resize(n_in), in_big.data());
+  if (n_out > kInline) out_ptrs = (out_big.resize(n_out), out_big.data());
+  for (size_t i = 0; i < n_in; ++i) in_ptrs[i] = inputs[i]->data();
+  std::vector<std::shared_ptr<ArrayImpl>> outputs(n_out);
+  for (size_t m = 0; m < n_out; ++m) {
+    out_ptrs[m] = nullptr;
+    if (!plan.write.empty() && !plan.write[m]) continue;
+    outputs[m] = NewArray(plan.dtype, plan.out_shape, device);
+    out_ptrs[m] = outputs[m]->data();
+  }
+  jit::KernelArgs args{plan.sizes.data(),       in_ptrs, plan.arg_in_strides.data(),
+                       out_ptrs, plan.arg_out_strides.data(), 0,
+                       plan.rank == 0 ? 1 : plan.sizes[0]};
+  jit::RecordCacheHit();  // what the kernel cache would have counted
+  jit::LaunchCpu(plan.kernel->entry_as<jit::KernelEntry>(), args, plan.rank);
+  return outputs;
+}
+
 }  // namespace
 
 std::vector<int64_t> BroadcastShape(const std::string& kernel_name,
@@ -191,6 +273,15 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
                                DTypeName(dtype), "; a kernel must return its arguments' type"));
     }
   }
+  // The per-thread fast path: same function, shapes and strides as a recent launch.
+  const bool plannable = options.destinations.empty() && device.is_cpu() &&
+                         (options.write.empty() || options.write.size() == n_out);
+  if (plannable) {
+    if (LaunchPlan* plan = FindPlan(fn.get(), inputs, options.write)) {
+      return RunPlan(*plan, n_out, inputs, device);
+    }
+  }
+
   std::vector<bool> write = options.write;
   if (write.empty()) write.assign(n_out, true);
   if (write.size() != n_out ||
@@ -313,6 +404,24 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
       });
   if (!kernel.ok()) ThrowStatus(kernel.status());
 
+  if (plannable) {
+    // Every written output here is a new contiguous array, as RunPlan makes them.
+    auto plan = std::make_unique<LaunchPlan>();
+    plan->fn = fn;
+    plan->dtype = dtype;
+    plan->write = options.write;
+    for (const auto& in : inputs) {
+      plan->in_shapes.push_back(in->shape);
+      plan->in_strides.push_back(in->strides);
+    }
+    plan->out_shape = out_shape;
+    plan->rank = rank;
+    plan->sizes = sizes;
+    plan->arg_in_strides = in_strides;
+    plan->arg_out_strides = out_strides;
+    plan->kernel = *kernel;
+    KeepPlan(std::move(plan));
+  }
   jit::LaunchCpu((*kernel)->entry_as<jit::KernelEntry>(), args, rank);
   return outputs;
 }

@@ -57,38 +57,41 @@ std::mutex& GraphMutex() {
   static std::mutex* mu = new std::mutex();
   return *mu;
 }
-std::condition_variable& GraphCv() {  // notified whenever a running group ends
+std::condition_variable& GraphCv() {  // notified when a running group ends and someone waits
   static std::condition_variable* cv = new std::condition_variable();
   return *cv;
 }
+int graph_waiters = 0;  // threads waiting on GraphCv(); guarded by GraphMutex()
 
 
 struct Group {
   std::vector<std::shared_ptr<LazyNode>> nodes;  // topological order, root's node last
-  absl::flat_hash_map<const LazyNode*, int> index;
 };
 
+// Requires GraphMutex() held. Each node's group_index is its position in
+// `nodes` until the next Gather.
 Group Gather(const std::shared_ptr<LazyNode>& root) {
+  static uint64_t walks = 0;  // guarded by GraphMutex(): marks nodes this walk reached
+  const uint64_t walk = ++walks;
   Group g;
   // Iterative post-order DFS (graphs can be long chains).
-  std::vector<std::pair<std::shared_ptr<LazyNode>, size_t>> stack;
-  absl::flat_hash_map<const LazyNode*, bool> visiting;
-  stack.push_back({root, 0});
-  visiting[root.get()] = true;
-  while (!stack.empty()) {
-    auto& [node, next] = stack.back();
+  static auto* stack = new std::vector<std::pair<std::shared_ptr<LazyNode>, size_t>>();
+  stack->push_back({root, 0});
+  root->visit = walk;
+  while (!stack->empty()) {
+    auto& [node, next] = stack->back();
     if (next < node->inputs.size()) {
       const std::shared_ptr<ArrayImpl>& in = node->inputs[next++];
-      std::shared_ptr<LazyNode> dep = in->pending;
-      if (dep != nullptr && !visiting.contains(dep.get())) {
-        visiting[dep.get()] = true;
-        stack.push_back({std::move(dep), 0});
+      LazyNode* dep = in->pending.get();
+      if (dep != nullptr && dep->visit != walk) {
+        dep->visit = walk;
+        stack->push_back({in->pending, 0});
       }
       continue;
     }
-    g.index[node.get()] = static_cast<int>(g.nodes.size());
+    node->group_index = static_cast<int>(g.nodes.size());
     g.nodes.push_back(std::move(node));
-    stack.pop_back();
+    stack->pop_back();
   }
   return g;
 }
@@ -102,11 +105,20 @@ struct LiveOutput {
   bool held_outside = false;
 };
 
+// Requires GraphMutex() held, right after Gather(g).
 std::vector<LiveOutput> LiveOutputs(const Group& g) {
-  absl::flat_hash_map<const ArrayImpl*, long> refs;
+  // Internal references per (node, output), at first[node] + output (none
+  // in a group of one: a node never reads its own outputs).
+  const bool one = g.nodes.size() == 1;
+  std::vector<long> first(one ? 0 : g.nodes.size() + 1, 0);
+  for (size_t n = 0; n + 1 < first.size(); ++n) {
+    first[n + 1] = first[n] + static_cast<long>(g.nodes[n]->outputs.size());
+  }
+  std::vector<long> refs(one ? 0 : static_cast<size_t>(first.back()), 0);
   for (const auto& node : g.nodes) {
+    if (one) break;
     for (const auto& in : node->inputs) {
-      if (in->pending != nullptr) ++refs[in.get()];
+      if (in->pending != nullptr) ++refs[static_cast<size_t>(first[in->pending->group_index] + in->pending_output)];
     }
   }
   std::vector<LiveOutput> live;
@@ -118,8 +130,7 @@ std::vector<LiveOutput> LiveOutputs(const Group& g) {
       if (o.impl == nullptr || o.impl->pending == nullptr) continue;
       o.node = static_cast<int>(n);
       o.output = static_cast<int>(m);
-      auto it = refs.find(o.impl.get());
-      o.internal_refs = it == refs.end() ? 0 : it->second;
+      o.internal_refs = one ? 0 : refs[static_cast<size_t>(first[n]) + m];
       // Minus our own `o.impl`.
       o.held_outside = o.impl.use_count() - 1 - o.internal_refs > 0;
       live.push_back(std::move(o));
@@ -194,6 +205,10 @@ void NoteGroupOrigins(const std::string& name, const std::vector<jit::FusionNode
                       const std::vector<jit::FusionSource>& sources,
                       const std::vector<std::shared_ptr<ArrayImpl>>& leaves,
                       const std::vector<std::shared_ptr<ArrayImpl>>& targets) {
+  if (nodes.size() == 1) {  // every output reads every leaf, and no other output
+    for (const auto& t : targets) NoteOrigin(name, leaves, {t});
+    return;
+  }
   for (size_t m = 0; m < targets.size(); ++m) {
     std::vector<bool> node_seen(nodes.size(), false), leaf_seen(leaves.size(), false);
     std::vector<int> stack;
@@ -244,7 +259,7 @@ struct Plan {
   DType dtype = DType::kF32;
 };
 
-// Requires GraphMutex() held.
+// Requires GraphMutex() held, right after Gather(g).
 Plan MakePlan(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<LiveOutput> live) {
   Plan p;
   const LazyNode& root_node = *g.nodes.back();
@@ -252,7 +267,8 @@ Plan MakePlan(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vecto
   p.dtype = root_node.dtype;
 
   // Leaves, each distinct array once.
-  absl::flat_hash_map<const ArrayImpl*, int> leaf_index;
+  constexpr size_t kScannedLeaves = 16;
+  absl::flat_hash_map<const ArrayImpl*, int> leaf_index;  // once there are more
   p.nodes.reserve(g.nodes.size());
   for (const auto& node : g.nodes) {
     jit::FusionNode fn{node->function, {}};
@@ -260,18 +276,31 @@ Plan MakePlan(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vecto
     for (size_t k = 0; k < node->inputs.size(); ++k) {
       const std::shared_ptr<ArrayImpl>& in = node->inputs[k];
       if (in->pending != nullptr) {
-        fn.inputs.push_back({jit::FusionSource::kNode, g.index.at(in->pending.get()),
+        fn.inputs.push_back({jit::FusionSource::kNode, in->pending->group_index,
                              in->pending_output});
         continue;
       }
-      auto [it, added] = leaf_index.try_emplace(in.get(), static_cast<int>(p.leaves.size()));
-      if (added) {
+      // Few leaves are found by a scan; many through a map.
+      int index = -1;
+      if (p.leaves.size() <= kScannedLeaves) {
+        for (size_t l = 0; l < p.leaves.size() && index < 0; ++l) {
+          if (p.leaves[l] == in) index = static_cast<int>(l);
+        }
+        if (index < 0 && p.leaves.size() == kScannedLeaves) {
+          for (size_t l = 0; l < p.leaves.size(); ++l) leaf_index.emplace(p.leaves[l].get(), l);
+        }
+      } else if (auto it = leaf_index.find(in.get()); it != leaf_index.end()) {
+        index = it->second;
+      }
+      if (index < 0) {
+        index = static_cast<int>(p.leaves.size());
+        if (p.leaves.size() >= kScannedLeaves) leaf_index.emplace(in.get(), index);
         p.leaves.push_back(in);
         p.leaf_constant.push_back(node->constant[k]);
       } else {
-        p.leaf_constant[it->second] = p.leaf_constant[it->second] && node->constant[k];
+        p.leaf_constant[index] = p.leaf_constant[index] && node->constant[k];
       }
-      fn.inputs.push_back({jit::FusionSource::kLeaf, it->second, 0});
+      fn.inputs.push_back({jit::FusionSource::kLeaf, index, 0});
     }
     p.nodes.push_back(std::move(fn));
   }
@@ -290,22 +319,48 @@ Plan MakePlan(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vecto
   return p;
 }
 
+// Whether the plan's group is exactly its one node's function: each leaf read
+// once, in order, and every output of the node in order (or its only one).
+// Composing it would give that function back, so it is used as it is.
+bool IsWholeNode(const Plan& p) {
+  if (p.nodes.size() != 1) return false;
+  const jit::FusionNode& n = p.nodes[0];
+  if (n.inputs.size() != p.leaves.size() || p.sources.size() != n.function->num_outputs()) {
+    return false;
+  }
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (n.inputs[i].kind != jit::FusionSource::kLeaf || n.inputs[i].index != static_cast<int>(i)) {
+      return false;
+    }
+  }
+  for (size_t m = 0; m < p.sources.size(); ++m) {
+    if (p.sources[m].output != static_cast<int>(m)) return false;
+  }
+  return true;
+}
+
 // Composes, compiles (through the caches) and launches the plan's group; no
 // lock held. Returns one value per target; fills `record` when taped.
 std::vector<std::shared_ptr<ArrayImpl>> Launch(const Plan& p, PendingRecord* record, bool taped) {
   const std::string& name = p.name;
   const std::vector<std::shared_ptr<ArrayImpl>>& leaves = p.leaves;
-  std::vector<jit::Type> leaf_types(leaves.size(), JitType(p.dtype));
-  std::shared_ptr<const Composed> composed = ComposeCached(name, leaf_types, p.nodes, p.sources);
-  const size_t M = p.targets.size();
+  std::shared_ptr<const jit::Function> primal;
   ExecuteOptions primal_options;
-  primal_options.function_hash = composed->primal_hash;
-  if (!taped) return Execute(name, composed->primal, leaves, primal_options);
+  if (IsWholeNode(p)) {
+    primal = p.nodes[0].function;  // its hash is computed only if Execute has no launch plan for it
+  } else {
+    std::vector<jit::Type> leaf_types(leaves.size(), JitType(p.dtype));
+    std::shared_ptr<const Composed> composed = ComposeCached(name, leaf_types, p.nodes, p.sources);
+    primal = composed->primal;
+    primal_options.function_hash = composed->primal_hash;
+  }
+  const size_t M = p.targets.size();
+  if (!taped) return Execute(name, primal, leaves, primal_options);
 
   std::vector<std::shared_ptr<ArrayImpl>> values;
   BroadcastGradInfo& info = record->info;
   info.name = name;
-  info.primal = composed->primal;
+  info.primal = primal;
   info.leaves = leaves;
   info.out_shape = p.shape;
   info.consumed_inside = p.consumed_inside;
@@ -320,14 +375,14 @@ std::vector<std::shared_ptr<ArrayImpl>> Launch(const Plan& p, PendingRecord* rec
   }
   const size_t J = info.wrt.size();
   uint64_t jvp_hash = 0;
-  std::shared_ptr<const jit::JvpResult> jvp = CachedJvp(composed->primal, info.wrt, &jvp_hash);
+  std::shared_ptr<const jit::JvpResult> jvp = CachedJvp(primal, info.wrt, &jvp_hash);
   size_t nonzero = 0;
   for (bool zero : jvp->structurally_zero) nonzero += zero ? 0 : 1;
   int64_t elements = 1;
   for (int64_t s : p.shape) elements *= s;
   const size_t bytes = nonzero * static_cast<size_t>(elements) * SizeOf(p.dtype);
   if (ActivePartialsMode(bytes) == PartialsMode::kRecompute) {
-    return Execute(name, composed->primal, leaves, primal_options);
+    return Execute(name, primal, leaves, primal_options);
   }
   // Store only the requested result's partials (extra outputs recompute
   // if an adjoint ever reaches them), and none that is literally a value
@@ -397,11 +452,13 @@ void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<Liv
         t_launching_group = false;
         lock.lock();
         for (const auto& node : g.nodes) node->running = false;
-        GraphCv().notify_all();
+        if (graph_waiters > 0) GraphCv().notify_all();
       }
     } relock{lock, g};
     t_launching_group = true;
     values = Launch(p, &record, taped);
+    // The targets are still pending and ours: nobody else reads them yet.
+    NoteGroupOrigins(p.name, p.nodes, p.sources, p.leaves, p.targets);
   }
 
   for (size_t m = 0; m < p.targets.size(); ++m) {
@@ -412,7 +469,6 @@ void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<Liv
     t.pending.reset();
     t.pending_output = 0;
   }
-  NoteGroupOrigins(p.name, p.nodes, p.sources, p.leaves, p.targets);
   if (taped) {
     record.outputs = std::move(p.targets);
     records->push_back(std::move(record));
@@ -429,7 +485,9 @@ void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root, std::unique_lock<
     if (std::any_of(g.nodes.begin(), g.nodes.end(),
                     [](const std::shared_ptr<LazyNode>& n) { return n->running; })) {
       g = Group();
+      ++graph_waiters;
       GraphCv().wait(lock);
+      --graph_waiters;
       continue;
     }
     std::vector<LiveOutput> live = LiveOutputs(g);

@@ -56,7 +56,8 @@ std::shared_ptr<const Function> Scaled(int k) {
 }
 
 KernelSpec SpecOf(int k) {
-  BroadcastLayout l = MergeBroadcast({{8}}, {}, "scaled").value();
+  const std::vector<std::vector<int64_t>> shapes = {{8}};
+  BroadcastLayout l = MergeBroadcast(shapes, {}, "scaled").value();
   return KernelSpec::For(Scaled(k), Type::kF32, Target::kCpu, l);
 }
 

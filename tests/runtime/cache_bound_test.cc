@@ -46,16 +46,18 @@ TEST_CASE("a kernel evicted from a full kernel cache is compiled again and gives
   CHECK(Counts(jit::Cache::kKernel).hits == 1);
 }
 
-TEST_CASE("the compose and jvp caches count a repeated group as hits") {
+TEST_CASE("the compose and jvp caches count a repeated fused group as hits") {
   const Kernel f = kernel("bound_f", [](auto x, auto y) { return x * x * y; });
+  const Kernel g2 = kernel("bound_g", [](auto u, auto x) { return u + x; });
   const auto x = Array<double>::from({1, 2}, {2});
   const auto y = Array<double>::from({3, -1}, {2});
   jit::ResetStats();
   for (int i = 0; i < 3; ++i) {
     Tape tape;
-    auto loss = sum(broadcast(f, x, y));
+    // loss = sum(x^2 y + x): one fused group of two nodes.
+    auto loss = sum(broadcast(g2, broadcast(f, x, y), x));
     auto g = tape.gradient(loss, {x, y});
-    CHECK(g[0].to_vector() == std::vector<double>{2 * 1 * 3, 2 * 2 * -1});
+    CHECK(g[0].to_vector() == std::vector<double>{2 * 1 * 3 + 1, 2 * 2 * -1 + 1});
     CHECK(g[1].to_vector() == std::vector<double>{1, 4});
   }
   const jit::CacheCounts compose = Counts(jit::Cache::kCompose);

@@ -45,6 +45,10 @@ struct LazyNode {
   // Set (under the graph lock) while a thread composes, compiles and launches
   // the group holding this node without the lock; others wait for it.
   bool running = false;
+  // Scratch of Materialize's walk, under the graph lock: the walk that last
+  // reached this node, and the node's position in that walk's group.
+  uint64_t visit = 0;
+  int group_index = -1;
 };
 
 // A fused group is cut (broadcast() evaluates its pending arguments first)
