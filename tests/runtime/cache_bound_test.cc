@@ -33,6 +33,7 @@ TEST_CASE("a kernel evicted from a full kernel cache is compiled again and gives
   const std::vector<double> b_ref = {1.5 - 4, -2 - 0.25, 0.25 - 16};
 
   CapacityScope scope(1);
+  const int64_t held_before = static_cast<int64_t>(jit::KernelCache::Global().size());  // 0 or 1
   jit::ResetStats();
   CHECK(broadcast(a, x, y).to_vector() == a_ref);
   CHECK(broadcast(b, x, y).to_vector() == b_ref);  // evicts a's kernel
@@ -41,7 +42,7 @@ TEST_CASE("a kernel evicted from a full kernel cache is compiled again and gives
   const jit::CacheCounts k = Counts(jit::Cache::kKernel);
   CHECK(k.misses == 3);
   CHECK(k.hits == 0);
-  CHECK(k.evictions == 2);
+  CHECK(k.evictions == held_before + 2);  // each compile evicts the one kernel held
   CHECK(broadcast(a, x, y).to_vector() == a_ref);  // now a hit
   CHECK(Counts(jit::Cache::kKernel).hits == 1);
 }
