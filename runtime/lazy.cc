@@ -433,12 +433,17 @@ std::vector<std::shared_ptr<ArrayImpl>> Launch(const Plan& p, PendingRecord* rec
 // array never becomes pending again once computed), and must not lock.
 thread_local bool t_launching_group = false;
 
-// Runs group `g` (no running node in it) for `root`: plans it under the lock,
-// launches it with `lock` released (its nodes marked running), and fills the
-// targets under the lock again. On return `lock` is held.
+// Runs group `g` (no running node in it) for `root`: plans it, launches it
+// with `lock` released (its nodes marked running), and fills the targets
+// under the lock again. On return `lock` is held. A group of one node whose
+// inputs are all computed (`ready`) is planned without the lock too: nothing
+// it reads changes while it is marked running (its inputs stay computed, its
+// outputs are only written here), which keeps the critical sections of
+// independent threads' broadcasts to a few flags.
 void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<LiveOutput> live,
-         std::unique_lock<std::mutex>& lock, std::vector<PendingRecord>* records) {
-  Plan p = MakePlan(g, root, std::move(live));  // drops `live`: use counts are read no more
+         bool ready, std::unique_lock<std::mutex>& lock, std::vector<PendingRecord>* records) {
+  Plan p;
+  if (!ready) p = MakePlan(g, root, std::move(live));  // drops `live`: use counts are read no more
   for (const auto& node : g.nodes) node->running = true;
   const bool taped = TapeActive();
   PendingRecord record;
@@ -456,6 +461,7 @@ void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<Liv
       }
     } relock{lock, g};
     t_launching_group = true;
+    if (ready) p = MakePlan(g, root, LiveOutputs(g));
     values = Launch(p, &record, taped);
     // The targets are still pending and ours: nobody else reads them yet.
     NoteGroupOrigins(p.name, p.nodes, p.sources, p.leaves, p.targets);
@@ -475,10 +481,21 @@ void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<Liv
   }
 }
 
-// Requires `lock` (on GraphMutex()) held; may release it meanwhile.
+// Requires `lock` (on GraphMutex()) held; may release it meanwhile. The
+// nodes run are moved to `done`, to be destroyed once the lock is released.
 void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root, std::unique_lock<std::mutex>& lock,
-                       std::vector<PendingRecord>* records) {
+                       std::vector<PendingRecord>* records,
+                       std::vector<std::shared_ptr<LazyNode>>* done) {
   while (root->pending != nullptr) {
+    const LazyNode& node = *root->pending;
+    if (!node.running && std::none_of(node.inputs.begin(), node.inputs.end(),
+                                      [](const auto& in) { return in->pending != nullptr; })) {
+      Group g;  // a group of one, with nothing to gather or cut
+      g.nodes.push_back(root->pending);
+      Run(g, root, {}, /*ready=*/true, lock, records);
+      done->insert(done->end(), g.nodes.begin(), g.nodes.end());
+      return;
+    }
     Group g = Gather(root->pending);
     // Part of the group is being computed by another thread: wait for it,
     // then look again (its results may have become leaves of ours).
@@ -497,12 +514,13 @@ void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root, std::unique_lock<
       if (o.impl->shape != root->shape) cuts.push_back(o.impl);
     }
     if (cuts.empty()) {
-      Run(g, root, std::move(live), lock, records);
+      Run(g, root, std::move(live), /*ready=*/false, lock, records);
+      done->insert(done->end(), g.nodes.begin(), g.nodes.end());
       return;
     }
     live.clear();
     g = Group();
-    for (const auto& cut : cuts) MaterializeLocked(cut, lock, records);
+    for (const auto& cut : cuts) MaterializeLocked(cut, lock, records, done);
   }
 }
 
@@ -550,6 +568,10 @@ void Materialize(ArrayImpl& impl) {
     return;
   }
   std::vector<PendingRecord> records;
+  // Released after the lock (declared before it): dropping the last
+  // reference to a node or an array frees memory, which needs no lock.
+  std::vector<std::shared_ptr<LazyNode>> done;
+  std::shared_ptr<ArrayImpl> root;
   {
     // Always under the lock: `pending` and `storage` change when another
     // thread computes a shared pending array, and reading them without the
@@ -557,11 +579,11 @@ void Materialize(ArrayImpl& impl) {
     std::unique_lock<std::mutex> lock(GraphMutex());
     if (impl.pending == nullptr) return;
     // A shared_ptr to `impl` from its node (it is alive, so the weak one locks).
-    std::shared_ptr<ArrayImpl> root = impl.pending->outputs[impl.pending_output].lock();
+    root = impl.pending->outputs[impl.pending_output].lock();
     if (root.get() != &impl) {
       throw Error(ErrorKind::kInternal, "a pending array is not owned by its lazy node");
     }
-    MaterializeLocked(root, lock, &records);
+    MaterializeLocked(root, lock, &records, &done);
   }
   for (PendingRecord& r : records) {
     Record(MakeBroadcastGradNode(std::move(r.info)), r.outputs);

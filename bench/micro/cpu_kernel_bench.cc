@@ -235,28 +235,40 @@ void ReportKernel(int64_t n, Layout layout, int reps) {
 
 // --- 3. The runtime's launch path on one element ---------------------------
 
-// Microseconds per call of `body`, the minimum over `reps` samples of `iters` calls.
+// Microseconds per call of `body`, wall and this thread's CPU time (which
+// other processes on a shared, loaded machine do not inflate), each the
+// minimum over `reps` samples of `iters` calls.
+struct PerCall {
+  double wall_us = 1e300, cpu_us = 1e300;
+};
 template <class Body>
-double UsPerCall(int reps, int iters, Body&& body) {
+PerCall UsPerCall(int reps, int iters, Body&& body) {
   for (int k = 0; k < iters / 10 + 1; ++k) body();  // warm: compile, caches, allocator
-  double best = 1e300;
+  PerCall best;
   for (int r = 0; r < reps; ++r) {
     auto t0 = Clock::now();
+    const double c0 = ThreadCpuMs();
     for (int k = 0; k < iters; ++k) body();
-    best = std::min(best, Ms(t0) * 1e3 / iters);
+    best.cpu_us = std::min(best.cpu_us, (ThreadCpuMs() - c0) * 1e3 / iters);
+    best.wall_us = std::min(best.wall_us, Ms(t0) * 1e3 / iters);
   }
   return best;
 }
 
-// Broadcasts per second with `threads` threads, each on its own arrays (one
-// shared kernel), over about `seconds`.
-double Throughput(const dualcast::Kernel& k, int threads, double seconds) {
+// Broadcasts per second with `threads` threads, each on its own arrays, over
+// about `seconds`; `own_kernel`: each thread makes its own handle of the same
+// kernel (its own traced function, the same compiled code) instead of
+// sharing `k`. `cpu_us` receives the process CPU time per broadcast.
+template <class Lambda>
+double Throughput(double* cpu_us, const dualcast::Kernel& shared, Lambda lambda, bool own_kernel, int threads,
+                  double seconds) {
   std::atomic<bool> stop{false};
   std::vector<int64_t> done(static_cast<size_t>(threads), 0);
   std::latch start(threads + 1);
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
+      const dualcast::Kernel k = own_kernel ? dualcast::kernel("bench_axpy", lambda) : shared;
       auto x = dualcast::Array<float>::full({1}, 0.5f), y = dualcast::Array<float>::full({1}, 2.0f);
       dualcast::broadcast(k, x, y).eval();
       start.arrive_and_wait();
@@ -270,35 +282,52 @@ double Throughput(const dualcast::Kernel& k, int threads, double seconds) {
   }
   start.arrive_and_wait();
   auto t0 = Clock::now();
+  const double c0 = ProcessCpuMs();
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   stop = true;
   for (auto& th : pool) th.join();
   const double s = Ms(t0) / 1e3;
   int64_t total = 0;
   for (int64_t n : done) total += n;
+  *cpu_us = (ProcessCpuMs() - c0) * 1e3 / static_cast<double>(total);
   return static_cast<double>(total) / s;
 }
 
-void ReportRuntimeLaunch(int reps) {
+// `rows`: "eval", "tape" or "threads" for one row (to profile it), else all.
+void ReportRuntimeLaunch(int reps, const std::string& rows = "") {
   namespace dc = dualcast;
-  const dc::Kernel k = dc::kernel("bench_axpy", [](auto x, auto y) { return x * y + x; });
+  const auto axpy = [](auto x, auto y) { return x * y + x; };
+  const dc::Kernel k = dc::kernel("bench_axpy", axpy);
   auto x = dc::Array<float>::full({1}, 0.5f), y = dc::Array<float>::full({1}, 2.0f);
-  const double eval_us = UsPerCall(reps, 20000, [&] { dc::broadcast(k, x, y).eval(); });
-  std::printf("cache-hit broadcast(k, x, y).eval(), 1 element: %.3f us per call (target <= 1)\n",
-              eval_us);
-  const double tape_us = UsPerCall(reps, 5000, [&] {
+  const bool all = rows != "eval" && rows != "tape" && rows != "threads";
+  if (all || rows == "eval") {
+  const PerCall eval = UsPerCall(reps, 20000, [&] { dc::broadcast(k, x, y).eval(); });
+  std::printf("cache-hit broadcast(k, x, y).eval(), 1 element: %.3f us per call, %.3f us thread "
+              "CPU (target <= 1)\n",
+              eval.wall_us, eval.cpu_us);
+  }
+  if (all || rows == "tape") {
+  const PerCall tape = UsPerCall(reps, 5000, [&] {
     dc::Tape tape;
     auto loss = dc::sum(dc::broadcast(k, x, y));
     auto g = tape.gradient(loss, {x, y});
     (void)g;
   });
-  std::printf("tape step (broadcast + sum + gradient wrt x, y), 1 element: %.3f us per step "
-              "(target <= 3)\n",
-              tape_us);
-  const double one = Throughput(k, 1, 0.5), two = Throughput(k, 2, 0.5);
-  std::printf("independent 1-element broadcasts, 1 thread %.3g/s, 2 threads %.3g/s: %.2fx "
-              "(target >= 1.6x; %u hardware threads)\n",
-              one, two, two / one, std::thread::hardware_concurrency());
+  std::printf("tape step (broadcast + sum + gradient wrt x, y), 1 element: %.3f us per step, "
+              "%.3f us thread CPU (target <= 3)\n",
+              tape.wall_us, tape.cpu_us);
+  }
+  if (!all && rows != "threads") return;
+  for (bool own : {false, true}) {
+    double cpu1 = 0, cpu2 = 0;
+    const double one = Throughput(&cpu1, k, axpy, own, 1, 0.5);
+    const double two = Throughput(&cpu2, k, axpy, own, 2, 0.5);
+    std::printf("independent 1-element broadcasts (%s), 1 thread %.3g/s, 2 threads %.3g/s: "
+                "%.2fx (target >= 1.6x; %u hardware threads); CPU per broadcast %.3f us with 1 "
+                "thread, %.3f us with 2\n",
+                own ? "a kernel handle per thread" : "one shared kernel handle", one, two,
+                two / one, std::thread::hardware_concurrency(), cpu1, cpu2);
+  }
   std::fflush(stdout);
 }
 
@@ -491,8 +520,8 @@ int Main(int argc, char** argv) {
     ReportStraightLine({static_cast<int>(n)});
     return 0;
   }
-  if (only == "launch") {  // the runtime launch-path rows of 3.
-    ReportRuntimeLaunch(reps);
+  if (only == "launch" || only == "eval" || only == "tape" || only == "threads") {
+    ReportRuntimeLaunch(reps, only);  // the runtime launch-path rows of 3. (or one of them)
     return 0;
   }
   if (only == "ifs") {  // the kernel of --n sequential ifs
