@@ -350,6 +350,36 @@ std::shared_ptr<ArrayImpl> ReduceProducts(DType dtype, const std::vector<Product
       ops.push_back(a);
     }
   }
+  // Every size 1 (a scalar loss, a 1-element step): the arithmetic of the
+  // general path's single row (one term in T, several summed in double)
+  // without planning a layout.
+  auto ones = [&](const std::vector<int64_t>& shape) {
+    return shape.size() <= full.size() &&
+           std::all_of(shape.begin(), shape.end(), [](int64_t s) { return s == 1; });
+  };
+  if (!terms.empty() && ones(full) && ones(target) &&
+      std::all_of(ops.begin(), ops.end(), [&](const ArrayImpl* a) { return a == nullptr || ones(a->shape); })) {
+    auto out = NewArray(dtype, target, Device::cpu());
+    auto one = [&](auto zero) {
+      using T = decltype(zero);
+      auto at = [](const ArrayImpl* a) { return *static_cast<const T*>(a->data()); };
+      T result;
+      if (terms.size() == 1) {
+        result = ops[1] == nullptr ? at(ops[0]) : at(ops[0]) * at(ops[1]);
+      } else {
+        double acc = 0;
+        for (size_t t = 0; t < terms.size(); ++t) {
+          acc += ops[2 * t + 1] == nullptr ? double(at(ops[2 * t]))
+                                           : double(at(ops[2 * t])) * double(at(ops[2 * t + 1]));
+        }
+        result = static_cast<T>(acc);
+      }
+      *static_cast<T*>(out->data()) = result;
+    };
+    if (dtype == DType::kF32) one(0.0f);
+    else one(0.0);
+    return out;
+  }
   // Absent second factors still take a stride slot; give them a dummy layout.
   ArrayImpl dummy;
   std::vector<const ArrayImpl*> layout_ops = ops;
