@@ -537,6 +537,28 @@ std::shared_ptr<const jit::JvpResult> CachedJvp(const std::shared_ptr<const jit:
     std::shared_ptr<const jit::Function> fn;  // keeps the keyed address alive
     std::shared_ptr<const jit::JvpResult> jvp;
     uint64_t hash = 0;  // StructuralHash(jvp->function)
+    std::vector<int> wrt;  // in the per-thread list only
+  };
+  // A few recent results per thread, most recent first: a training loop asks
+  // for the same one every step, and this needs neither the lock nor a key.
+  constexpr size_t kRecentPerThread = 8;
+  thread_local std::vector<Entry> recent;
+  for (size_t r = 0; r < recent.size(); ++r) {
+    if (recent[r].fn != fn || !std::equal(wrt.begin(), wrt.end(), recent[r].wrt.begin(),
+                                          recent[r].wrt.end())) {
+      continue;
+    }
+    std::rotate(recent.begin(), recent.begin() + static_cast<std::ptrdiff_t>(r),
+                recent.begin() + static_cast<std::ptrdiff_t>(r) + 1);
+    jit::RecordCacheLookup(jit::Cache::kJvp, true);
+    if (hash != nullptr) *hash = recent.front().hash;
+    return recent.front().jvp;
+  }
+  auto remember = [&](const Entry& e) {
+    if (recent.size() >= kRecentPerThread) recent.pop_back();
+    recent.insert(recent.begin(), Entry{fn, e.jvp, e.hash, std::vector<int>(wrt.begin(), wrt.end())});
+    if (hash != nullptr) *hash = e.hash;
+    return e.jvp;
   };
   static std::mutex mu;
   static auto* cache =
@@ -545,19 +567,19 @@ std::shared_ptr<const jit::JvpResult> CachedJvp(const std::shared_ptr<const jit:
   key.reserve(wrt.size() + 1);
   key.push_back(reinterpret_cast<uintptr_t>(fn.get()));
   for (int j : wrt) key.push_back(static_cast<uint64_t>(j));
+  Entry found;
   {
     std::lock_guard<std::mutex> lock(mu);
-    if (Entry* hit = cache->Find(key)) {
-      if (hash != nullptr) *hash = hit->hash;
-      return hit->jvp;
-    }
+    if (Entry* hit = cache->Find(key)) found = *hit;
   }
-  auto jvp = std::make_shared<jit::JvpResult>(jit::Jvp(*fn, wrt));
-  jvp->function = jit::Optimize(jvp->function);
-  const uint64_t jvp_hash = jit::StructuralHash(jvp->function);
-  if (hash != nullptr) *hash = jvp_hash;
-  std::lock_guard<std::mutex> lock(mu);
-  return cache->Insert(key, Entry{fn, std::move(jvp), jvp_hash}).jvp;
+  if (found.jvp == nullptr) {
+    auto jvp = std::make_shared<jit::JvpResult>(jit::Jvp(*fn, wrt));
+    jvp->function = jit::Optimize(jvp->function);
+    const uint64_t jvp_hash = jit::StructuralHash(jvp->function);
+    std::lock_guard<std::mutex> lock(mu);
+    found = cache->Insert(key, Entry{fn, std::move(jvp), jvp_hash, {}});
+  }
+  return remember(found);
 }
 
 void Materialize(ArrayImpl& impl) {
