@@ -76,6 +76,7 @@ Group Gather(const std::shared_ptr<LazyNode>& root) {
   Group g;
   // Iterative post-order DFS (graphs can be long chains).
   static auto* stack = new std::vector<std::pair<std::shared_ptr<LazyNode>, size_t>>();
+  stack->clear();  // in case a walk ever ended by an exception
   stack->push_back({root, 0});
   root->visit = walk;
   while (!stack->empty()) {
@@ -520,7 +521,13 @@ void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root, std::unique_lock<
     }
     live.clear();
     g = Group();
-    for (const auto& cut : cuts) MaterializeLocked(cut, lock, records, done);
+    for (const auto& cut : cuts) {
+      // Freed at once, under the lock, as the next gather expects: a node
+      // kept alive would keep its inputs' use counts up and change which
+      // outputs look held from outside.
+      std::vector<std::shared_ptr<LazyNode>> cut_done;
+      MaterializeLocked(cut, lock, records, &cut_done);
+    }
   }
 }
 
