@@ -21,7 +21,7 @@
 #include "jit/kernel_abi.h"
 #include "jit/kernel_cache.h"
 #include "jit/kernel_spec.h"
-#include "jit/stats.h"
+#include "runtime/launch_plan.h"
 
 namespace dualcast::detail {
 namespace {
@@ -132,84 +132,6 @@ void CheckInputs(const std::string& name, const jit::Function& fn,
                                "; move the arrays to one device with .to(...) first"));
     }
   }
-}
-
-// What a repeated CPU launch of one function over operands of the same shapes
-// and strides reuses: the merged layout, ready as kernel arguments, and the
-// kernel. Kept per thread (a few, most recent first), so the cache-hit path
-// neither merges layouts, builds a spec, hashes nor locks the kernel cache.
-struct LaunchPlan {
-  std::shared_ptr<const jit::Function> fn;  // held: its address is part of the key
-  DType dtype = DType::kF32;
-  std::vector<bool> write;  // as requested (empty: all)
-  std::vector<std::vector<int64_t>> in_shapes, in_strides;
-  std::vector<int64_t> out_shape;
-  int rank = 0;
-  std::vector<int64_t> sizes;          // merged, then a trailing 1
-  std::vector<int64_t> arg_in_strides;   // KernelArgs::in_strides
-  std::vector<int64_t> arg_out_strides;  // KernelArgs::out_strides (contiguous outputs)
-  jit::KernelCache::Ref kernel;
-};
-constexpr size_t kPlansPerThread = 8;
-thread_local std::vector<std::unique_ptr<LaunchPlan>> t_plans;
-
-LaunchPlan* FindPlan(const jit::Function* fn, const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
-                     const std::vector<bool>& write) {
-  for (size_t p = 0; p < t_plans.size(); ++p) {
-    LaunchPlan& plan = *t_plans[p];
-    if (plan.fn.get() != fn || plan.write != write || plan.in_shapes.size() != inputs.size() ||
-        plan.dtype != inputs[0]->dtype) {
-      continue;
-    }
-    bool same = true;
-    for (size_t i = 0; i < inputs.size() && same; ++i) {
-      same = inputs[i]->shape == plan.in_shapes[i] && inputs[i]->strides == plan.in_strides[i];
-    }
-    if (!same) continue;
-    if (plan.kernel->evicted.load(std::memory_order_relaxed)) {
-      t_plans.erase(t_plans.begin() + static_cast<std::ptrdiff_t>(p));
-      return nullptr;
-    }
-    std::rotate(t_plans.begin(), t_plans.begin() + static_cast<std::ptrdiff_t>(p),
-                t_plans.begin() + static_cast<std::ptrdiff_t>(p) + 1);
-    return t_plans.front().get();
-  }
-  return nullptr;
-}
-
-void KeepPlan(std::unique_ptr<LaunchPlan> plan) {
-  if (t_plans.size() >= kPlansPerThread) t_plans.pop_back();
-  t_plans.insert(t_plans.begin(), std::move(plan));
-}
-
-// The launch of a plan: new contiguous outputs, then the kernel.
-std::vector<std::shared_ptr<ArrayImpl>> RunPlan(const LaunchPlan& plan, size_t n_out,
-                                                const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
-                                                Device device) {
-  constexpr size_t kInline = 16;
-  const size_t n_in = inputs.size();
-  const void* in_small[kInline];
-  void* out_small[kInline];
-  std::vector<const void*> in_big;
-  std::vector<void*> out_big;
-  const void** in_ptrs = in_small;
-  void** out_ptrs = out_small;
-  if (n_in > kInline) in_ptrs = (in_big.resize(n_in), in_big.data());
-  if (n_out > kInline) out_ptrs = (out_big.resize(n_out), out_big.data());
-  for (size_t i = 0; i < n_in; ++i) in_ptrs[i] = inputs[i]->data();
-  std::vector<std::shared_ptr<ArrayImpl>> outputs(n_out);
-  for (size_t m = 0; m < n_out; ++m) {
-    out_ptrs[m] = nullptr;
-    if (!plan.write.empty() && !plan.write[m]) continue;
-    outputs[m] = NewArray(plan.dtype, plan.out_shape, device);
-    out_ptrs[m] = outputs[m]->data();
-  }
-  jit::KernelArgs args{plan.sizes.data(),       in_ptrs, plan.arg_in_strides.data(),
-                       out_ptrs, plan.arg_out_strides.data(), 0,
-                       plan.rank == 0 ? 1 : plan.sizes[0]};
-  jit::RecordCacheHit();  // what the kernel cache would have counted
-  jit::LaunchCpu(plan.kernel->entry_as<jit::KernelEntry>(), args, plan.rank);
-  return outputs;
 }
 
 }  // namespace

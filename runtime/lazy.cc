@@ -18,6 +18,13 @@
 // node keeps the group's wiring and, when a gradient asks for such an output,
 // cuts the group there for that sweep (GradNode::Cut).
 //
+// Threads: one graph lock covers gathering a group and filling its results;
+// planning (for a group of one ready node), composing, compiling and
+// launching run outside it while the group's nodes are marked `running`
+// (see Run). The composed, jvp and backward functions are LRU-bounded
+// caches (IrCacheCapacity()), each function kept with its structural hash so
+// a launch never rehashes IR.
+//
 // Example:
 //   y = f.(x, a); z = g.(y, b); w = h.(z, y); w read while y is held:
 //   one kernel over leaves {x, a, b} with outputs {w, y}; z is never stored.
