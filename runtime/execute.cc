@@ -173,7 +173,7 @@ std::vector<int64_t> BroadcastShape(const std::string& kernel_name,
 }
 
 std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
-                                                std::shared_ptr<const jit::Function> fn,
+                                                const std::shared_ptr<const jit::Function>& fn,
                                                 const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
                                                 const ExecuteOptions& options) {
   if (fn == nullptr) throw Error(ErrorKind::kInternal, kernel_name + ": null kernel function");

@@ -352,16 +352,17 @@ bool IsWholeNode(const Plan& p) {
 std::vector<std::shared_ptr<ArrayImpl>> Launch(const Plan& p, PendingRecord* record, bool taped) {
   const std::string& name = p.name;
   const std::vector<std::shared_ptr<ArrayImpl>>& leaves = p.leaves;
-  std::shared_ptr<const jit::Function> primal;
-  ExecuteOptions primal_options;
-  if (IsWholeNode(p)) {
-    primal = p.nodes[0].function;  // its hash is computed only if Execute has no launch plan for it
-  } else {
+  // The node's own function when the group is just it (its hash is computed
+  // only if Execute has no launch plan for it), else the composed one.
+  std::shared_ptr<const Composed> composed;
+  if (!IsWholeNode(p)) {
     std::vector<jit::Type> leaf_types(leaves.size(), JitType(p.dtype));
-    std::shared_ptr<const Composed> composed = ComposeCached(name, leaf_types, p.nodes, p.sources);
-    primal = composed->primal;
-    primal_options.function_hash = composed->primal_hash;
+    composed = ComposeCached(name, leaf_types, p.nodes, p.sources);
   }
+  const std::shared_ptr<const jit::Function>& primal =
+      composed != nullptr ? composed->primal : p.nodes[0].function;
+  ExecuteOptions primal_options;
+  if (composed != nullptr) primal_options.function_hash = composed->primal_hash;
   const size_t M = p.targets.size();
   if (!taped) return Execute(name, primal, leaves, primal_options);
 

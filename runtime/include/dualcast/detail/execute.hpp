@@ -37,7 +37,7 @@ struct ExecuteOptions {
 };
 
 std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
-                                                std::shared_ptr<const jit::Function> fn,
+                                                const std::shared_ptr<const jit::Function>& fn,
                                                 const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
                                                 const ExecuteOptions& options = {});
 
