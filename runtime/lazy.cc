@@ -37,6 +37,7 @@
 #include <mutex>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "dualcast/detail/array_impl.hpp"
@@ -71,8 +72,11 @@ std::condition_variable& GraphCv() {  // notified when a running group ends and 
 int graph_waiters = 0;  // threads waiting on GraphCv(); guarded by GraphMutex()
 
 
+// Nodes, topological order, root's node last; inline storage: most groups
+// are small, and a group of one is built under the graph lock.
+using NodeList = absl::InlinedVector<std::shared_ptr<LazyNode>, 4>;
 struct Group {
-  std::vector<std::shared_ptr<LazyNode>> nodes;  // topological order, root's node last
+  NodeList nodes;
 };
 
 // Requires GraphMutex() held. Each node's group_index is its position in
@@ -494,7 +498,7 @@ void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<Liv
 // nodes run are moved to `done`, to be destroyed once the lock is released.
 void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root, std::unique_lock<std::mutex>& lock,
                        std::vector<PendingRecord>* records,
-                       std::vector<std::shared_ptr<LazyNode>>* done) {
+                       NodeList* done) {
   while (root->pending != nullptr) {
     const LazyNode& node = *root->pending;
     if (!node.running && std::none_of(node.inputs.begin(), node.inputs.end(),
@@ -533,7 +537,7 @@ void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root, std::unique_lock<
       // Freed at once, under the lock, as the next gather expects: a node
       // kept alive would keep its inputs' use counts up and change which
       // outputs look held from outside.
-      std::vector<std::shared_ptr<LazyNode>> cut_done;
+      NodeList cut_done;
       MaterializeLocked(cut, lock, records, &cut_done);
     }
   }
@@ -607,7 +611,7 @@ void Materialize(ArrayImpl& impl) {
   std::vector<PendingRecord> records;
   // Released after the lock (declared before it): dropping the last
   // reference to a node or an array frees memory, which needs no lock.
-  std::vector<std::shared_ptr<LazyNode>> done;
+  NodeList done;
   std::shared_ptr<ArrayImpl> root;
   {
     // Always under the lock: `pending` and `storage` change when another
