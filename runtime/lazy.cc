@@ -446,6 +446,15 @@ std::vector<std::shared_ptr<ArrayImpl>> Launch(const Plan& p, PendingRecord* rec
 // array never becomes pending again once computed), and must not lock.
 thread_local bool t_launching_group = false;
 
+// What a run leaves behind, freed once the graph lock is released (freeing
+// is most of what would otherwise happen under it): the nodes run, the plan
+// and the launch's own result handles.
+struct Leftovers {
+  NodeList nodes;
+  Plan plan;
+  std::vector<std::shared_ptr<ArrayImpl>> values;
+};
+
 // Runs group `g` (no running node in it) for `root`: plans it, launches it
 // with `lock` released (its nodes marked running), and fills the targets
 // under the lock again. On return `lock` is held. A group of one node whose
@@ -454,7 +463,8 @@ thread_local bool t_launching_group = false;
 // outputs are only written here), which keeps the critical sections of
 // independent threads' broadcasts to a few flags.
 void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<LiveOutput> live,
-         bool ready, std::unique_lock<std::mutex>& lock, std::vector<PendingRecord>* records) {
+         bool ready, std::unique_lock<std::mutex>& lock, std::vector<PendingRecord>* records,
+         Leftovers* left) {
   Plan p;
   if (!ready) p = MakePlan(g, root, std::move(live));  // drops `live`: use counts are read no more
   for (const auto& node : g.nodes) node->running = true;
@@ -492,21 +502,22 @@ void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<Liv
     record.outputs = std::move(p.targets);
     records->push_back(std::move(record));
   }
+  left->nodes.insert(left->nodes.end(), g.nodes.begin(), g.nodes.end());
+  left->plan = std::move(p);
+  left->values = std::move(values);
 }
 
-// Requires `lock` (on GraphMutex()) held; may release it meanwhile. The
-// nodes run are moved to `done`, to be destroyed once the lock is released.
+// Requires `lock` (on GraphMutex()) held; may release it meanwhile. What
+// the final run leaves goes to `left`, to be freed once the lock is released.
 void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root, std::unique_lock<std::mutex>& lock,
-                       std::vector<PendingRecord>* records,
-                       NodeList* done) {
+                       std::vector<PendingRecord>* records, Leftovers* left) {
   while (root->pending != nullptr) {
     const LazyNode& node = *root->pending;
     if (!node.running && std::none_of(node.inputs.begin(), node.inputs.end(),
                                       [](const auto& in) { return in->pending != nullptr; })) {
       Group g;  // a group of one, with nothing to gather or cut
       g.nodes.push_back(root->pending);
-      Run(g, root, {}, /*ready=*/true, lock, records);
-      done->insert(done->end(), g.nodes.begin(), g.nodes.end());
+      Run(g, root, {}, /*ready=*/true, lock, records, left);
       return;
     }
     Group g = Gather(root->pending);
@@ -527,8 +538,7 @@ void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root, std::unique_lock<
       if (o.impl->shape != root->shape) cuts.push_back(o.impl);
     }
     if (cuts.empty()) {
-      Run(g, root, std::move(live), /*ready=*/false, lock, records);
-      done->insert(done->end(), g.nodes.begin(), g.nodes.end());
+      Run(g, root, std::move(live), /*ready=*/false, lock, records, left);
       return;
     }
     live.clear();
@@ -537,8 +547,8 @@ void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root, std::unique_lock<
       // Freed at once, under the lock, as the next gather expects: a node
       // kept alive would keep its inputs' use counts up and change which
       // outputs look held from outside.
-      NodeList cut_done;
-      MaterializeLocked(cut, lock, records, &cut_done);
+      Leftovers cut_left;
+      MaterializeLocked(cut, lock, records, &cut_left);
     }
   }
 }
@@ -611,7 +621,7 @@ void Materialize(ArrayImpl& impl) {
   std::vector<PendingRecord> records;
   // Released after the lock (declared before it): dropping the last
   // reference to a node or an array frees memory, which needs no lock.
-  NodeList done;
+  Leftovers left;
   std::shared_ptr<ArrayImpl> root;
   {
     // Always under the lock: `pending` and `storage` change when another
@@ -624,7 +634,7 @@ void Materialize(ArrayImpl& impl) {
     if (root.get() != &impl) {
       throw Error(ErrorKind::kInternal, "a pending array is not owned by its lazy node");
     }
-    MaterializeLocked(root, lock, &records, &done);
+    MaterializeLocked(root, lock, &records, &left);
   }
   for (PendingRecord& r : records) {
     Record(MakeBroadcastGradNode(std::move(r.info)), r.outputs);
