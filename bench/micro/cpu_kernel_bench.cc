@@ -301,21 +301,21 @@ void ReportRuntimeLaunch(int reps, const std::string& rows = "") {
   auto x = dc::Array<float>::full({1}, 0.5f), y = dc::Array<float>::full({1}, 2.0f);
   const bool all = rows != "eval" && rows != "tape" && rows != "threads";
   if (all || rows == "eval") {
-  const PerCall eval = UsPerCall(reps, 20000, [&] { dc::broadcast(k, x, y).eval(); });
-  std::printf("cache-hit broadcast(k, x, y).eval(), 1 element: %.3f us per call, %.3f us thread "
-              "CPU (target <= 1)\n",
-              eval.wall_us, eval.cpu_us);
+    const PerCall eval = UsPerCall(reps, 20000, [&] { dc::broadcast(k, x, y).eval(); });
+    std::printf("cache-hit broadcast(k, x, y).eval(), 1 element: %.3f us per call, %.3f us "
+                "thread CPU (target <= 1)\n",
+                eval.wall_us, eval.cpu_us);
   }
   if (all || rows == "tape") {
-  const PerCall tape = UsPerCall(reps, 5000, [&] {
-    dc::Tape tape;
-    auto loss = dc::sum(dc::broadcast(k, x, y));
-    auto g = tape.gradient(loss, {x, y});
-    (void)g;
-  });
-  std::printf("tape step (broadcast + sum + gradient wrt x, y), 1 element: %.3f us per step, "
-              "%.3f us thread CPU (target <= 3)\n",
-              tape.wall_us, tape.cpu_us);
+    const PerCall tape = UsPerCall(reps, 5000, [&] {
+      dc::Tape t;
+      auto loss = dc::sum(dc::broadcast(k, x, y));
+      auto g = t.gradient(loss, {x, y});
+      (void)g;
+    });
+    std::printf("tape step (broadcast + sum + gradient wrt x, y), 1 element: %.3f us per step, "
+                "%.3f us thread CPU (target <= 3)\n",
+                tape.wall_us, tape.cpu_us);
   }
   if (!all && rows != "threads") return;
   for (bool own : {false, true}) {
