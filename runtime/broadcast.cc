@@ -113,7 +113,7 @@ std::vector<std::shared_ptr<ArrayImpl>> Broadcast(const Kernel& k, std::vector<O
   auto node = std::make_shared<LazyNode>();
   node->name = name;
   node->function = fn;
-  node->shape = shape;
+  node->shape = std::move(shape);
   node->dtype = dtype;
   node->device = device;
   node->inputs.reserve(operands.size());
@@ -150,8 +150,8 @@ std::vector<std::shared_ptr<ArrayImpl>> Broadcast(const Kernel& k, std::vector<O
     auto out = std::make_shared<ArrayImpl>();
     out->dtype = dtype;
     out->device = device;
-    out->shape = shape;
-    out->strides = ContiguousStrides(shape);
+    out->shape = node->shape;
+    out->strides = ContiguousStrides(node->shape);
     out->pending = node;
     out->pending_output = static_cast<int>(m);
     node->outputs.push_back(out);

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include <condition_variable>
+#include <iterator>
 #include <mutex>
 
 #include "absl/container/flat_hash_map.h"
@@ -116,9 +117,10 @@ struct LiveOutput {
   long internal_refs = 0;  // inputs of group nodes that are this array
   bool held_outside = false;
 };
+using LiveList = absl::InlinedVector<LiveOutput, 2>;
 
 // Requires GraphMutex() held, right after Gather(g).
-std::vector<LiveOutput> LiveOutputs(const Group& g) {
+LiveList LiveOutputs(const Group& g) {
   // Internal references per (node, output), at first[node] + output (none
   // in a group of one: a node never reads its own outputs).
   const bool one = g.nodes.size() == 1;
@@ -133,7 +135,7 @@ std::vector<LiveOutput> LiveOutputs(const Group& g) {
       if (in->pending != nullptr) ++refs[static_cast<size_t>(first[in->pending->group_index] + in->pending_output)];
     }
   }
-  std::vector<LiveOutput> live;
+  LiveList live;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const auto& node = *g.nodes[n];
     for (size_t m = 0; m < node.outputs.size(); ++m) {
@@ -216,7 +218,7 @@ std::string GroupName(const Group& g) {
 void NoteGroupOrigins(const std::string& name, const std::vector<jit::FusionNode>& nodes,
                       const std::vector<jit::FusionSource>& sources,
                       const std::vector<std::shared_ptr<ArrayImpl>>& leaves,
-                      const std::vector<std::shared_ptr<ArrayImpl>>& targets) {
+                      std::span<const std::shared_ptr<ArrayImpl>> targets) {
   if (nodes.size() == 1) {  // every output reads every leaf, and no other output
     for (const auto& t : targets) NoteOrigin(name, leaves, {t});
     return;
@@ -262,20 +264,22 @@ struct PendingRecord {
 struct Plan {
   std::string name;
   std::vector<std::shared_ptr<ArrayImpl>> leaves;
-  std::vector<bool> leaf_constant;
+  // Inline storage where nothing needs a std::vector: a launch allocates
+  // little beyond its results.
+  absl::InlinedVector<bool, 8> leaf_constant;
   std::vector<jit::FusionNode> nodes;
-  std::vector<jit::FusionSource> sources;           // per output: the root first
-  std::vector<std::shared_ptr<ArrayImpl>> targets;  // per output
-  std::vector<bool> consumed_inside;                // per output
-  std::vector<int64_t> shape;
+  std::vector<jit::FusionSource> sources;                          // per output: the root first
+  absl::InlinedVector<std::shared_ptr<ArrayImpl>, 2> targets;      // per output
+  absl::InlinedVector<bool, 2> consumed_inside;                    // per output
+  const std::vector<int64_t>* shape = nullptr;  // the root node's (kept alive by the group)
   DType dtype = DType::kF32;
 };
 
 // Requires GraphMutex() held, right after Gather(g).
-Plan MakePlan(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<LiveOutput> live) {
+Plan MakePlan(const Group& g, const std::shared_ptr<ArrayImpl>& root, LiveList live) {
   Plan p;
   const LazyNode& root_node = *g.nodes.back();
-  p.shape = root_node.shape;
+  p.shape = &root_node.shape;
   p.dtype = root_node.dtype;
 
   // Leaves, each distinct array once.
@@ -375,8 +379,8 @@ std::vector<std::shared_ptr<ArrayImpl>> Launch(const Plan& p, PendingRecord* rec
   info.name = name;
   info.primal = primal;
   info.leaves = leaves;
-  info.out_shape = p.shape;
-  info.consumed_inside = p.consumed_inside;
+  info.out_shape = *p.shape;
+  info.consumed_inside.assign(p.consumed_inside.begin(), p.consumed_inside.end());
   if (std::find(p.consumed_inside.begin(), p.consumed_inside.end(), true) !=
       p.consumed_inside.end()) {
     info.fusion = p.nodes;
@@ -392,7 +396,7 @@ std::vector<std::shared_ptr<ArrayImpl>> Launch(const Plan& p, PendingRecord* rec
   size_t nonzero = 0;
   for (bool zero : jvp->structurally_zero) nonzero += zero ? 0 : 1;
   int64_t elements = 1;
-  for (int64_t s : p.shape) elements *= s;
+  for (int64_t s : *p.shape) elements *= s;
   const size_t bytes = nonzero * static_cast<size_t>(elements) * SizeOf(p.dtype);
   if (ActivePartialsMode(bytes) == PartialsMode::kRecompute) {
     return Execute(name, primal, leaves, primal_options);
@@ -418,7 +422,7 @@ std::vector<std::shared_ptr<ArrayImpl>> Launch(const Plan& p, PendingRecord* rec
         }
         const jit::Inst& inst = dual_fn.inst(v);
         if (alias_output[k] < 0 && inst.op == jit::Op::kInput &&
-            leaves[inst.index]->shape == p.shape) {
+            leaves[inst.index]->shape == *p.shape) {
           alias[k] = leaves[inst.index];
         }
         stored = alias_output[k] < 0 && alias[k] == nullptr;
@@ -462,7 +466,7 @@ struct Leftovers {
 // it reads changes while it is marked running (its inputs stay computed, its
 // outputs are only written here), which keeps the critical sections of
 // independent threads' broadcasts to a few flags.
-void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<LiveOutput> live,
+void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, LiveList live,
          bool ready, std::unique_lock<std::mutex>& lock, std::vector<PendingRecord>* records,
          Leftovers* left) {
   Plan p;
@@ -499,7 +503,8 @@ void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<Liv
     t.pending_output = 0;
   }
   if (taped) {
-    record.outputs = std::move(p.targets);
+    record.outputs.assign(std::make_move_iterator(p.targets.begin()),
+                          std::make_move_iterator(p.targets.end()));
     records->push_back(std::move(record));
   }
   left->nodes.insert(left->nodes.end(), g.nodes.begin(), g.nodes.end());
@@ -531,7 +536,7 @@ void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root, std::unique_lock<
       --graph_waiters;
       continue;
     }
-    std::vector<LiveOutput> live = LiveOutputs(g);
+    LiveList live = LiveOutputs(g);
     std::vector<std::shared_ptr<ArrayImpl>> cuts;
     for (const LiveOutput& o : live) {
       if (o.impl == root || !o.held_outside) continue;
