@@ -235,3 +235,25 @@ TEST_CASE("8 threads read one shared pending array: computed once, every thread 
     }
   }
 }
+
+TEST_CASE("8 threads read two outputs of one pending chain: overlapping groups wait for each other") {
+  const dc::Kernel f = Affine<5>();
+  const dc::Kernel g = Affine<7>();
+  const std::vector<double> xv = Iota(257, 1), yv = Iota(257, -3);
+  const auto x = Array<double>::from(xv, {257});
+  const auto y = Array<double>::from(yv, {257});
+  for (int rep = 0; rep < 50; ++rep) {
+    // a = 5x + y and b = 7a + x, both pending: reading b fuses a into its kernel.
+    const Array<double> a = dc::broadcast(f, x, y);
+    const Array<double> b = dc::broadcast(g, a, x);
+    std::vector<std::vector<double>> got(kThreads);
+    RunTogether([&](int t) { got[t] = (t % 2 == 0 ? a : b).to_vector(); });
+    for (int t = 0; t < kThreads; ++t) {
+      REQUIRE(got[t].size() == xv.size());
+      for (size_t i = 0; i < xv.size(); i += 17) {
+        const double av = xv[i] * 5 + yv[i];
+        CHECK(got[t][i] == (t % 2 == 0 ? av : av * 7 + xv[i]));
+      }
+    }
+  }
+}
