@@ -287,7 +287,8 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
   in_layout.in_broadcast.resize(n_in);
   jit::KernelSpec spec =
       jit::KernelSpec::For(fn, JitType(dtype), device.is_cuda() ? jit::Target::kCuda : jit::Target::kCpu,
-                           in_layout, options.function_hash);
+                           in_layout,
+                           options.function_hash != 0 ? options.function_hash : FunctionHash(fn));
   spec.write = write;
 
   std::vector<const void*> in_ptrs(n_in);

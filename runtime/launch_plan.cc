@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "jit/cpu/launch.h"
+#include "jit/hash.h"
 #include "jit/kernel_abi.h"
 #include "jit/stats.h"
 
@@ -14,7 +15,25 @@ namespace {
 constexpr size_t kPlansPerThread = 8;
 thread_local std::vector<std::unique_ptr<LaunchPlan>> t_plans;
 
+// Functions held: their addresses cannot be reused while remembered.
+struct KnownHash {
+  std::shared_ptr<const jit::Function> fn;
+  uint64_t hash = 0;
+};
+constexpr size_t kHashesPerThread = 16;
+thread_local std::vector<KnownHash> t_hashes;
+
 }  // namespace
+
+uint64_t FunctionHash(const std::shared_ptr<const jit::Function>& fn) {
+  for (size_t i = 0; i < t_hashes.size(); ++i) {
+    if (t_hashes[i].fn == fn) return t_hashes[i].hash;
+  }
+  const uint64_t hash = jit::StructuralHash(*fn);
+  if (t_hashes.size() >= kHashesPerThread) t_hashes.erase(t_hashes.begin());
+  t_hashes.push_back(KnownHash{fn, hash});
+  return hash;
+}
 
 LaunchPlan* FindPlan(const jit::Function* fn, const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
                      const std::vector<bool>& write) {

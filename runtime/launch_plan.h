@@ -46,6 +46,10 @@ LaunchPlan* FindPlan(const jit::Function* fn, const std::vector<std::shared_ptr<
                      const std::vector<bool>& write);
 // Files `plan` as this thread's most recent (dropping its oldest beyond a few).
 void KeepPlan(std::unique_ptr<LaunchPlan> plan);
+// jit::StructuralHash(*fn), remembered for the last few functions this
+// thread launched without a plan (new shapes each call, or one-off callers
+// such as partials()), so that those launches do not rehash the IR either.
+uint64_t FunctionHash(const std::shared_ptr<const jit::Function>& fn);
 // New contiguous outputs (null where not written), then the kernel's launch.
 std::vector<std::shared_ptr<ArrayImpl>> RunPlan(const LaunchPlan& plan, size_t n_out,
                                                 const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
