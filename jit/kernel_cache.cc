@@ -18,7 +18,9 @@ bool SameStructure(const KernelSpec& a, const KernelSpec& b) {
 }
 
 KernelCache& KernelCache::Global() {
-  static KernelCache* cache = new KernelCache;  // never destroyed: kernels may run during exit
+  // Never destroyed: kernels may run during exit.
+  static KernelCache* cache =
+      new KernelCache(EnvCapacity("DUALCAST_KERNEL_CACHE_MAX", kDefaultKernelCacheCapacity));
   return *cache;
 }
 
@@ -32,24 +34,32 @@ std::shared_ptr<KernelCache::Slot> KernelCache::FindSlot(uint64_t key,
   return nullptr;
 }
 
-const CachedKernel* KernelCache::Find(const KernelSpec& spec) const {
+KernelCache::Ref KernelCache::Find(const KernelSpec& spec) const {
   std::unique_lock<std::mutex> lock(mu_);
   std::shared_ptr<Slot> slot = FindSlot(spec.Key(), spec);
-  return slot != nullptr && !slot->compiling ? &slot->cached : nullptr;
+  if (slot == nullptr || slot->compiling) return nullptr;
+  return Ref(slot, &slot->cached);
 }
 
 size_t KernelCache::size() const {
   std::unique_lock<std::mutex> lock(mu_);
-  size_t n = 0;
-  for (const auto& [key, list] : slots_) {
-    for (const auto& slot : list) n += slot->compiling ? 0 : 1;
-  }
-  return n;
+  return lru_.size();
 }
 
-absl::StatusOr<const CachedKernel*> KernelCache::GetOrCompileWithKey(uint64_t key,
-                                                                     const KernelSpec& spec,
-                                                                     CompileFn compile) {
+size_t KernelCache::capacity() const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return capacity_;
+}
+
+void KernelCache::set_capacity(size_t capacity) {
+  std::unique_lock<std::mutex> lock(mu_);
+  capacity_ = capacity < 1 ? 1 : capacity;
+  Trim();
+}
+
+absl::StatusOr<KernelCache::Ref> KernelCache::GetOrCompileWithKey(uint64_t key,
+                                                                 const KernelSpec& spec,
+                                                                 CompileFn compile) {
   std::shared_ptr<Slot> mine;
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -57,13 +67,16 @@ absl::StatusOr<const CachedKernel*> KernelCache::GetOrCompileWithKey(uint64_t ke
     if (std::shared_ptr<Slot> found = FindSlot(key, spec)) {
       while (found->compiling) cv_.wait(lock);
       if (!found->status.ok()) return found->status;
+      if (found->in_lru) lru_.splice(lru_.begin(), lru_, found->lru);
       RecordCacheHit();
-      return &found->cached;
+      return Ref(found, &found->cached);
     }
     mine = std::make_shared<Slot>();
     mine->cached.spec = spec;
+    mine->key = key;
     slots_[key].push_back(mine);
   }
+  RecordCacheLookup(Cache::kKernel, false);
 
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<CompiledKernel> compiled = absl::UnknownError("not compiled");
@@ -71,7 +84,7 @@ absl::StatusOr<const CachedKernel*> KernelCache::GetOrCompileWithKey(uint64_t ke
     compiled = compile();
   } catch (...) {
     // Waiters must not hang on a compile that threw; they see an error.
-    Finish(key, mine,
+    Finish(mine,
            MakeStatus(ErrorKind::kInternal,
                       "compiling " + spec.Describe() + " threw an exception"));
     throw;
@@ -89,26 +102,51 @@ absl::StatusOr<const CachedKernel*> KernelCache::GetOrCompileWithKey(uint64_t ke
                             compiled.status().ToString()));
   }
   const absl::Status status = compiled.status();
-  Finish(key, mine, std::move(compiled));
+  Finish(mine, std::move(compiled));
   if (!status.ok()) return status;
-  return &mine->cached;
+  return Ref(mine, &mine->cached);
 }
 
-void KernelCache::Finish(uint64_t key, const std::shared_ptr<Slot>& slot,
+void KernelCache::Finish(const std::shared_ptr<Slot>& slot,
                          absl::StatusOr<CompiledKernel> result) {
   std::unique_lock<std::mutex> lock(mu_);
   slot->compiling = false;
   cv_.notify_all();
   if (result.ok()) {
     slot->cached.kernel = *std::move(result);
+    lru_.push_front(slot.get());
+    slot->lru = lru_.begin();
+    slot->in_lru = true;
+    Trim();
     return;
   }
   slot->status = result.status();
-  auto it = slots_.find(key);
+  Forget(slot.get());
+}
+
+void KernelCache::Forget(Slot* slot) {
+  if (slot->in_lru) {
+    lru_.erase(slot->lru);
+    slot->in_lru = false;
+    slot->cached.evicted.store(true, std::memory_order_relaxed);
+  }
+  auto it = slots_.find(slot->key);
   if (it == slots_.end()) return;
   auto& list = it->second;
-  list.erase(std::remove(list.begin(), list.end(), slot), list.end());
+  list.erase(std::remove_if(list.begin(), list.end(),
+                            [&](const std::shared_ptr<Slot>& s) { return s.get() == slot; }),
+             list.end());
   if (list.empty()) slots_.erase(it);
+}
+
+void KernelCache::Trim() {
+  int64_t evicted = 0;
+  while (lru_.size() > capacity_) {
+    // Drops the map's reference; a launch holding a Ref keeps the kernel alive.
+    Forget(lru_.back());
+    ++evicted;
+  }
+  if (evicted > 0) RecordCacheEvictions(Cache::kKernel, evicted);
 }
 
 }  // namespace dualcast::jit

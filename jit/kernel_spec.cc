@@ -22,9 +22,9 @@ const char* TargetName(Target target) {
 }
 
 KernelSpec KernelSpec::For(std::shared_ptr<const Function> function, Type dtype, Target target,
-                           const BroadcastLayout& layout) {
+                           const BroadcastLayout& layout, uint64_t function_hash) {
   KernelSpec spec;
-  spec.function_hash = StructuralHash(*function);
+  spec.function_hash = function_hash != 0 ? function_hash : StructuralHash(*function);
   spec.write.assign(function->num_outputs(), true);
   spec.function = std::move(function);
   spec.dtype = dtype;

@@ -53,10 +53,11 @@ struct KernelSpec {
   // (dest = dest + result, in the element type) instead of overwriting it.
   std::vector<bool> accumulate;
 
-  // The spec for running `function` over `layout`: hash computed, every output
-  // written. Callers clear `write` bits for outputs nobody wants.
+  // The spec for running `function` over `layout`: every output written
+  // (callers clear `write` bits for outputs nobody wants). `function_hash` is
+  // StructuralHash(*function) when the caller kept it; 0: computed here.
   static KernelSpec For(std::shared_ptr<const Function> function, Type dtype, Target target,
-                        const BroadcastLayout& layout);
+                        const BroadcastLayout& layout, uint64_t function_hash = 0);
 
   // Whether output m of `function` is stored (an empty mask writes all).
   bool writes(size_t m) const { return write.empty() || (m < write.size() && write[m]); }

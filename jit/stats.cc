@@ -13,14 +13,25 @@ namespace dualcast::jit {
 namespace {
 
 // Times are kept in nanoseconds so that every counter is an integer atomic.
-struct Counters {
-  std::atomic<int64_t> compiles{0}, compile_failures{0}, cache_hits{0}, disk_hits{0};
+// Counters are sharded per thread (a thread keeps to one shard, on its own
+// cache lines): launches from several threads would otherwise bounce the
+// same line between cores on every call. Readers sum the shards.
+struct alignas(64) Counters {
+  std::atomic<int64_t> compiles{0}, compile_failures{0}, disk_hits{0};
   std::atomic<int64_t> compile_ns{0}, launches{0}, exec_ns{0}, elements{0};
+  std::atomic<int64_t> hits[kNumCaches]{}, misses[kNumCaches]{}, evictions[kNumCaches]{};
 };
+constexpr int kShards = 16;
 
-Counters& Global() {
-  static Counters* counters = new Counters;  // never destroyed: usable during exit
-  return *counters;
+Counters* Shards() {
+  static Counters* shards = new Counters[kShards];  // never destroyed: usable during exit
+  return shards;
+}
+
+Counters& Mine() {
+  static std::atomic<int> next{0};
+  thread_local Counters* mine = &Shards()[next.fetch_add(1, std::memory_order_relaxed) % kShards];
+  return *mine;
 }
 
 int64_t ToNs(double ms) { return static_cast<int64_t>(ms * 1e6); }
@@ -33,56 +44,113 @@ struct ExitSummary {
   }
 } exit_summary;
 
+void Bump(std::atomic<int64_t>& a, int64_t n = 1) { a.fetch_add(n, std::memory_order_relaxed); }
+
+// Every counter of a shard, in one order (for sums and resets).
+template <class Fn>
+void ForEachCounter(Counters& c, Fn fn) {
+  for (std::atomic<int64_t>* a : {&c.compiles, &c.compile_failures, &c.disk_hits, &c.compile_ns,
+                                  &c.launches, &c.exec_ns, &c.elements}) {
+    fn(*a);
+  }
+  for (int k = 0; k < kNumCaches; ++k) {
+    fn(c.hits[k]);
+    fn(c.misses[k]);
+    fn(c.evictions[k]);
+  }
+}
+
 }  // namespace
 
+const char* CacheName(Cache cache) {
+  switch (cache) {
+    case Cache::kKernel: return "kernel";
+    case Cache::kCompose: return "compose";
+    case Cache::kJvp: return "jvp";
+    case Cache::kBackward: return "backward";
+  }
+  return "?";
+}
+
 Stats GetStats() {
-  const Counters& c = Global();
   Stats s;
-  s.compiles = c.compiles.load(std::memory_order_relaxed);
-  s.compile_failures = c.compile_failures.load(std::memory_order_relaxed);
-  s.cache_hits = c.cache_hits.load(std::memory_order_relaxed);
-  s.disk_hits = c.disk_hits.load(std::memory_order_relaxed);
-  s.compile_ms = c.compile_ns.load(std::memory_order_relaxed) / 1e6;
-  s.launches = c.launches.load(std::memory_order_relaxed);
-  s.exec_ms = c.exec_ns.load(std::memory_order_relaxed) / 1e6;
-  s.elements = c.elements.load(std::memory_order_relaxed);
+  int64_t compile_ns = 0, exec_ns = 0;
+  for (int i = 0; i < kShards; ++i) {
+    const Counters& c = Shards()[i];
+    auto get = [](const std::atomic<int64_t>& a) { return a.load(std::memory_order_relaxed); };
+    s.compiles += get(c.compiles);
+    s.compile_failures += get(c.compile_failures);
+    s.disk_hits += get(c.disk_hits);
+    compile_ns += get(c.compile_ns);
+    s.launches += get(c.launches);
+    exec_ns += get(c.exec_ns);
+    s.elements += get(c.elements);
+    for (int k = 0; k < kNumCaches; ++k) {
+      s.caches[k].hits += get(c.hits[k]);
+      s.caches[k].misses += get(c.misses[k]);
+      s.caches[k].evictions += get(c.evictions[k]);
+    }
+  }
+  s.compile_ms = compile_ns / 1e6;
+  s.exec_ms = exec_ns / 1e6;
+  s.cache_hits = s.caches[static_cast<int>(Cache::kKernel)].hits;
   return s;
 }
 
 void ResetStats() {
-  Counters& c = Global();
-  for (std::atomic<int64_t>* a : {&c.compiles, &c.compile_failures, &c.cache_hits, &c.disk_hits,
-                                  &c.compile_ns, &c.launches, &c.exec_ns, &c.elements}) {
-    a->store(0, std::memory_order_relaxed);
+  for (int i = 0; i < kShards; ++i) {
+    ForEachCounter(Shards()[i], [](std::atomic<int64_t>& a) { a.store(0, std::memory_order_relaxed); });
   }
 }
 
 std::string FormatStats() {
   Stats s = GetStats();
-  return absl::StrFormat(
+  std::string line = absl::StrFormat(
       "dualcast: %d compiles (%.1f ms), %d failed, %d cache hits, %d disk hits, %d launches, "
-      "%.3g elements in %.1f ms",
+      "%.3g elements in %.1f ms; caches hit/miss/evict:",
       s.compiles, s.compile_ms, s.compile_failures, s.cache_hits, s.disk_hits, s.launches,
       static_cast<double>(s.elements), s.exec_ms);
+  for (int k = 0; k < kNumCaches; ++k) {
+    absl::StrAppendFormat(&line, "%s %s %d/%d/%d", k == 0 ? "" : ",",
+                          CacheName(static_cast<Cache>(k)), s.caches[k].hits, s.caches[k].misses,
+                          s.caches[k].evictions);
+  }
+  return line;
 }
 
 void RecordCompile(double ms, bool from_disk) {
-  Counters& c = Global();
-  (from_disk ? c.disk_hits : c.compiles).fetch_add(1, std::memory_order_relaxed);
-  c.compile_ns.fetch_add(ToNs(ms), std::memory_order_relaxed);
+  Counters& c = Mine();
+  Bump(from_disk ? c.disk_hits : c.compiles);
+  Bump(c.compile_ns, ToNs(ms));
 }
 
-void RecordCompileFailure() {
-  Global().compile_failures.fetch_add(1, std::memory_order_relaxed);
+void RecordCompileFailure() { Bump(Mine().compile_failures); }
+
+void RecordCacheHit() { RecordCacheLookup(Cache::kKernel, true); }
+
+void RecordCacheLookup(Cache cache, bool hit) {
+  Counters& c = Mine();
+  Bump((hit ? c.hits : c.misses)[static_cast<int>(cache)]);
 }
 
-void RecordCacheHit() { Global().cache_hits.fetch_add(1, std::memory_order_relaxed); }
+void RecordCacheEvictions(Cache cache, int64_t n) {
+  Bump(Mine().evictions[static_cast<int>(cache)], n);
+}
 
 void RecordLaunch(int64_t elements, double ms) {
-  Counters& c = Global();
-  c.launches.fetch_add(1, std::memory_order_relaxed);
-  c.elements.fetch_add(elements, std::memory_order_relaxed);
-  c.exec_ns.fetch_add(ToNs(ms), std::memory_order_relaxed);
+  Counters& c = Mine();
+  Bump(c.launches);
+  Bump(c.elements, elements);
+  Bump(c.exec_ns, ToNs(ms));
+}
+
+size_t EnvCapacity(const char* name, size_t fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || v[0] == '\0') return fallback;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (*end != '\0' || n == 0) return fallback;
+  return static_cast<size_t>(n);
 }
 
 bool LogEnabled() {

@@ -13,11 +13,27 @@
 //   std::puts(FormatStats().c_str());
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace dualcast::jit {
+
+// The process-wide caches that grow per distinct kernel, each bounded with
+// LRU eviction (lru_map.h, kernel_cache.h) and counted here.
+enum class Cache : uint8_t {
+  kKernel,    // compiled kernels (kernel_cache.h); misses are compiles and disk loads
+  kCompose,   // fused groups' composed functions (runtime lazy.cc)
+  kJvp,       // forward-mode (partials) functions (runtime lazy.cc CachedJvp)
+  kBackward,  // reverse-sweep functions of broadcast tape nodes (runtime broadcast_grad.cc)
+};
+inline constexpr int kNumCaches = 4;
+const char* CacheName(Cache cache);
+
+struct CacheCounts {
+  int64_t hits = 0, misses = 0, evictions = 0;
+};
 
 struct Stats {
   int64_t compiles = 0;          // kernels built by a backend compiler
@@ -28,16 +44,24 @@ struct Stats {
   int64_t launches = 0;          // kernel launches
   double exec_ms = 0;            // wall time inside launches
   int64_t elements = 0;          // output elements processed by launches
+  CacheCounts caches[kNumCaches];  // indexed by Cache; caches[kKernel].hits == cache_hits
 };
 
 Stats GetStats();
 void ResetStats();
-// e.g. "dualcast: 3 compiles (41.2 ms), 97 cache hits, 0 disk hits, 100 launches, 1.2e+07 elements in 35.1 ms"
+// e.g. "dualcast: 3 compiles (41.2 ms), 0 failed, 97 cache hits, 0 disk hits, 100 launches,
+// 1.2e+07 elements in 35.1 ms; caches hit/miss/evict: kernel 97/3/0, compose 97/3/0, ..."
 std::string FormatStats();
 
 void RecordCompile(double ms, bool from_disk);
 void RecordCompileFailure();
-void RecordCacheHit();
+void RecordCacheHit();  // a kernel cache hit
+void RecordCacheLookup(Cache cache, bool hit);
+void RecordCacheEvictions(Cache cache, int64_t n);
+
+// A cache capacity: the environment variable `name` when it holds a positive
+// integer, else `fallback` (read on every call; callers read it once).
+size_t EnvCapacity(const char* name, size_t fallback);
 void RecordLaunch(int64_t elements, double ms);
 
 // True when the environment has DUALCAST_LOG set to something other than "0"

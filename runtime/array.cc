@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <vector>
 #include <numeric>
 #include <ostream>
 
@@ -74,12 +75,53 @@ class BlockCache {
   size_t cached_bytes_ = 0;
 };
 
+// Per-thread free lists of tiny blocks (up to kMaxSmall bytes, by 64-byte
+// class): small broadcasts and tape steps allocate a few such arrays each,
+// and aligned_alloc costs several times malloc (it splits chunks, and the
+// fragments it frees trigger consolidation). A block freed on another thread
+// joins that thread's list. Bounded per class; released at thread exit.
+class SmallBlocks {
+ public:
+  static constexpr size_t kMaxSmall = 256;
+  static constexpr size_t kPerClass = 64;
+  static void* Take(size_t rounded) {
+    if (rounded > kMaxSmall || !t_alive) return nullptr;
+    std::vector<void*>& list = Mine().free_[rounded / kAlignment - 1];
+    if (list.empty()) return nullptr;
+    void* p = list.back();
+    list.pop_back();
+    return p;
+  }
+  static bool Give(void* p, size_t rounded) {
+    if (rounded > kMaxSmall || !t_alive) return false;  // after thread exit: back to the system
+    std::vector<void*>& list = Mine().free_[rounded / kAlignment - 1];
+    if (list.size() >= kPerClass) return false;
+    list.push_back(p);
+    return true;
+  }
+  ~SmallBlocks() {
+    t_alive = false;
+    for (auto& list : free_) {
+      for (void* p : list) std::free(p);
+    }
+  }
+
+ private:
+  static SmallBlocks& Mine() {
+    thread_local SmallBlocks blocks;
+    return blocks;
+  }
+  static thread_local bool t_alive;  // false once this thread's lists are destroyed
+  std::vector<void*> free_[kMaxSmall / kAlignment];
+};
+thread_local bool SmallBlocks::t_alive = true;
+
 }  // namespace
 
 Storage::~Storage() {
   if (owning && data != nullptr && device.is_cpu()) {
     const size_t rounded = BlockCache::Round(bytes);
-    if (!BlockCache::Global().Give(data, rounded)) std::free(data);
+    if (!SmallBlocks::Give(data, rounded) && !BlockCache::Global().Give(data, rounded)) std::free(data);
   } else if (owning && data != nullptr && device.is_cuda()) {
     CudaRelease(*this);  // [CUDA path] back to the device's caching allocator
   }
@@ -100,7 +142,8 @@ std::shared_ptr<Storage> Allocate(size_t bytes, Device device) {
   storage->device = device;
   if (bytes > 0) {
     const size_t rounded = BlockCache::Round(bytes);
-    storage->data = BlockCache::Global().Take(rounded);
+    storage->data = SmallBlocks::Take(rounded);
+    if (storage->data == nullptr) storage->data = BlockCache::Global().Take(rounded);
     if (storage->data == nullptr) storage->data = std::aligned_alloc(kAlignment, rounded);
     if (storage->data == nullptr) {
       BlockCache::Global().Clear();  // give cached blocks back and try once more

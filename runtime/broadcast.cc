@@ -89,22 +89,37 @@ std::vector<std::shared_ptr<ArrayImpl>> Broadcast(const Kernel& k, std::vector<O
                              " outputs; use broadcast_n to get one array per output"));
   }
 
-  std::vector<std::vector<int64_t>> shapes, strides;
-  for (const Operand& op : operands) {
-    shapes.push_back(op.kind == Operand::kArray ? op.array->shape : std::vector<int64_t>{});
-    strides.push_back(op.kind == Operand::kArray ? op.array->strides : std::vector<int64_t>{});
+  // The common case, every array argument of one shape (numbers are rank 0),
+  // needs no shape lists: this runs on every call.
+  const std::vector<int64_t>* common = &operands[first].array->shape;
+  bool same = std::none_of(common->begin(), common->end(), [](int64_t s) { return s < 0; });
+  for (const Operand& op : operands) same = same && (op.kind != Operand::kArray || op.array->shape == *common);
+  std::vector<int64_t> shape;
+  if (same && common->size() <= static_cast<size_t>(jit::kMaxRank)) {
+    shape = *common;
+  } else {
+    std::vector<std::vector<int64_t>> shapes, strides;
+    for (const Operand& op : operands) {
+      shapes.push_back(op.kind == Operand::kArray ? op.array->shape : std::vector<int64_t>{});
+      strides.push_back(op.kind == Operand::kArray ? op.array->strides : std::vector<int64_t>{});
+    }
+    shape = BroadcastShape(name, shapes);
+    // Also catches layouts above the kernels' rank limit now rather than at the
+    // read (merging never raises the rank, so only a rank above it can fail).
+    if (shape.size() > static_cast<size_t>(jit::kMaxRank)) {
+      absl::StatusOr<jit::BroadcastLayout> layout = jit::MergeBroadcast(shapes, strides, name);
+      if (!layout.ok()) ThrowStatus(layout.status());
+    }
   }
-  std::vector<int64_t> shape = BroadcastShape(name, shapes);
-  // Also catches layouts above the kernels' rank limit now rather than at the read.
-  absl::StatusOr<jit::BroadcastLayout> layout = jit::MergeBroadcast(shapes, strides, name);
-  if (!layout.ok()) ThrowStatus(layout.status());
 
   auto node = std::make_shared<LazyNode>();
   node->name = name;
   node->function = fn;
-  node->shape = shape;
+  node->shape = std::move(shape);
   node->dtype = dtype;
   node->device = device;
+  node->inputs.reserve(operands.size());
+  node->constant.reserve(operands.size());
   for (const Operand& op : operands) {
     const bool number = op.kind == Operand::kNumber;
     node->inputs.push_back(number ? NumberArray(op.number, dtype, device) : op.array);
@@ -131,12 +146,14 @@ std::vector<std::shared_ptr<ArrayImpl>> Broadcast(const Kernel& k, std::vector<O
   node->group_nodes = static_cast<int>(nodes);
 
   std::vector<std::shared_ptr<ArrayImpl>> outputs;
+  outputs.reserve(num_outputs);
+  node->outputs.reserve(num_outputs);
   for (size_t m = 0; m < num_outputs; ++m) {
     auto out = std::make_shared<ArrayImpl>();
     out->dtype = dtype;
     out->device = device;
-    out->shape = shape;
-    out->strides = ContiguousStrides(shape);
+    out->shape = node->shape;
+    out->strides = ContiguousStrides(node->shape);
     out->pending = node;
     out->pending_output = static_cast<int>(m);
     node->outputs.push_back(out);

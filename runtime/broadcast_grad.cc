@@ -24,8 +24,11 @@
 #include "dualcast/detail/execute.hpp"
 #include "dualcast/tape.hpp"
 #include "jit/compose.h"
+#include "dualcast/detail/lazy.hpp"
 #include "jit/error.h"
+#include "jit/hash.h"
 #include "jit/jvp.h"
+#include "jit/lru_map.h"
 #include "jit/optimize.h"
 #include "runtime/grad_kernels.h"
 
@@ -37,6 +40,7 @@ namespace {
 struct BackwardFunction {
   std::shared_ptr<const jit::Function> function;  // inputs: leaves, then present adjoints
   std::vector<int> outputs_wrt;                   // output k is the adjoint of wrt[outputs_wrt[k]]
+  uint64_t hash = 0;                              // StructuralHash(*function), for Execute
 };
 
 BackwardFunction BuildBackward(const jit::Function& primal, const std::vector<int>& wrt,
@@ -67,34 +71,35 @@ BackwardFunction BuildBackward(const jit::Function& primal, const std::vector<in
   }
   b.Return(outs);
   result.function = std::make_shared<const jit::Function>(jit::Optimize(fn));
+  result.hash = jit::StructuralHash(*result.function);
   return result;
 }
 
 // Backward functions shared by every node of the same primal function (a
-// training loop records the same fused group again and again).
+// training loop records the same fused group again and again); LRU-bounded
+// like the lazy graph's IR caches (IrCacheCapacity()).
 class BackwardCache {
  public:
   static BackwardCache& Global() {
     static BackwardCache* cache = new BackwardCache;
     return *cache;
   }
+  BackwardCache() : map_(jit::Cache::kBackward, IrCacheCapacity()) {}
 
   BackwardFunction Get(const std::shared_ptr<const jit::Function>& primal, const std::vector<int>& wrt,
                        const std::vector<bool>& present, const std::vector<bool>& wanted) {
     Key key{primal.get(), wrt, present, wanted};
     {
       std::unique_lock<std::mutex> lock(mu_);
-      if (auto it = map_.find(key); it != map_.end()) return it->second.backward;
+      if (Entry* hit = map_.Find(key)) return hit->backward;
     }
     BackwardFunction built = BuildBackward(*primal, wrt, present, wanted);
     std::unique_lock<std::mutex> lock(mu_);
-    if (map_.size() >= kMaxEntries) map_.clear();  // bounded; rebuilding is cheap
-    map_.try_emplace(key, Entry{primal, built});
+    map_.Insert(key, Entry{primal, built});
     return built;
   }
 
  private:
-  static constexpr size_t kMaxEntries = 4096;
   struct Key {
     const jit::Function* primal;
     std::vector<int> wrt;
@@ -111,7 +116,7 @@ class BackwardCache {
     BackwardFunction backward;
   };
   std::mutex mu_;
-  absl::flat_hash_map<Key, Entry> map_;  // guarded by mu_
+  jit::LruMap<Key, Entry> map_;  // guarded by mu_
 };
 
 class BroadcastGradNode final : public ReleasableGradNode {
@@ -261,8 +266,10 @@ class BroadcastGradNode final : public ReleasableGradNode {
     for (size_t j = 0; j < wanted.size(); ++j) wanted[j] = InputNeeded(static_cast<size_t>(info_.wrt[j]));
     BackwardFunction fn = BackwardCache::Global().Get(info_.primal, info_.wrt, present, wanted);
     if (fn.outputs_wrt.empty()) return;
+    ExecuteOptions options;
+    options.function_hash = fn.hash;
     std::vector<std::shared_ptr<ArrayImpl>> full =
-        Execute(absl::StrCat(info_.name, " (backward)"), fn.function, args);
+        Execute(absl::StrCat(info_.name, " (backward)"), fn.function, args, options);
     for (size_t k = 0; k < fn.outputs_wrt.size(); ++k) {
       const int leaf = info_.wrt[static_cast<size_t>(fn.outputs_wrt[k])];
       add(leaf, SumTo(*full[k], info_.leaves[static_cast<size_t>(leaf)]->shape));

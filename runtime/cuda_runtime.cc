@@ -99,7 +99,7 @@ std::shared_ptr<ArrayImpl> CudaTransfer(const ArrayImpl& src, Device to) {
 void CudaExecute(const std::string& kernel_name, const jit::KernelSpec& spec,
                  const jit::KernelArgs& args, Device device) {
   RequireDevice(device, kernel_name);
-  absl::StatusOr<const jit::cuda::CudaKernel*> kernel =
+  absl::StatusOr<std::shared_ptr<const jit::cuda::CudaKernel>> kernel =
       jit::cuda::GetCudaKernel(spec, device.index());
   if (!kernel.ok()) ThrowStatus(kernel.status());
   ThrowIfError(jit::cuda::LaunchCudaKernel(**kernel, args, spec.rank));

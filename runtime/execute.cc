@@ -2,9 +2,12 @@
 #include "dualcast/detail/execute.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
+#include <memory>
 #include <numeric>
 #include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "dualcast/kernel.hpp"
@@ -18,6 +21,7 @@
 #include "jit/kernel_abi.h"
 #include "jit/kernel_cache.h"
 #include "jit/kernel_spec.h"
+#include "runtime/launch_plan.h"
 
 namespace dualcast::detail {
 namespace {
@@ -322,7 +326,7 @@ void StoreZeros(ArrayImpl& a) {
 }  // namespace
 
 std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
-                                                std::shared_ptr<const jit::Function> fn,
+                                                const std::shared_ptr<const jit::Function>& fn,
                                                 const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
                                                 const ExecuteOptions& options) {
   if (fn == nullptr) throw Error(ErrorKind::kInternal, kernel_name + ": null kernel function");
@@ -344,6 +348,17 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
                                DTypeName(dtype), "; a kernel must return its arguments' type"));
     }
   }
+  // The per-thread fast path: same function, shapes and strides as a recent launch.
+  const bool plannable = options.destinations.empty() && device.is_cpu() &&
+                         options.output_shapes.empty() && options.accumulate.empty() &&
+                         options.iteration_shape.empty() &&
+                         (options.write.empty() || options.write.size() == n_out);
+  if (plannable) {
+    if (LaunchPlan* plan = FindPlan(fn.get(), inputs, options.write)) {
+      return RunPlan(*plan, n_out, inputs, device);
+    }
+  }
+
   const Plan plan = MakePlan(kernel_name, *fn, inputs, options);
   const std::vector<bool>& write = plan.write;
   const std::vector<int64_t>& out_shape = plan.full;
@@ -399,8 +414,10 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
   jit::BroadcastLayout in_layout = *merged;
   in_layout.in_strides.resize(n_in);
   in_layout.in_broadcast.resize(n_in);
-  jit::KernelSpec spec = jit::KernelSpec::For(
-      fn, JitType(dtype), device.is_cuda() ? jit::Target::kCuda : jit::Target::kCpu, in_layout);
+  jit::KernelSpec spec =
+      jit::KernelSpec::For(fn, JitType(dtype), device.is_cuda() ? jit::Target::kCuda : jit::Target::kCpu,
+                           in_layout,
+                           options.function_hash != 0 ? options.function_hash : FunctionHash(fn));
   spec.write = write;
   if (plan.reduces) {
     spec.output_reduce.assign(n_out, 0);
@@ -440,7 +457,7 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
     CudaExecute(kernel_name, spec, args, device);
     return outputs;
   }
-  absl::StatusOr<const jit::CachedKernel*> kernel = jit::KernelCache::Global().GetOrCompile(
+  absl::StatusOr<jit::KernelCache::Ref> kernel = jit::KernelCache::Global().GetOrCompile(
       spec, [&]() -> absl::StatusOr<jit::CompiledKernel> {
         absl::StatusOr<jit::CompiledCpuKernel> c =
             jit::CompileCpuKernel(spec, &jit::DiskCache::Default());
@@ -451,6 +468,24 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
   if (!kernel.ok()) ThrowStatus(kernel.status());
 
   if (!spec.HasReductions()) {
+    if (plannable) {
+      // Every written output here is a new contiguous array, as RunPlan makes them.
+      auto kept = std::make_unique<LaunchPlan>();
+      kept->fn = fn;
+      kept->dtype = dtype;
+      kept->write = options.write;
+      for (const auto& in : inputs) {
+        kept->in_shapes.push_back(in->shape);
+        kept->in_strides.push_back(in->strides);
+      }
+      kept->out_shape = out_shape;
+      kept->rank = rank;
+      kept->sizes = sizes;
+      kept->arg_in_strides = in_strides;
+      kept->arg_out_strides = out_strides;
+      kept->kernel = *kernel;
+      KeepPlan(std::move(kept));
+    }
     jit::LaunchCpu((*kernel)->entry_as<jit::KernelEntry>(), args, rank);
     return outputs;
   }

@@ -1,6 +1,8 @@
 // Kernel: the per-(arity, dtype) trace cache behind a kernel handle.
 #include "dualcast/kernel.hpp"
 
+#include <atomic>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -12,7 +14,14 @@
 
 namespace dualcast {
 
+namespace {
+std::atomic<uint64_t> next_state_id{1};
+}  // namespace
+
 struct Kernel::State {
+  // Unique for the process: a per-thread memo keyed by a State's address
+  // must not match a later State allocated at the same address.
+  const uint64_t id = next_state_id.fetch_add(1, std::memory_order_relaxed);
   std::string name;
   std::mutex mu;
   // Tracing runs the user's lambda, which is not required to be thread-safe
@@ -48,13 +57,32 @@ std::shared_ptr<const jit::Function> Kernel::function(int arity, jit::Type dtype
     throw Error(ErrorKind::kArity, absl::StrCat(state_->name, ": negative arity ", arity));
   }
   const int key = arity * 4 + static_cast<int>(dtype);
-  std::unique_lock<std::mutex> lock(state_->mu);
-  auto it = state_->traced.find(key);
-  if (it != state_->traced.end()) return it->second;
-  std::vector<jit::Type> types(static_cast<size_t>(arity), dtype);
-  jit::Function traced = state_->trace(state_->name, types);
-  auto fn = std::make_shared<const jit::Function>(jit::Optimize(traced));
-  state_->traced.emplace(key, fn);
+  // A few recent answers per thread, so that threads broadcasting one shared
+  // Kernel do not take turns on its lock for every call.
+  struct Recent {
+    uint64_t id = 0;
+    int key = -1;
+    std::shared_ptr<const jit::Function> fn;
+  };
+  thread_local Recent recent[4];
+  thread_local unsigned next = 0;
+  for (const Recent& r : recent) {
+    if (r.id == state_->id && r.key == key) return r.fn;
+  }
+  std::shared_ptr<const jit::Function> fn;
+  {
+    std::unique_lock<std::mutex> lock(state_->mu);
+    auto it = state_->traced.find(key);
+    if (it != state_->traced.end()) {
+      fn = it->second;
+    } else {
+      std::vector<jit::Type> types(static_cast<size_t>(arity), dtype);
+      jit::Function traced = state_->trace(state_->name, types);
+      fn = std::make_shared<const jit::Function>(jit::Optimize(traced));
+      state_->traced.emplace(key, fn);
+    }
+  }
+  recent[next++ % 4] = Recent{state_->id, key, fn};
   return fn;
 }
 

@@ -18,6 +18,13 @@
 // node keeps the group's wiring and, when a gradient asks for such an output,
 // cuts the group there for that sweep (GradNode::Cut).
 //
+// Threads: one graph lock covers gathering a group and filling its results;
+// planning (for a group of one ready node), composing, compiling and
+// launching run outside it while the group's nodes are marked `running`
+// (see Run). The composed, jvp and backward functions are LRU-bounded
+// caches (IrCacheCapacity()), each function kept with its structural hash so
+// a launch never rehashes IR.
+//
 // Example:
 //   y = f.(x, a); z = g.(y, b); w = h.(z, y); w read while y is held:
 //   one kernel over leaves {x, a, b} with outputs {w, y}; z is never stored.
@@ -26,10 +33,14 @@
 #include <utility>
 #include <vector>
 
+#include <condition_variable>
+#include <iterator>
+#include <mutex>
+
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include <mutex>
 #include "dualcast/detail/array_impl.hpp"
 #include "dualcast/detail/broadcast_grad.hpp"
 #include "dualcast/detail/execute.hpp"
@@ -38,44 +49,62 @@
 #include "dualcast/kernel.hpp"
 #include "jit/compose.h"
 #include "jit/error.h"
+#include "jit/hash.h"
+#include "jit/lru_map.h"
 #include "jit/optimize.h"
 
 namespace dualcast::detail {
 namespace {
 
-// One lock for the whole lazy graph: gathering, running and filling a group
-// must not interleave with another thread doing the same to shared nodes.
+// One lock for the whole lazy graph: gathering a group and filling its
+// results must not interleave with another thread doing the same to shared
+// nodes. Composing, compiling and launching run outside it: the group's nodes
+// are marked `running` meanwhile, and a thread whose group meets a running
+// node waits on GraphCv() for it to finish. So broadcasts on different
+// threads over graphs that share no pending node run concurrently.
 std::mutex& GraphMutex() {
   static std::mutex* mu = new std::mutex();
   return *mu;
 }
+std::condition_variable& GraphCv() {  // notified when a running group ends and someone waits
+  static std::condition_variable* cv = new std::condition_variable();
+  return *cv;
+}
+int graph_waiters = 0;  // threads waiting on GraphCv(); guarded by GraphMutex()
 
+
+// Nodes, topological order, root's node last; inline storage: most groups
+// are small, and a group of one is built under the graph lock.
+using NodeList = absl::InlinedVector<std::shared_ptr<LazyNode>, 4>;
 struct Group {
-  std::vector<std::shared_ptr<LazyNode>> nodes;  // topological order, root's node last
-  absl::flat_hash_map<const LazyNode*, int> index;
+  NodeList nodes;
 };
 
+// Requires GraphMutex() held. Each node's group_index is its position in
+// `nodes` until the next Gather.
 Group Gather(const std::shared_ptr<LazyNode>& root) {
+  static uint64_t walks = 0;  // guarded by GraphMutex(): marks nodes this walk reached
+  const uint64_t walk = ++walks;
   Group g;
   // Iterative post-order DFS (graphs can be long chains).
-  std::vector<std::pair<std::shared_ptr<LazyNode>, size_t>> stack;
-  absl::flat_hash_map<const LazyNode*, bool> visiting;
-  stack.push_back({root, 0});
-  visiting[root.get()] = true;
-  while (!stack.empty()) {
-    auto& [node, next] = stack.back();
+  static auto* stack = new std::vector<std::pair<std::shared_ptr<LazyNode>, size_t>>();
+  stack->clear();  // in case a walk ever ended by an exception
+  stack->push_back({root, 0});
+  root->visit = walk;
+  while (!stack->empty()) {
+    auto& [node, next] = stack->back();
     if (next < node->inputs.size()) {
       const std::shared_ptr<ArrayImpl>& in = node->inputs[next++];
-      std::shared_ptr<LazyNode> dep = in->pending;
-      if (dep != nullptr && !visiting.contains(dep.get())) {
-        visiting[dep.get()] = true;
-        stack.push_back({std::move(dep), 0});
+      LazyNode* dep = in->pending.get();
+      if (dep != nullptr && dep->visit != walk) {
+        dep->visit = walk;
+        stack->push_back({in->pending, 0});
       }
       continue;
     }
-    g.index[node.get()] = static_cast<int>(g.nodes.size());
+    node->group_index = static_cast<int>(g.nodes.size());
     g.nodes.push_back(std::move(node));
-    stack.pop_back();
+    stack->pop_back();
   }
   return g;
 }
@@ -88,15 +117,25 @@ struct LiveOutput {
   long internal_refs = 0;  // inputs of group nodes that are this array
   bool held_outside = false;
 };
+using LiveList = absl::InlinedVector<LiveOutput, 2>;
 
-std::vector<LiveOutput> LiveOutputs(const Group& g) {
-  absl::flat_hash_map<const ArrayImpl*, long> refs;
+// Requires GraphMutex() held, right after Gather(g).
+LiveList LiveOutputs(const Group& g) {
+  // Internal references per (node, output), at first[node] + output (none
+  // in a group of one: a node never reads its own outputs).
+  const bool one = g.nodes.size() == 1;
+  std::vector<long> first(one ? 0 : g.nodes.size() + 1, 0);
+  for (size_t n = 0; n + 1 < first.size(); ++n) {
+    first[n + 1] = first[n] + static_cast<long>(g.nodes[n]->outputs.size());
+  }
+  std::vector<long> refs(one ? 0 : static_cast<size_t>(first.back()), 0);
   for (const auto& node : g.nodes) {
+    if (one) break;
     for (const auto& in : node->inputs) {
-      if (in->pending != nullptr) ++refs[in.get()];
+      if (in->pending != nullptr) ++refs[static_cast<size_t>(first[in->pending->group_index] + in->pending_output)];
     }
   }
-  std::vector<LiveOutput> live;
+  LiveList live;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const auto& node = *g.nodes[n];
     for (size_t m = 0; m < node.outputs.size(); ++m) {
@@ -105,8 +144,7 @@ std::vector<LiveOutput> LiveOutputs(const Group& g) {
       if (o.impl == nullptr || o.impl->pending == nullptr) continue;
       o.node = static_cast<int>(n);
       o.output = static_cast<int>(m);
-      auto it = refs.find(o.impl.get());
-      o.internal_refs = it == refs.end() ? 0 : it->second;
+      o.internal_refs = one ? 0 : refs[static_cast<size_t>(first[n]) + m];
       // Minus our own `o.impl`.
       o.held_outside = o.impl.use_count() - 1 - o.internal_refs > 0;
       live.push_back(std::move(o));
@@ -119,6 +157,7 @@ std::vector<LiveOutput> LiveOutputs(const Group& g) {
 // loop that builds the same graph every iteration composes it once.
 struct Composed {
   std::shared_ptr<const jit::Function> primal;
+  uint64_t primal_hash = 0;  // StructuralHash(*primal): launches need not rehash
   // Keep the node functions alive: the cache key holds their addresses.
   std::vector<std::shared_ptr<const jit::Function>> parts;
 };
@@ -127,28 +166,41 @@ std::shared_ptr<const Composed> ComposeCached(const std::string& name,
                                               const std::vector<jit::Type>& leaf_types,
                                               const std::vector<jit::FusionNode>& nodes,
                                               const std::vector<jit::FusionSource>& outputs) {
-  // Runs under GraphMutex, so the map needs no lock of its own.
-  static auto* cache = new absl::flat_hash_map<std::string, std::shared_ptr<const Composed>>();
-  std::string key = absl::StrCat(leaf_types.size(), ":", static_cast<int>(leaf_types[0]), "|");
+  // The key: leaf count and type, then each node's function (by address,
+  // kept alive by the entry) and wiring, then the outputs. Words, not a
+  // formatted string: this runs on every launch.
+  std::vector<uint64_t> key;
+  key.reserve(2 + nodes.size() * 4 + outputs.size());
+  key.push_back(leaf_types.size());
+  key.push_back(static_cast<uint64_t>(leaf_types[0]));
+  auto word = [](const jit::FusionSource& s) {
+    return static_cast<uint64_t>(s.kind) | static_cast<uint64_t>(static_cast<uint32_t>(s.index)) << 8 |
+           static_cast<uint64_t>(static_cast<uint32_t>(s.output)) << 40;
+  };
   for (const jit::FusionNode& n : nodes) {
-    absl::StrAppend(&key, reinterpret_cast<uintptr_t>(n.function.get()), "(");
-    for (const jit::FusionSource& s : n.inputs) {
-      absl::StrAppend(&key, static_cast<int>(s.kind), ".", s.index, ".", s.output, ",");
-    }
-    absl::StrAppend(&key, ")");
+    key.push_back(reinterpret_cast<uintptr_t>(n.function.get()));
+    key.push_back(n.inputs.size());
+    for (const jit::FusionSource& s : n.inputs) key.push_back(word(s));
   }
-  absl::StrAppend(&key, "->");
-  for (const jit::FusionSource& s : outputs) {
-    absl::StrAppend(&key, static_cast<int>(s.kind), ".", s.index, ".", s.output, ",");
+  key.push_back(~uint64_t{0});
+  for (const jit::FusionSource& s : outputs) key.push_back(word(s));
+
+  static std::mutex mu;
+  static auto* cache = new jit::LruMap<std::vector<uint64_t>, std::shared_ptr<const Composed>>(
+      jit::Cache::kCompose, IrCacheCapacity());
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto* hit = cache->Find(key)) return *hit;
   }
-  auto it = cache->find(key);
-  if (it != cache->end()) return it->second;
+  // Composed outside the lock; two threads composing the same group at once
+  // both build it, and the second insert wins (both are equal).
   auto c = std::make_shared<Composed>();
   for (const jit::FusionNode& n : nodes) c->parts.push_back(n.function);
   c->primal = std::make_shared<const jit::Function>(
       jit::Optimize(jit::Compose(name, leaf_types, nodes, outputs)));
-  cache->emplace(std::move(key), c);
-  return c;
+  c->primal_hash = jit::StructuralHash(*c->primal);
+  std::lock_guard<std::mutex> lock(mu);
+  return cache->Insert(key, std::move(c));
 }
 
 std::string GroupName(const Group& g) {
@@ -166,7 +218,11 @@ std::string GroupName(const Group& g) {
 void NoteGroupOrigins(const std::string& name, const std::vector<jit::FusionNode>& nodes,
                       const std::vector<jit::FusionSource>& sources,
                       const std::vector<std::shared_ptr<ArrayImpl>>& leaves,
-                      const std::vector<std::shared_ptr<ArrayImpl>>& targets) {
+                      std::span<const std::shared_ptr<ArrayImpl>> targets) {
+  if (nodes.size() == 1) {  // every output reads every leaf, and no other output
+    for (const auto& t : targets) NoteOrigin(name, leaves, {t});
+    return;
+  }
   for (size_t m = 0; m < targets.size(); ++m) {
     std::vector<bool> node_seen(nodes.size(), false), leaf_seen(leaves.size(), false);
     std::vector<int> stack;
@@ -203,217 +259,387 @@ struct PendingRecord {
   std::vector<std::shared_ptr<ArrayImpl>> outputs;
 };
 
-void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<LiveOutput> live,
-         std::vector<PendingRecord>* records) {
+// A group ready to run: everything Execute needs, taken from the graph under
+// the lock, so that composing, compiling and launching need no lock.
+struct Plan {
+  std::string name;
+  std::vector<std::shared_ptr<ArrayImpl>> leaves;
+  // Inline storage where nothing needs a std::vector: a launch allocates
+  // little beyond its results.
+  absl::InlinedVector<bool, 8> leaf_constant;
+  std::vector<jit::FusionNode> nodes;
+  std::vector<jit::FusionSource> sources;                          // per output: the root first
+  absl::InlinedVector<std::shared_ptr<ArrayImpl>, 2> targets;      // per output
+  absl::InlinedVector<bool, 2> consumed_inside;                    // per output
+  const std::vector<int64_t>* shape = nullptr;  // the root node's (kept alive by the group)
+  DType dtype = DType::kF32;
+};
+
+// Requires GraphMutex() held, right after Gather(g).
+Plan MakePlan(const Group& g, const std::shared_ptr<ArrayImpl>& root, LiveList live) {
+  Plan p;
   const LazyNode& root_node = *g.nodes.back();
+  p.shape = &root_node.shape;
+  p.dtype = root_node.dtype;
 
   // Leaves, each distinct array once.
-  std::vector<std::shared_ptr<ArrayImpl>> leaves;
-  std::vector<bool> leaf_constant;
-  absl::flat_hash_map<const ArrayImpl*, int> leaf_index;
-  std::vector<jit::FusionNode> nodes;
+  constexpr size_t kScannedLeaves = 16;
+  absl::flat_hash_map<const ArrayImpl*, int> leaf_index;  // once there are more
+  p.nodes.reserve(g.nodes.size());
   for (const auto& node : g.nodes) {
     jit::FusionNode fn{node->function, {}};
+    fn.inputs.reserve(node->inputs.size());
     for (size_t k = 0; k < node->inputs.size(); ++k) {
       const std::shared_ptr<ArrayImpl>& in = node->inputs[k];
       if (in->pending != nullptr) {
-        fn.inputs.push_back({jit::FusionSource::kNode, g.index.at(in->pending.get()),
+        fn.inputs.push_back({jit::FusionSource::kNode, in->pending->group_index,
                              in->pending_output});
         continue;
       }
-      auto [it, added] = leaf_index.try_emplace(in.get(), static_cast<int>(leaves.size()));
-      if (added) {
-        leaves.push_back(in);
-        leaf_constant.push_back(node->constant[k]);
-      } else {
-        leaf_constant[it->second] = leaf_constant[it->second] && node->constant[k];
+      // Few leaves are found by a scan; many through a map.
+      int index = -1;
+      if (p.leaves.size() <= kScannedLeaves) {
+        for (size_t l = 0; l < p.leaves.size() && index < 0; ++l) {
+          if (p.leaves[l] == in) index = static_cast<int>(l);
+        }
+        if (index < 0 && p.leaves.size() == kScannedLeaves) {
+          for (size_t l = 0; l < p.leaves.size(); ++l) leaf_index.emplace(p.leaves[l].get(), l);
+        }
+      } else if (auto it = leaf_index.find(in.get()); it != leaf_index.end()) {
+        index = it->second;
       }
-      fn.inputs.push_back({jit::FusionSource::kLeaf, it->second, 0});
+      if (index < 0) {
+        index = static_cast<int>(p.leaves.size());
+        if (p.leaves.size() >= kScannedLeaves) leaf_index.emplace(in.get(), index);
+        p.leaves.push_back(in);
+        p.leaf_constant.push_back(node->constant[k]);
+      } else {
+        p.leaf_constant[index] = p.leaf_constant[index] && node->constant[k];
+      }
+      fn.inputs.push_back({jit::FusionSource::kLeaf, index, 0});
     }
-    nodes.push_back(std::move(fn));
+    p.nodes.push_back(std::move(fn));
   }
 
   // Outputs: the root, then every other live output held from outside.
-  std::vector<jit::FusionSource> sources = {
-      {jit::FusionSource::kNode, static_cast<int>(g.nodes.size()) - 1, root->pending_output}};
-  std::vector<std::shared_ptr<ArrayImpl>> targets = {root};
-  std::vector<bool> consumed_inside = {false};
+  p.sources = {{jit::FusionSource::kNode, static_cast<int>(g.nodes.size()) - 1, root->pending_output}};
+  p.targets = {root};
+  p.consumed_inside = {false};
   for (LiveOutput& o : live) {
     if (o.impl == root || !o.held_outside) continue;
-    sources.push_back({jit::FusionSource::kNode, o.node, o.output});
-    targets.push_back(o.impl);
-    consumed_inside.push_back(o.internal_refs > 0);
+    p.sources.push_back({jit::FusionSource::kNode, o.node, o.output});
+    p.targets.push_back(o.impl);
+    p.consumed_inside.push_back(o.internal_refs > 0);
   }
-  live.clear();  // drop our references before anything else looks at use counts
+  p.name = GroupName(g);
+  return p;
+}
 
-  const std::string name = GroupName(g);
-  std::vector<jit::Type> leaf_types(leaves.size(), JitType(root_node.dtype));
-  std::shared_ptr<const Composed> composed = ComposeCached(name, leaf_types, nodes, sources);
-  const size_t M = targets.size();
+// Whether the plan's group is exactly its one node's function: each leaf read
+// once, in order, and every output of the node in order (or its only one).
+// Composing it would give that function back, so it is used as it is.
+bool IsWholeNode(const Plan& p) {
+  if (p.nodes.size() != 1) return false;
+  const jit::FusionNode& n = p.nodes[0];
+  if (n.inputs.size() != p.leaves.size() || p.sources.size() != n.function->num_outputs()) {
+    return false;
+  }
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (n.inputs[i].kind != jit::FusionSource::kLeaf || n.inputs[i].index != static_cast<int>(i)) {
+      return false;
+    }
+  }
+  for (size_t m = 0; m < p.sources.size(); ++m) {
+    if (p.sources[m].output != static_cast<int>(m)) return false;
+  }
+  return true;
+}
+
+// Composes, compiles (through the caches) and launches the plan's group; no
+// lock held. Returns one value per target; fills `record` when taped.
+std::vector<std::shared_ptr<ArrayImpl>> Launch(const Plan& p, PendingRecord* record, bool taped) {
+  const std::string& name = p.name;
+  const std::vector<std::shared_ptr<ArrayImpl>>& leaves = p.leaves;
+  // The node's own function when the group is just it (its hash is computed
+  // only if Execute has no launch plan for it), else the composed one.
+  std::shared_ptr<const Composed> composed;
+  if (!IsWholeNode(p)) {
+    std::vector<jit::Type> leaf_types(leaves.size(), JitType(p.dtype));
+    composed = ComposeCached(name, leaf_types, p.nodes, p.sources);
+  }
+  const std::shared_ptr<const jit::Function>& primal =
+      composed != nullptr ? composed->primal : p.nodes[0].function;
+  ExecuteOptions primal_options;
+  if (composed != nullptr) primal_options.function_hash = composed->primal_hash;
+  const size_t M = p.targets.size();
+  if (!taped) return Execute(name, primal, leaves, primal_options);
 
   std::vector<std::shared_ptr<ArrayImpl>> values;
-  PendingRecord record;
-  const bool taped = TapeActive();
-  if (!taped) {
-    values = Execute(name, composed->primal, leaves);
-  } else {
-    BroadcastGradInfo& info = record.info;
-    info.name = name;
-    info.primal = composed->primal;
-    info.leaves = leaves;
-    info.out_shape = root_node.shape;
-    info.consumed_inside = consumed_inside;
-    if (std::find(consumed_inside.begin(), consumed_inside.end(), true) != consumed_inside.end()) {
-      info.fusion = nodes;
-      info.fusion_outputs = sources;
-    }
-    if (sources.size() > 1) info.reads = FusedReads(nodes, sources, leaves.size());
-    for (size_t j = 0; j < leaves.size(); ++j) {
-      if (!leaf_constant[j]) info.wrt.push_back(static_cast<int>(j));
-    }
-    const size_t J = info.wrt.size();
-    std::shared_ptr<const jit::JvpResult> jvp = CachedJvp(composed->primal, info.wrt);
-    size_t nonzero = 0;
-    for (bool zero : jvp->structurally_zero) nonzero += zero ? 0 : 1;
-    int64_t elements = 1;
-    for (int64_t s : root_node.shape) elements *= s;
-    const size_t bytes = nonzero * static_cast<size_t>(elements) * SizeOf(root_node.dtype);
-    if (ActivePartialsMode(bytes) == PartialsMode::kRecompute) {
-      values = Execute(name, composed->primal, leaves);
-    } else {
-      // Store only the requested result's partials (extra outputs recompute
-      // if an adjoint ever reaches them), and none that is literally a value
-      // the kernel already has: a primal output (d(c*w)/dw = c) or a leaf of
-      // the output's shape (d(x*y)/dx = y) is referenced, not copied.
-      const jit::Function& dual_fn = jvp->function;
-      std::vector<std::shared_ptr<ArrayImpl>> alias(M * J);
-      std::vector<int> alias_output(M * J, -1);
-      ExecuteOptions options;
-      options.write.assign(M, true);
-      for (size_t m = 0; m < M; ++m) {
-        for (size_t j = 0; j < J; ++j) {
-          const size_t k = m * J + j;
-          const jit::ValueId v = dual_fn.outputs()[jit::PartialIndex(M, J, m, j)];
-          bool stored = m == 0 && !jvp->structurally_zero[k];
-          if (stored) {
-            for (size_t m2 = 0; m2 < M; ++m2) {
-              if (dual_fn.outputs()[m2] == v) alias_output[k] = static_cast<int>(m2);
-            }
-            const jit::Inst& inst = dual_fn.inst(v);
-            if (alias_output[k] < 0 && inst.op == jit::Op::kInput &&
-                leaves[inst.index]->shape == root_node.shape) {
-              alias[k] = leaves[inst.index];
-            }
-            stored = alias_output[k] < 0 && alias[k] == nullptr;
-          }
-          options.write.push_back(stored);
+  BroadcastGradInfo& info = record->info;
+  info.name = name;
+  info.primal = primal;
+  info.leaves = leaves;
+  info.out_shape = *p.shape;
+  info.consumed_inside.assign(p.consumed_inside.begin(), p.consumed_inside.end());
+  if (std::find(p.consumed_inside.begin(), p.consumed_inside.end(), true) !=
+      p.consumed_inside.end()) {
+    info.fusion = p.nodes;
+    info.fusion_outputs = p.sources;
+  }
+  if (p.sources.size() > 1) info.reads = FusedReads(p.nodes, p.sources, leaves.size());
+  for (size_t j = 0; j < leaves.size(); ++j) {
+    if (!p.leaf_constant[j]) info.wrt.push_back(static_cast<int>(j));
+  }
+  const size_t J = info.wrt.size();
+  uint64_t jvp_hash = 0;
+  std::shared_ptr<const jit::JvpResult> jvp = CachedJvp(primal, info.wrt, &jvp_hash);
+  size_t nonzero = 0;
+  for (bool zero : jvp->structurally_zero) nonzero += zero ? 0 : 1;
+  int64_t elements = 1;
+  for (int64_t s : *p.shape) elements *= s;
+  const size_t bytes = nonzero * static_cast<size_t>(elements) * SizeOf(p.dtype);
+  if (ActivePartialsMode(bytes) == PartialsMode::kRecompute) {
+    return Execute(name, primal, leaves, primal_options);
+  }
+  // Store only the requested result's partials (extra outputs recompute
+  // if an adjoint ever reaches them), and none that is literally a value
+  // the kernel already has: a primal output (d(c*w)/dw = c) or a leaf of
+  // the output's shape (d(x*y)/dx = y) is referenced, not copied.
+  const jit::Function& dual_fn = jvp->function;
+  std::vector<std::shared_ptr<ArrayImpl>> alias(M * J);
+  std::vector<int> alias_output(M * J, -1);
+  ExecuteOptions options;
+  options.function_hash = jvp_hash;
+  options.write.assign(M, true);
+  for (size_t m = 0; m < M; ++m) {
+    for (size_t j = 0; j < J; ++j) {
+      const size_t k = m * J + j;
+      const jit::ValueId v = dual_fn.outputs()[jit::PartialIndex(M, J, m, j)];
+      bool stored = m == 0 && !jvp->structurally_zero[k];
+      if (stored) {
+        for (size_t m2 = 0; m2 < M; ++m2) {
+          if (dual_fn.outputs()[m2] == v) alias_output[k] = static_cast<int>(m2);
         }
+        const jit::Inst& inst = dual_fn.inst(v);
+        if (alias_output[k] < 0 && inst.op == jit::Op::kInput &&
+            leaves[inst.index]->shape == *p.shape) {
+          alias[k] = leaves[inst.index];
+        }
+        stored = alias_output[k] < 0 && alias[k] == nullptr;
       }
-      auto fn = std::shared_ptr<const jit::Function>(jvp, &jvp->function);
-      std::vector<std::shared_ptr<ArrayImpl>> all = Execute(name, fn, leaves, options);
-      values.assign(all.begin(), all.begin() + M);
-      info.partials.resize(M * J);
-      info.cached_outputs.assign(M, false);
-      info.cached_outputs[0] = true;
-      for (size_t j = 0; j < J; ++j) {
-        std::shared_ptr<ArrayImpl> p = all[jit::PartialIndex(M, J, 0, j)];
-        if (alias_output[j] >= 0) p = values[static_cast<size_t>(alias_output[j])];
-        if (alias[j] != nullptr) p = alias[j];
-        info.partials[j] = std::move(p);
-      }
+      options.write.push_back(stored);
     }
   }
+  auto fn = std::shared_ptr<const jit::Function>(jvp, &jvp->function);
+  std::vector<std::shared_ptr<ArrayImpl>> all = Execute(name, fn, leaves, options);
+  values.assign(all.begin(), all.begin() + M);
+  info.partials.resize(M * J);
+  info.cached_outputs.assign(M, false);
+  info.cached_outputs[0] = true;
+  for (size_t j = 0; j < J; ++j) {
+    std::shared_ptr<ArrayImpl> part = all[jit::PartialIndex(M, J, 0, j)];
+    if (alias_output[j] >= 0) part = values[static_cast<size_t>(alias_output[j])];
+    if (alias[j] != nullptr) part = alias[j];
+    info.partials[j] = std::move(part);
+  }
+  return values;
+}
 
-  for (size_t m = 0; m < M; ++m) {
-    ArrayImpl& t = *targets[m];
+// Set while this thread launches its own group without the lock: Execute
+// then "materialises" the group's leaves, which are computed already (an
+// array never becomes pending again once computed), and must not lock.
+thread_local bool t_launching_group = false;
+
+// What a run leaves behind, freed once the graph lock is released (freeing
+// is most of what would otherwise happen under it): the nodes run, the plan
+// and the launch's own result handles.
+struct Leftovers {
+  NodeList nodes;
+  Plan plan;
+  std::vector<std::shared_ptr<ArrayImpl>> values;
+};
+
+// Runs group `g` (no running node in it) for `root`: plans it, launches it
+// with `lock` released (its nodes marked running), and fills the targets
+// under the lock again. On return `lock` is held. A group of one node whose
+// inputs are all computed (`ready`) is planned without the lock too: nothing
+// it reads changes while it is marked running (its inputs stay computed, its
+// outputs are only written here), which keeps the critical sections of
+// independent threads' broadcasts to a few flags.
+void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, LiveList live,
+         bool ready, std::unique_lock<std::mutex>& lock, std::vector<PendingRecord>* records,
+         Leftovers* left) {
+  Plan p;
+  if (!ready) p = MakePlan(g, root, std::move(live));  // drops `live`: use counts are read no more
+  for (const auto& node : g.nodes) node->running = true;
+  const bool taped = TapeActive();
+  PendingRecord record;
+  std::vector<std::shared_ptr<ArrayImpl>> values;
+  {
+    lock.unlock();
+    struct Relock {
+      std::unique_lock<std::mutex>& lock;
+      const Group& g;
+      ~Relock() {
+        t_launching_group = false;
+        lock.lock();
+        for (const auto& node : g.nodes) node->running = false;
+        if (graph_waiters > 0) GraphCv().notify_all();
+      }
+    } relock{lock, g};
+    t_launching_group = true;
+    if (ready) p = MakePlan(g, root, LiveOutputs(g));
+    values = Launch(p, &record, taped);
+    // The targets are still pending and ours: nobody else reads them yet.
+    NoteGroupOrigins(p.name, p.nodes, p.sources, p.leaves, p.targets);
+  }
+
+  for (size_t m = 0; m < p.targets.size(); ++m) {
+    ArrayImpl& t = *p.targets[m];
     t.storage = values[m]->storage;
     t.strides = values[m]->strides;
     t.offset = values[m]->offset;
     t.pending.reset();
     t.pending_output = 0;
   }
-  NoteGroupOrigins(name, nodes, sources, leaves, targets);
   if (taped) {
-    record.outputs = std::move(targets);
+    record.outputs.assign(std::make_move_iterator(p.targets.begin()),
+                          std::make_move_iterator(p.targets.end()));
     records->push_back(std::move(record));
   }
+  left->nodes.insert(left->nodes.end(), g.nodes.begin(), g.nodes.end());
+  left->plan = std::move(p);
+  left->values = std::move(values);
 }
 
-// Requires GraphMutex() held.
-void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root,
-                       std::vector<PendingRecord>* records) {
+// Requires `lock` (on GraphMutex()) held; may release it meanwhile. What
+// the final run leaves goes to `left`, to be freed once the lock is released.
+void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root, std::unique_lock<std::mutex>& lock,
+                       std::vector<PendingRecord>* records, Leftovers* left) {
   while (root->pending != nullptr) {
+    const LazyNode& node = *root->pending;
+    if (!node.running && std::none_of(node.inputs.begin(), node.inputs.end(),
+                                      [](const auto& in) { return in->pending != nullptr; })) {
+      Group g;  // a group of one, with nothing to gather or cut
+      g.nodes.push_back(root->pending);
+      Run(g, root, {}, /*ready=*/true, lock, records, left);
+      return;
+    }
     Group g = Gather(root->pending);
-    std::vector<LiveOutput> live = LiveOutputs(g);
+    // Part of the group is being computed by another thread: wait for it,
+    // then look again (its results may have become leaves of ours).
+    if (std::any_of(g.nodes.begin(), g.nodes.end(),
+                    [](const std::shared_ptr<LazyNode>& n) { return n->running; })) {
+      g = Group();
+      ++graph_waiters;
+      GraphCv().wait(lock);
+      --graph_waiters;
+      continue;
+    }
+    LiveList live = LiveOutputs(g);
     std::vector<std::shared_ptr<ArrayImpl>> cuts;
     for (const LiveOutput& o : live) {
       if (o.impl == root || !o.held_outside) continue;
       if (o.impl->shape != root->shape) cuts.push_back(o.impl);
     }
     if (cuts.empty()) {
-      Run(g, root, std::move(live), records);
+      Run(g, root, std::move(live), /*ready=*/false, lock, records, left);
       return;
     }
     live.clear();
     g = Group();
-    for (const auto& cut : cuts) MaterializeLocked(cut, records);
+    for (const auto& cut : cuts) {
+      // Freed at once, under the lock, as the next gather expects: a node
+      // kept alive would keep its inputs' use counts up and change which
+      // outputs look held from outside.
+      Leftovers cut_left;
+      MaterializeLocked(cut, lock, records, &cut_left);
+    }
   }
 }
 
 }  // namespace
 
+size_t IrCacheCapacity() {
+  static const size_t capacity = jit::EnvCapacity("DUALCAST_IR_CACHE_MAX", kDefaultIrCacheCapacity);
+  return capacity;
+}
+
 std::shared_ptr<const jit::JvpResult> CachedJvp(const std::shared_ptr<const jit::Function>& fn,
-                                                std::span<const int> wrt) {
+                                                std::span<const int> wrt, uint64_t* hash) {
   struct Entry {
     std::shared_ptr<const jit::Function> fn;  // keeps the keyed address alive
     std::shared_ptr<const jit::JvpResult> jvp;
+    uint64_t hash = 0;  // StructuralHash(jvp->function)
+    std::vector<int> wrt;  // in the per-thread list only
+  };
+  // A few recent results per thread, most recent first: a training loop asks
+  // for the same one every step, and this needs neither the lock nor a key.
+  constexpr size_t kRecentPerThread = 8;
+  thread_local std::vector<Entry> recent;
+  for (size_t r = 0; r < recent.size(); ++r) {
+    if (recent[r].fn != fn || !std::equal(wrt.begin(), wrt.end(), recent[r].wrt.begin(),
+                                          recent[r].wrt.end())) {
+      continue;
+    }
+    std::rotate(recent.begin(), recent.begin() + static_cast<std::ptrdiff_t>(r),
+                recent.begin() + static_cast<std::ptrdiff_t>(r) + 1);
+    jit::RecordCacheLookup(jit::Cache::kJvp, true);
+    if (hash != nullptr) *hash = recent.front().hash;
+    return recent.front().jvp;
+  }
+  auto remember = [&](const Entry& e) {
+    if (recent.size() >= kRecentPerThread) recent.pop_back();
+    recent.insert(recent.begin(), Entry{fn, e.jvp, e.hash, std::vector<int>(wrt.begin(), wrt.end())});
+    if (hash != nullptr) *hash = e.hash;
+    return e.jvp;
   };
   static std::mutex mu;
-  static auto* cache = new absl::flat_hash_map<std::string, Entry>();
-  std::string key = absl::StrCat(reinterpret_cast<uintptr_t>(fn.get()), ":",
-                                 absl::StrJoin(wrt.begin(), wrt.end(), ","));
+  static auto* cache =
+      new jit::LruMap<std::vector<uint64_t>, Entry>(jit::Cache::kJvp, IrCacheCapacity());
+  std::vector<uint64_t> key;
+  key.reserve(wrt.size() + 1);
+  key.push_back(reinterpret_cast<uintptr_t>(fn.get()));
+  for (int j : wrt) key.push_back(static_cast<uint64_t>(j));
+  Entry found;
   {
-    std::unique_lock<std::mutex> lock(mu);
-    auto it = cache->find(key);
-    if (it != cache->end()) return it->second.jvp;
+    std::lock_guard<std::mutex> lock(mu);
+    if (Entry* hit = cache->Find(key)) found = *hit;
   }
-  auto jvp = std::make_shared<jit::JvpResult>(jit::Jvp(*fn, wrt));
-  jvp->function = jit::Optimize(jvp->function);
-  std::unique_lock<std::mutex> lock(mu);
-  auto [it, added] = cache->try_emplace(std::move(key), Entry{fn, std::move(jvp)});
-  return it->second.jvp;
+  if (found.jvp == nullptr) {
+    auto jvp = std::make_shared<jit::JvpResult>(jit::Jvp(*fn, wrt));
+    jvp->function = jit::Optimize(jvp->function);
+    const uint64_t jvp_hash = jit::StructuralHash(jvp->function);
+    std::lock_guard<std::mutex> lock(mu);
+    found = cache->Insert(key, Entry{fn, std::move(jvp), jvp_hash, {}});
+  }
+  return remember(found);
 }
 
-namespace {
-// Set while this thread holds GraphMutex(): Execute, run inside a group,
-// materialises its (already computed) leaves and must not lock again.
-thread_local bool t_graph_locked = false;
-}  // namespace
-
 void Materialize(ArrayImpl& impl) {
-  if (t_graph_locked) {
+  if (t_launching_group) {
     if (impl.pending != nullptr) {
       throw Error(ErrorKind::kInternal, "a fused group read a pending array it does not own");
     }
     return;
   }
   std::vector<PendingRecord> records;
+  // Released after the lock (declared before it): dropping the last
+  // reference to a node or an array frees memory, which needs no lock.
+  Leftovers left;
+  std::shared_ptr<ArrayImpl> root;
   {
     // Always under the lock: `pending` and `storage` change when another
     // thread computes a shared pending array, and reading them without the
     // lock would race (an uncontended lock costs tens of nanoseconds).
-    std::lock_guard<std::mutex> lock(GraphMutex());
+    std::unique_lock<std::mutex> lock(GraphMutex());
     if (impl.pending == nullptr) return;
-    t_graph_locked = true;
-    struct Unmark {
-      ~Unmark() { t_graph_locked = false; }
-    } unmark;
     // A shared_ptr to `impl` from its node (it is alive, so the weak one locks).
-    std::shared_ptr<ArrayImpl> root = impl.pending->outputs[impl.pending_output].lock();
+    root = impl.pending->outputs[impl.pending_output].lock();
     if (root.get() != &impl) {
       throw Error(ErrorKind::kInternal, "a pending array is not owned by its lazy node");
     }
-    MaterializeLocked(root, &records);
+    MaterializeLocked(root, lock, &records, &left);
   }
   for (PendingRecord& r : records) {
     Record(MakeBroadcastGradNode(std::move(r.info)), r.outputs);

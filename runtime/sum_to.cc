@@ -6,6 +6,7 @@
 // in an order fixed by the sizes (bitwise the same for any thread count).
 // The tiny IR functions are built with jit::Builder and kept in a small map
 // keyed by dtype and term pattern.
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -79,6 +80,36 @@ std::shared_ptr<ArrayImpl> ReduceProducts(DType dtype, const std::vector<Product
                                                     const_cast<ArrayImpl*>(a)));
     }
     has_b.push_back(t.b != nullptr);
+  }
+  // Every size 1 (a scalar loss, a 1-element tape step): the generated kernel's
+  // arithmetic (one term in T, several summed in double) without planning a
+  // layout or launching: the 1-element launch path is dominated by that overhead.
+  auto ones = [](const std::vector<int64_t>& shape) {
+    return std::all_of(shape.begin(), shape.end(), [](int64_t s) { return s == 1; });
+  };
+  if (ones(full) && target.size() <= full.size() && ones(target) &&
+      std::all_of(terms.begin(), terms.end(), [&](const ProductTerm& t) {
+        return ones(t.a->shape) && (t.b == nullptr || ones(t.b->shape));
+      })) {
+    auto out = NewArray(dtype, target, Device::cpu());
+    auto one = [&](auto zero) {
+      using T = decltype(zero);
+      auto at = [](const ArrayImpl* a) { return *static_cast<const T*>(a->data()); };
+      T result;
+      if (terms.size() == 1) {
+        result = terms[0].b == nullptr ? at(terms[0].a) : at(terms[0].a) * at(terms[0].b);
+      } else {
+        double acc = 0;
+        for (const ProductTerm& t : terms) {
+          acc += t.b == nullptr ? double(at(t.a)) : double(at(t.a)) * double(at(t.b));
+        }
+        result = static_cast<T>(acc);
+      }
+      *static_cast<T*>(out->data()) = result;
+    };
+    if (dtype == DType::kF32) one(0.0f);
+    else one(0.0);
+    return out;
   }
   ExecuteOptions options;
   // An empty output shape means "not reduced": a total sum is stored as (1,), then viewed as ().

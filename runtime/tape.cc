@@ -307,10 +307,41 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
   // that do not reach the loss: an error that names them and says why,
   // unless the caller asked for zeros.
   const UntapedMap behind = BehindUntaped(loss, on_tape);
+  // Which inputs reach the loss: with up to 64 inputs, one forward pass
+  // carrying a bit per input (the same propagation as reach()), not one
+  // pass per input.
+  std::vector<bool> reaches_loss(inputs.size(), false);
+  if (reaches.contains(loss_key) && inputs.size() <= 64) {
+    absl::flat_hash_map<Key, uint64_t> bits;
+    for (size_t i = 0; i < inputs.size(); ++i) bits[KeyOf(*inputs[i], on_tape)] |= uint64_t{1} << i;
+    for (size_t s = 0; s < steps.size(); ++s) {
+      if (!relevant[s]) continue;  // reads none of the inputs' keys
+      const detail::GradNode& node = *steps[s].node;
+      std::vector<uint64_t> from_input(node.inputs.size(), 0);
+      for (size_t j = 0; j < node.inputs.size(); ++j) {
+        if (node.inputs[j] == nullptr) continue;
+        auto it = bits.find(KeyOf(*node.inputs[j], on_tape));
+        if (it != bits.end()) from_input[j] = it->second;
+      }
+      for (size_t m = 0; m < steps[s].outputs.size(); ++m) {
+        uint64_t mask = 0;
+        for (size_t j = 0; j < from_input.size(); ++j) {
+          const bool depends = node.reads.empty() ||
+                               (m < node.reads.size() && j < node.reads[m].size() && node.reads[m][j]);
+          if (depends) mask |= from_input[j];
+        }
+        if (mask != 0) bits[steps[s].outputs[m]] |= mask;
+      }
+    }
+    const uint64_t at_loss = bits.contains(loss_key) ? bits[loss_key] : 0;
+    for (size_t i = 0; i < inputs.size(); ++i) reaches_loss[i] = (at_loss >> i & 1) != 0;
+  }
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Key key = KeyOf(*inputs[i], on_tape);
     const bool used =
-        key == loss_key || (reaches.contains(loss_key) && reach({key}, nullptr).contains(loss_key));
+        key == loss_key ||
+        (reaches.contains(loss_key) &&
+         (inputs.size() <= 64 ? reaches_loss[i] : reach({key}, nullptr).contains(loss_key)));
     if (auto it = behind.find(inputs[i].get()); it != behind.end()) {
       throw Error(
           ErrorKind::kInvalidArgument,

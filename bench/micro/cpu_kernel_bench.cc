@@ -9,7 +9,11 @@
 //      in wall and thread CPU time, and the minimum over fresh recompiles of
 //      the same module (IR build + optimiser + codegen, no link): on a shared,
 //      loaded machine the CPU minimum is the figure to compare;
-//   3. cache-hit launch overhead for a 1-element array;
+//   3. cache-hit launch overhead for a 1-element array: the cache lookup and
+//      launch alone, the whole `broadcast(k, x, y).eval()`, a tape step
+//      (broadcast + sum + gradient), and 2 threads launching independent
+//      small broadcasts against 1 (throughput ratio; --only launch runs
+//      just these rows);
 //   4. on-disk cache hit in a second process (this binary re-executed);
 //   5. code generation that scales (issue 17): k sequential data-dependent ifs
 //      (IR size, compile ms, steady ms), the cost of an untaken 200-op side,
@@ -21,6 +25,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <latch>
+#include <thread>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -42,6 +49,7 @@
 #include "jit/optimize.h"
 #include "jit/trace.h"
 #include <dualcast/dual.hpp>
+#include <dualcast/dualcast.hpp>
 
 namespace dualcast::bench {
 namespace {
@@ -223,6 +231,104 @@ void ReportKernel(int64_t n, Layout layout, int reps) {
               LayoutName(layout), static_cast<long>(n), t_jit.median, t_jit.min, t_hand.median,
               t_hand.min, t_jit.median / t_hand.median, t_jit.min / t_hand.min, c_jit.min,
               c_hand.min, c_jit.min / c_hand.min, worst);
+}
+
+// --- 3. The runtime's launch path on one element ---------------------------
+
+// Microseconds per call of `body`, wall and this thread's CPU time (which
+// other processes on a shared, loaded machine do not inflate), each the
+// minimum over `reps` samples of `iters` calls.
+struct PerCall {
+  double wall_us = 1e300, cpu_us = 1e300;
+};
+template <class Body>
+PerCall UsPerCall(int reps, int iters, Body&& body) {
+  for (int k = 0; k < iters / 10 + 1; ++k) body();  // warm: compile, caches, allocator
+  PerCall best;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = Clock::now();
+    const double c0 = ThreadCpuMs();
+    for (int k = 0; k < iters; ++k) body();
+    best.cpu_us = std::min(best.cpu_us, (ThreadCpuMs() - c0) * 1e3 / iters);
+    best.wall_us = std::min(best.wall_us, Ms(t0) * 1e3 / iters);
+  }
+  return best;
+}
+
+// Broadcasts per second with `threads` threads, each on its own arrays, over
+// about `seconds`; `own_kernel`: each thread makes its own handle of the same
+// kernel (its own traced function, the same compiled code) instead of
+// sharing `k`. `cpu_us` receives the process CPU time per broadcast.
+template <class Lambda>
+double Throughput(double* cpu_us, const dualcast::Kernel& shared, Lambda lambda, bool own_kernel, int threads,
+                  double seconds) {
+  std::atomic<bool> stop{false};
+  std::vector<int64_t> done(static_cast<size_t>(threads), 0);
+  std::latch start(threads + 1);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      const dualcast::Kernel k = own_kernel ? dualcast::kernel("bench_axpy", lambda) : shared;
+      auto x = dualcast::Array<float>::full({1}, 0.5f), y = dualcast::Array<float>::full({1}, 2.0f);
+      dualcast::broadcast(k, x, y).eval();
+      start.arrive_and_wait();
+      int64_t n = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        for (int i = 0; i < 100; ++i) dualcast::broadcast(k, x, y).eval();
+        n += 100;
+      }
+      done[static_cast<size_t>(t)] = n;
+    });
+  }
+  start.arrive_and_wait();
+  auto t0 = Clock::now();
+  const double c0 = ProcessCpuMs();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop = true;
+  for (auto& th : pool) th.join();
+  const double s = Ms(t0) / 1e3;
+  int64_t total = 0;
+  for (int64_t n : done) total += n;
+  *cpu_us = (ProcessCpuMs() - c0) * 1e3 / static_cast<double>(total);
+  return static_cast<double>(total) / s;
+}
+
+// `rows`: "eval", "tape" or "threads" for one row (to profile it), else all.
+void ReportRuntimeLaunch(int reps, const std::string& rows = "") {
+  namespace dc = dualcast;
+  const auto axpy = [](auto x, auto y) { return x * y + x; };
+  const dc::Kernel k = dc::kernel("bench_axpy", axpy);
+  auto x = dc::Array<float>::full({1}, 0.5f), y = dc::Array<float>::full({1}, 2.0f);
+  const bool all = rows != "eval" && rows != "tape" && rows != "threads";
+  if (all || rows == "eval") {
+    const PerCall eval = UsPerCall(reps, 20000, [&] { dc::broadcast(k, x, y).eval(); });
+    std::printf("cache-hit broadcast(k, x, y).eval(), 1 element: %.3f us per call, %.3f us "
+                "thread CPU (target <= 1)\n",
+                eval.wall_us, eval.cpu_us);
+  }
+  if (all || rows == "tape") {
+    const PerCall tape = UsPerCall(reps, 5000, [&] {
+      dc::Tape t;
+      auto loss = dc::sum(dc::broadcast(k, x, y));
+      auto g = t.gradient(loss, {x, y});
+      (void)g;
+    });
+    std::printf("tape step (broadcast + sum + gradient wrt x, y), 1 element: %.3f us per step, "
+                "%.3f us thread CPU (target <= 3)\n",
+                tape.wall_us, tape.cpu_us);
+  }
+  if (!all && rows != "threads") return;
+  for (bool own : {false, true}) {
+    double cpu1 = 0, cpu2 = 0;
+    const double one = Throughput(&cpu1, k, axpy, own, 1, 0.5);
+    const double two = Throughput(&cpu2, k, axpy, own, 2, 0.5);
+    std::printf("independent 1-element broadcasts (%s), 1 thread %.3g/s, 2 threads %.3g/s: "
+                "%.2fx (target >= 1.6x; %u hardware threads); CPU per broadcast %.3f us with 1 "
+                "thread, %.3f us with 2\n",
+                own ? "a kernel handle per thread" : "one shared kernel handle", one, two,
+                two / one, std::thread::hardware_concurrency(), cpu1, cpu2);
+  }
+  std::fflush(stdout);
 }
 
 // --- 5. Code generation that scales ---------------------------------------
@@ -414,6 +520,10 @@ int Main(int argc, char** argv) {
     ReportStraightLine({static_cast<int>(n)});
     return 0;
   }
+  if (only == "launch" || only == "eval" || only == "tape" || only == "threads") {
+    ReportRuntimeLaunch(reps, only);  // the runtime launch-path rows of 3. (or one of them)
+    return 0;
+  }
   if (only == "ifs") {  // the kernel of --n sequential ifs
     WarmJit();
     ReportSequentialIfs(reps, {static_cast<int>(n)});
@@ -457,6 +567,7 @@ int Main(int argc, char** argv) {
     }
     std::printf("cache-hit launch overhead, 1 element: %.3f us per call (lookup + launch)\n",
                 Ms(t0) * 1e3 / iters);
+    ReportRuntimeLaunch(reps);
   }
 
   // 4. On-disk hit in a second process.

@@ -12,6 +12,7 @@
 #include "jit/cuda/driver_api.h"
 #include "jit/disk_cache.h"
 #include "jit/error.h"
+#include "jit/stats.h"
 
 namespace dualcast::jit::cuda {
 namespace {
@@ -107,7 +108,8 @@ absl::StatusOr<CompiledKernel> CompileCudaKernel(const KernelSpec& spec, ObjectS
   return out;
 }
 
-absl::StatusOr<const CudaKernel*> GetCudaKernel(const KernelSpec& spec, int ordinal) {
+absl::StatusOr<std::shared_ptr<const CudaKernel>> GetCudaKernel(const KernelSpec& spec,
+                                                                int ordinal) {
   if (absl::Status s = MakeCurrent(ordinal); !s.ok()) return s;
   // One cache per device: a CUfunction lives in one context, and devices may
   // differ in architecture (which the spec's key does not hold).
@@ -118,14 +120,18 @@ absl::StatusOr<const CudaKernel*> GetCudaKernel(const KernelSpec& spec, int ordi
   }
   static std::once_flag once;
   std::call_once(once, [] {
-    for (auto& c : *caches) c = std::make_unique<KernelCache>();
+    for (auto& c : *caches) {
+      c = std::make_unique<KernelCache>(
+          EnvCapacity("DUALCAST_KERNEL_CACHE_MAX", kDefaultKernelCacheCapacity));
+    }
   });
-  absl::StatusOr<const CachedKernel*> cached =
+  absl::StatusOr<KernelCache::Ref> cached =
       (*caches)[static_cast<size_t>(ordinal)]->GetOrCompile(spec, [&] {
         return CompileCudaKernel(spec, &DiskCache::Default(), ordinal);
       });
   if (!cached.ok()) return cached.status();
-  return (*cached)->entry_as<const CudaKernel*>();
+  // Aliases the cache entry, which owns the module (`owner`).
+  return std::shared_ptr<const CudaKernel>(*cached, (*cached)->entry_as<const CudaKernel*>());
 }
 
 absl::Status LaunchCudaKernel(const CudaKernel& kernel, const KernelArgs& args, int rank) {

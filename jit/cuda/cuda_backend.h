@@ -22,7 +22,7 @@
 // point runs when n < 2^31.
 //
 // Example:
-//   absl::StatusOr<const CudaKernel*> k = GetCudaKernel(spec, /*ordinal=*/0);
+//   absl::StatusOr<std::shared_ptr<const CudaKernel>> k = GetCudaKernel(spec, /*ordinal=*/0);
 //   KernelArgs args{sizes, device_inputs, in_strides, device_outputs, out_strides, 0, sizes[0]};
 //   ThrowIfError(LaunchCudaKernel(**k, args));
 #pragma once
@@ -79,8 +79,10 @@ absl::StatusOr<CompiledKernel> CompileCudaKernel(const KernelSpec& spec, ObjectS
                                                  int ordinal = 0);
 
 // The kernel of `spec` on device `ordinal`, compiled once per process (and
-// from the DiskCache across processes).
-absl::StatusOr<const CudaKernel*> GetCudaKernel(const KernelSpec& spec, int ordinal);
+// from the DiskCache across processes), through a bounded per-device cache:
+// the returned pointer keeps the module loaded even if the cache evicts it.
+absl::StatusOr<std::shared_ptr<const CudaKernel>> GetCudaKernel(const KernelSpec& spec,
+                                                                int ordinal);
 
 // Launches over the whole index space described by `args` (sizes, and
 // begin/end along the outermost merged dim; rank from the spec the kernel was

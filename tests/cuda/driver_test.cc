@@ -55,7 +55,7 @@ TEST_CASE("without a driver every driver entry point returns the same kDevice re
   jit::cuda::DeviceFree(0, 0, 0);  // harmless
   jit::cuda::ReleaseCachedDeviceMemory();
   auto f = SuiteJvp<HmLstmCell>(jit::Type::kF32);
-  absl::StatusOr<const jit::cuda::CudaKernel*> k =
+  absl::StatusOr<std::shared_ptr<const jit::cuda::CudaKernel>> k =
       jit::cuda::GetCudaKernel(MakeSpec(f, jit::Type::kF32, 1, {}), 0);
   REQUIRE(!k.ok());
   CHECK(StartsWith(std::string(k.status().message()), "no CUDA device:"));

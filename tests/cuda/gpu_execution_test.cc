@@ -95,7 +95,7 @@ void RunSuiteKernelOnGpu() {
   for (uint64_t p : d_out) out_ptrs.push_back(reinterpret_cast<void*>(p));
   jit::KernelArgs args{sizes.data(), in_ptrs.data(), in_strides.data(), out_ptrs.data(),
                        out_strides.data(), 0, rows};
-  absl::StatusOr<const jit::cuda::CudaKernel*> k = jit::cuda::GetCudaKernel(spec, 0);
+  absl::StatusOr<std::shared_ptr<const jit::cuda::CudaKernel>> k = jit::cuda::GetCudaKernel(spec, 0);
   REQUIRE_MESSAGE(k.ok(), k.status().message());
   REQUIRE(jit::cuda::LaunchCudaKernel(**k, args, 2).ok());
   std::vector<std::vector<T>> gpu(M, std::vector<T>(count));

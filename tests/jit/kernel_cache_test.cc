@@ -140,7 +140,7 @@ TEST_CASE("8 threads asking for one new kernel: one compile, one entry for all")
   FakeCompiler compiler;
   compiler.delay = std::chrono::milliseconds(50);
   KernelSpec s = SpecFor({{8, 1}, {8, 8}});
-  std::vector<const CachedKernel*> got(8, nullptr);
+  std::vector<KernelCache::Ref> got(8);
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
@@ -150,7 +150,7 @@ TEST_CASE("8 threads asking for one new kernel: one compile, one entry for all")
   }
   for (auto& t : threads) t.join();
   CHECK(compiler.calls == 1);
-  for (const CachedKernel* k : got) {
+  for (const KernelCache::Ref& k : got) {
     REQUIRE(k != nullptr);
     CHECK(k == got[0]);
     CHECK(k->entry_as<void*>() == reinterpret_cast<void*>(uintptr_t{0x1001}));

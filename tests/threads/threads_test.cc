@@ -14,6 +14,7 @@
 #include <latch>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <dualcast/dualcast.hpp>
@@ -150,5 +151,109 @@ TEST_CASE("8 threads: lazy broadcasts and a Tape per thread give the single-thre
   for (int b = 0; b < kThreads; ++b) {
     CAPTURE(b);
     CHECK(got[b] == reference[b]);
+  }
+}
+
+namespace {
+
+// out = x * s + y for a compile-time s, one kernel structure per s.
+template <int kScale>
+dc::Kernel Affine() {
+  return dc::kernel("threads_affine", [](auto x, auto y) { return x * kScale + y; });
+}
+
+template <int... kScales>
+std::vector<dc::Kernel> AffineKernels(std::integer_sequence<int, kScales...>) {
+  return {Affine<kScales + 1000>()...};
+}
+
+std::vector<double> Iota(int64_t n, double start) {
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = start + 0.5 * static_cast<double>(i);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("8 threads: the first lazy broadcast of a new kernel compiles once, off the graph lock") {
+  const dc::Kernel f = Affine<7771>();  // no other test uses this scale: the kernel is new
+  std::vector<std::vector<double>> got(kThreads);
+  const dc::Stats before = dc::stats();
+  RunTogether([&](int t) {
+    const auto x = Array<double>::from(Iota(64, t), {64});
+    const auto y = Array<double>::from(Iota(64, -t), {64});
+    got[t] = dc::broadcast(f, x, y).to_vector();
+  });
+  const dc::Stats after = dc::stats();
+  const int kernel = static_cast<int>(dualcast::jit::Cache::kKernel);
+  CHECK(after.caches[kernel].misses - before.caches[kernel].misses == 1);
+  CHECK(after.compiles + after.disk_hits - before.compiles - before.disk_hits == 1);
+  for (int t = 0; t < kThreads; ++t) {
+    const std::vector<double> x = Iota(64, t), y = Iota(64, -t);
+    for (size_t i = 0; i < x.size(); ++i) CHECK(got[t][i] == x[i] * 7771 + y[i]);
+  }
+}
+
+TEST_CASE("8 threads: concurrent launches of different kernels on independent graphs") {
+  const std::vector<dc::Kernel> kernels = AffineKernels(std::make_integer_sequence<int, kThreads>());
+  std::vector<int> wrong(kThreads, 0);
+  RunTogether([&](int t) {
+    const dc::Kernel& f = kernels[static_cast<size_t>(t)];
+    const dc::Kernel& g = kernels[static_cast<size_t>((t + 1) % kThreads)];
+    const std::vector<double> xv = Iota(33, t), yv = Iota(33, 1);
+    const auto x = Array<double>::from(xv, {33});
+    const auto y = Array<double>::from(yv, {33});
+    const double sf = 1000 + t, sg = 1000 + (t + 1) % kThreads;
+    for (int rep = 0; rep < 50; ++rep) {
+      // A fused chain of two kernels (one launch) and a single one.
+      Array<double> u = dc::broadcast(f, x, y);
+      Array<double> w = dc::broadcast(g, u, x);
+      const std::vector<double> wv = w.to_vector(), uv = u.to_vector();
+      for (size_t i = 0; i < xv.size(); ++i) {
+        const double ur = xv[i] * sf + yv[i];
+        if (uv[i] != ur || wv[i] != ur * sg + xv[i]) ++wrong[t];
+      }
+    }
+  });
+  for (int t = 0; t < kThreads; ++t) CHECK(wrong[t] == 0);
+}
+
+TEST_CASE("8 threads read one shared pending array: computed once, every thread sees the result") {
+  const dc::Kernel f = Affine<3>();
+  const std::vector<double> xv = Iota(1000, 0), yv = Iota(1000, 2);
+  const auto x = Array<double>::from(xv, {1000});
+  const auto y = Array<double>::from(yv, {1000});
+  for (int rep = 0; rep < 20; ++rep) {
+    const Array<double> shared = dc::broadcast(f, x, y);  // pending until a thread reads it
+    const dc::Stats before = dc::stats();
+    std::vector<std::vector<double>> got(kThreads);
+    RunTogether([&](int t) { got[t] = shared.to_vector(); });
+    CHECK(dc::stats().launches - before.launches == 1);
+    for (int t = 0; t < kThreads; ++t) {
+      REQUIRE(got[t].size() == xv.size());
+      for (size_t i = 0; i < xv.size(); i += 37) CHECK(got[t][i] == xv[i] * 3 + yv[i]);
+    }
+  }
+}
+
+TEST_CASE("8 threads read two outputs of one pending chain: overlapping groups wait for each other") {
+  const dc::Kernel f = Affine<5>();
+  const dc::Kernel g = Affine<7>();
+  const std::vector<double> xv = Iota(257, 1), yv = Iota(257, -3);
+  const auto x = Array<double>::from(xv, {257});
+  const auto y = Array<double>::from(yv, {257});
+  for (int rep = 0; rep < 50; ++rep) {
+    // a = 5x + y and b = 7a + x, both pending: reading b fuses a into its kernel.
+    const Array<double> a = dc::broadcast(f, x, y);
+    const Array<double> b = dc::broadcast(g, a, x);
+    std::vector<std::vector<double>> got(kThreads);
+    RunTogether([&](int t) { got[t] = (t % 2 == 0 ? a : b).to_vector(); });
+    for (int t = 0; t < kThreads; ++t) {
+      REQUIRE(got[t].size() == xv.size());
+      for (size_t i = 0; i < xv.size(); i += 17) {
+        const double av = xv[i] * 5 + yv[i];
+        CHECK(got[t][i] == (t % 2 == 0 ? av : av * 7 + xv[i]));
+      }
+    }
   }
 }

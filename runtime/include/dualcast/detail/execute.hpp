@@ -22,6 +22,7 @@
 //   Execute("axpy_rows", fn, {a, x, y}, o);
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,10 +57,14 @@ struct ExecuteOptions {
   // every input is smaller than the space to sum over (e.g. n * sum of a broadcast scalar): the
   // inputs must broadcast to it (NumPy rules).
   std::vector<int64_t> iteration_shape;
+  // jit::StructuralHash(*fn) when the caller keeps it with the function (the
+  // lazy graph and the tape do), so a cache-hit launch does not rehash the
+  // IR; 0: computed here.
+  uint64_t function_hash = 0;
 };
 
 std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
-                                                std::shared_ptr<const jit::Function> fn,
+                                                const std::shared_ptr<const jit::Function>& fn,
                                                 const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
                                                 const ExecuteOptions& options = {});
 

@@ -13,6 +13,8 @@
 //   z.to_vector();                 // one kernel: g(f(x, a), b)
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -40,6 +42,13 @@ struct LazyNode {
   // of their number (the depth of the graph).
   int group_estimate = 1;
   int group_nodes = 1;
+  // Set (under the graph lock) while a thread composes, compiles and launches
+  // the group holding this node without the lock; others wait for it.
+  bool running = false;
+  // Scratch of Materialize's walk, under the graph lock: the walk that last
+  // reached this node, and the node's position in that walk's group.
+  uint64_t visit = 0;
+  int group_index = -1;
 };
 
 // A fused group is cut (broadcast() evaluates its pending arguments first)
@@ -51,9 +60,18 @@ struct LazyNode {
 inline constexpr int kMaxFusedInsts = 768;
 inline constexpr int kMaxFusedNodes = 256;
 
+// Entries of each process-wide IR cache (composed groups, jvp functions,
+// backward functions) before the least recently used is dropped;
+// DUALCAST_IR_CACHE_MAX overrides it. Counted in FormatStats().
+inline constexpr size_t kDefaultIrCacheCapacity = 2048;
+size_t IrCacheCapacity();  // DUALCAST_IR_CACHE_MAX or the default, read once
+
 // The forward-mode (values + partials) version of `fn` with respect to `wrt`,
-// computed once per (fn, wrt) and shared. Thread-safe.
+// computed once per (fn, wrt) while cached, and shared. Thread-safe. When
+// `hash` is given it receives StructuralHash of the jvp function (kept with
+// the entry, for Execute's ExecuteOptions::function_hash).
 std::shared_ptr<const jit::JvpResult> CachedJvp(const std::shared_ptr<const jit::Function>& fn,
-                                                std::span<const int> wrt);
+                                                std::span<const int> wrt,
+                                                uint64_t* hash = nullptr);
 
 }  // namespace dualcast::detail

@@ -1,0 +1,58 @@
+// Per-thread launch plans: what a repeated CPU launch of one function over same-shaped operands reuses.
+//
+// Execute merges the operands' layout, builds a KernelSpec, hashes it and
+// looks the kernel up under the kernel cache's lock: about a microsecond
+// that a training loop or a simulation step repeats with identical shapes.
+// A plan keeps the merged layout (ready as kernel arguments) and the kernel
+// for one (function, operand shapes and strides, write mask); each thread
+// keeps a few, most recent first, so a repeat launch needs no lock and no
+// allocation beyond its outputs. A plan whose kernel the cache has evicted
+// is dropped, so the kernel cache's bound and counts stay truthful. Only for
+// CPU launches whose outputs are new contiguous arrays (no destinations).
+//
+// Example (inside Execute):
+//   if (LaunchPlan* plan = FindPlan(fn.get(), inputs, options.write)) {
+//     return RunPlan(*plan, fn->num_outputs(), inputs, device);
+//   }
+//   ... the full path, then KeepPlan(...) with what it computed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "dualcast/detail/array_impl.hpp"
+#include "jit/ir.h"
+#include "jit/kernel_cache.h"
+
+namespace dualcast::detail {
+
+struct LaunchPlan {
+  std::shared_ptr<const jit::Function> fn;  // held: its address is part of the key
+  DType dtype = DType::kF32;
+  std::vector<bool> write;  // as requested (empty: all)
+  std::vector<std::vector<int64_t>> in_shapes, in_strides;
+  std::vector<int64_t> out_shape;
+  int rank = 0;
+  std::vector<int64_t> sizes;            // merged, then a trailing 1
+  std::vector<int64_t> arg_in_strides;   // KernelArgs::in_strides
+  std::vector<int64_t> arg_out_strides;  // KernelArgs::out_strides (contiguous outputs)
+  jit::KernelCache::Ref kernel;
+};
+
+// This thread's plan for `fn` over `inputs` with `write`, now its most
+// recent, or null.
+LaunchPlan* FindPlan(const jit::Function* fn, const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
+                     const std::vector<bool>& write);
+// Files `plan` as this thread's most recent (dropping its oldest beyond a few).
+void KeepPlan(std::unique_ptr<LaunchPlan> plan);
+// jit::StructuralHash(*fn), remembered for the last few functions this
+// thread launched without a plan (new shapes each call, or one-off callers
+// such as partials()), so that those launches do not rehash the IR either.
+uint64_t FunctionHash(const std::shared_ptr<const jit::Function>& fn);
+// New contiguous outputs (null where not written), then the kernel's launch.
+std::vector<std::shared_ptr<ArrayImpl>> RunPlan(const LaunchPlan& plan, size_t n_out,
+                                                const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
+                                                Device device);
+
+}  // namespace dualcast::detail

@@ -1,0 +1,73 @@
+// The runtime over a bounded kernel cache: an evicted kernel is compiled again and gives the same results; IR caches count hits.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "dualcast/array.hpp"
+#include "dualcast/broadcast.hpp"
+#include "dualcast/kernel.hpp"
+#include "dualcast/reductions.hpp"
+#include "dualcast/tape.hpp"
+#include "jit/kernel_cache.h"
+#include "jit/stats.h"
+
+namespace dualcast {
+namespace {
+
+jit::CacheCounts Counts(jit::Cache c) { return jit::GetStats().caches[static_cast<int>(c)]; }
+
+// Restores the global kernel cache's capacity however the test ends.
+struct CapacityScope {
+  size_t saved = jit::KernelCache::Global().capacity();
+  explicit CapacityScope(size_t capacity) { jit::KernelCache::Global().set_capacity(capacity); }
+  ~CapacityScope() { jit::KernelCache::Global().set_capacity(saved); }
+};
+
+TEST_CASE("a kernel evicted from a full kernel cache is compiled again and gives the same results") {
+  const Kernel a = kernel("bound_a", [](auto x, auto y) { return x * y + 3; });
+  const Kernel b = kernel("bound_b", [](auto x, auto y) { return x - y * y; });
+  const auto x = Array<double>::from({1.5, -2, 0.25}, {3});
+  const auto y = Array<double>::from({2, 0.5, -4}, {3});
+  const std::vector<double> a_ref = {1.5 * 2 + 3, -2 * 0.5 + 3, 0.25 * -4 + 3};
+  const std::vector<double> b_ref = {1.5 - 4, -2 - 0.25, 0.25 - 16};
+
+  CapacityScope scope(1);
+  const int64_t held_before = static_cast<int64_t>(jit::KernelCache::Global().size());  // 0 or 1
+  jit::ResetStats();
+  CHECK(broadcast(a, x, y).to_vector() == a_ref);
+  CHECK(broadcast(b, x, y).to_vector() == b_ref);  // evicts a's kernel
+  CHECK(jit::KernelCache::Global().size() == 1);
+  CHECK(broadcast(a, x, y).to_vector() == a_ref);  // a again: a miss, compiled (or relinked) again
+  const jit::CacheCounts k = Counts(jit::Cache::kKernel);
+  CHECK(k.misses == 3);
+  CHECK(k.hits == 0);
+  CHECK(k.evictions == held_before + 2);  // each compile evicts the one kernel held
+  CHECK(broadcast(a, x, y).to_vector() == a_ref);  // now a hit
+  CHECK(Counts(jit::Cache::kKernel).hits == 1);
+}
+
+TEST_CASE("the compose and jvp caches count a repeated fused group as hits") {
+  const Kernel f = kernel("bound_f", [](auto x, auto y) { return x * x * y; });
+  const Kernel g2 = kernel("bound_g", [](auto u, auto x) { return u + x; });
+  const auto x = Array<double>::from({1, 2}, {2});
+  const auto y = Array<double>::from({3, -1}, {2});
+  jit::ResetStats();
+  for (int i = 0; i < 3; ++i) {
+    Tape tape;
+    // loss = sum(x^2 y + x): one fused group of two nodes.
+    auto loss = sum(broadcast(g2, broadcast(f, x, y), x));
+    auto g = tape.gradient(loss, {x, y});
+    CHECK(g[0].to_vector() == std::vector<double>{2 * 1 * 3 + 1, 2 * 2 * -1 + 1});
+    CHECK(g[1].to_vector() == std::vector<double>{1, 4});
+  }
+  const jit::CacheCounts compose = Counts(jit::Cache::kCompose);
+  const jit::CacheCounts jvp = Counts(jit::Cache::kJvp);
+  CHECK(compose.hits + compose.misses == 3);
+  CHECK(compose.hits >= 2);
+  CHECK(jvp.hits + jvp.misses == 3);
+  CHECK(jvp.hits >= 2);
+}
+
+}  // namespace
+}  // namespace dualcast
