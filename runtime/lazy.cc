@@ -37,6 +37,7 @@
 #include "dualcast/detail/lazy.hpp"
 #include "dualcast/kernel.hpp"
 #include "jit/compose.h"
+#include "runtime/lazy_group.h"
 #include "jit/error.h"
 #include "jit/optimize.h"
 
@@ -50,10 +51,20 @@ std::mutex& GraphMutex() {
   return *mu;
 }
 
-struct Group {
-  std::vector<std::shared_ptr<LazyNode>> nodes;  // topological order, root's node last
-  absl::flat_hash_map<const LazyNode*, int> index;
-};
+// Set while this thread holds GraphMutex(): Execute, run inside a group,
+// materialises its (already computed) leaves and must not lock again.
+thread_local bool t_graph_locked = false;
+
+}  // namespace
+
+GraphLock::GraphLock() {
+  GraphMutex().lock();
+  t_graph_locked = true;
+}
+GraphLock::~GraphLock() {
+  t_graph_locked = false;
+  GraphMutex().unlock();
+}
 
 Group Gather(const std::shared_ptr<LazyNode>& root) {
   Group g;
@@ -80,15 +91,6 @@ Group Gather(const std::shared_ptr<LazyNode>& root) {
   return g;
 }
 
-// One output of a group node that is still alive.
-struct LiveOutput {
-  std::shared_ptr<ArrayImpl> impl;
-  int node = 0;
-  int output = 0;
-  long internal_refs = 0;  // inputs of group nodes that are this array
-  bool held_outside = false;
-};
-
 std::vector<LiveOutput> LiveOutputs(const Group& g) {
   absl::flat_hash_map<const ArrayImpl*, long> refs;
   for (const auto& node : g.nodes) {
@@ -114,6 +116,8 @@ std::vector<LiveOutput> LiveOutputs(const Group& g) {
   }
   return live;
 }
+
+namespace {
 
 // The composed function of a group, cached by the group's wiring so that a
 // loop that builds the same graph every iteration composes it once.
@@ -197,14 +201,10 @@ void NoteGroupOrigins(const std::string& name, const std::vector<jit::FusionNode
   }
 }
 
-// What the tape must be told once the lock is released.
-struct PendingRecord {
-  BroadcastGradInfo info;
-  std::vector<std::shared_ptr<ArrayImpl>> outputs;
-};
+}  // namespace
 
-void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<LiveOutput> live,
-         std::vector<PendingRecord>* records) {
+GroupPlan PlanGroup(const Group& g, const std::shared_ptr<ArrayImpl>& root,
+                    std::vector<LiveOutput> live) {
   const LazyNode& root_node = *g.nodes.back();
 
   // Leaves, each distinct array once.
@@ -246,40 +246,80 @@ void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<Liv
   }
   live.clear();  // drop our references before anything else looks at use counts
 
-  const std::string name = GroupName(g);
+  GroupPlan plan;
+  plan.name = GroupName(g);
   std::vector<jit::Type> leaf_types(leaves.size(), JitType(root_node.dtype));
-  std::shared_ptr<const Composed> composed = ComposeCached(name, leaf_types, nodes, sources);
-  const size_t M = targets.size();
+  plan.primal = ComposeCached(plan.name, leaf_types, nodes, sources)->primal;
+  plan.leaves = std::move(leaves);
+  plan.leaf_constant = std::move(leaf_constant);
+  plan.nodes = std::move(nodes);
+  plan.sources = std::move(sources);
+  plan.targets = std::move(targets);
+  plan.consumed_inside = std::move(consumed_inside);
+  plan.shape = root_node.shape;
+  plan.dtype = root_node.dtype;
+  return plan;
+}
+
+BroadcastGradInfo RecomputeGradInfo(const GroupPlan& plan) {
+  BroadcastGradInfo info;
+  info.name = plan.name;
+  info.primal = plan.primal;
+  info.leaves = plan.leaves;
+  info.out_shape = plan.shape;
+  info.consumed_inside = plan.consumed_inside;
+  const auto& ci = plan.consumed_inside;
+  if (std::find(ci.begin(), ci.end(), true) != ci.end()) {
+    info.fusion = plan.nodes;
+    info.fusion_outputs = plan.sources;
+  }
+  if (plan.sources.size() > 1) info.reads = FusedReads(plan.nodes, plan.sources, plan.leaves.size());
+  for (size_t j = 0; j < plan.leaves.size(); ++j) {
+    if (!plan.leaf_constant[j]) info.wrt.push_back(static_cast<int>(j));
+  }
+  return info;
+}
+
+void FillTargets(const GroupPlan& plan, const std::vector<std::shared_ptr<ArrayImpl>>& values) {
+  for (size_t m = 0; m < plan.targets.size(); ++m) {
+    if (values[m] == nullptr) continue;
+    ArrayImpl& t = *plan.targets[m];
+    t.storage = values[m]->storage;
+    t.strides = values[m]->strides;
+    t.offset = values[m]->offset;
+    t.pending.reset();
+    t.pending_output = 0;
+  }
+  NoteGroupOrigins(plan.name, plan.nodes, plan.sources, plan.leaves, plan.targets);
+}
+
+namespace {
+
+void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<LiveOutput> live,
+         std::vector<PendingRecord>* records) {
+  const LazyNode& root_node = *g.nodes.back();
+  GroupPlan plan = PlanGroup(g, root, std::move(live));
+  const std::string& name = plan.name;
+  const std::vector<std::shared_ptr<ArrayImpl>>& leaves = plan.leaves;
+  const size_t M = plan.targets.size();
 
   std::vector<std::shared_ptr<ArrayImpl>> values;
   PendingRecord record;
   const bool taped = TapeActive();
   if (!taped) {
-    values = Execute(name, composed->primal, leaves);
+    values = Execute(name, plan.primal, leaves);
   } else {
     BroadcastGradInfo& info = record.info;
-    info.name = name;
-    info.primal = composed->primal;
-    info.leaves = leaves;
-    info.out_shape = root_node.shape;
-    info.consumed_inside = consumed_inside;
-    if (std::find(consumed_inside.begin(), consumed_inside.end(), true) != consumed_inside.end()) {
-      info.fusion = nodes;
-      info.fusion_outputs = sources;
-    }
-    if (sources.size() > 1) info.reads = FusedReads(nodes, sources, leaves.size());
-    for (size_t j = 0; j < leaves.size(); ++j) {
-      if (!leaf_constant[j]) info.wrt.push_back(static_cast<int>(j));
-    }
+    info = RecomputeGradInfo(plan);
     const size_t J = info.wrt.size();
-    std::shared_ptr<const jit::JvpResult> jvp = CachedJvp(composed->primal, info.wrt);
+    std::shared_ptr<const jit::JvpResult> jvp = CachedJvp(plan.primal, info.wrt);
     size_t nonzero = 0;
     for (bool zero : jvp->structurally_zero) nonzero += zero ? 0 : 1;
     int64_t elements = 1;
     for (int64_t s : root_node.shape) elements *= s;
     const size_t bytes = nonzero * static_cast<size_t>(elements) * SizeOf(root_node.dtype);
     if (ActivePartialsMode(bytes) == PartialsMode::kRecompute) {
-      values = Execute(name, composed->primal, leaves);
+      values = Execute(name, plan.primal, leaves);
     } else {
       // Store only the requested result's partials (extra outputs recompute
       // if an adjoint ever reaches them), and none that is literally a value
@@ -324,20 +364,14 @@ void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, std::vector<Liv
     }
   }
 
-  for (size_t m = 0; m < M; ++m) {
-    ArrayImpl& t = *targets[m];
-    t.storage = values[m]->storage;
-    t.strides = values[m]->strides;
-    t.offset = values[m]->offset;
-    t.pending.reset();
-    t.pending_output = 0;
-  }
-  NoteGroupOrigins(name, nodes, sources, leaves, targets);
+  FillTargets(plan, values);
   if (taped) {
-    record.outputs = std::move(targets);
+    record.outputs = std::move(plan.targets);
     records->push_back(std::move(record));
   }
 }
+
+}  // namespace
 
 // Requires GraphMutex() held.
 void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root,
@@ -359,8 +393,6 @@ void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root,
     for (const auto& cut : cuts) MaterializeLocked(cut, records);
   }
 }
-
-}  // namespace
 
 std::shared_ptr<const jit::JvpResult> CachedJvp(const std::shared_ptr<const jit::Function>& fn,
                                                 std::span<const int> wrt) {
@@ -384,12 +416,6 @@ std::shared_ptr<const jit::JvpResult> CachedJvp(const std::shared_ptr<const jit:
   return it->second.jvp;
 }
 
-namespace {
-// Set while this thread holds GraphMutex(): Execute, run inside a group,
-// materialises its (already computed) leaves and must not lock again.
-thread_local bool t_graph_locked = false;
-}  // namespace
-
 void Materialize(ArrayImpl& impl) {
   if (t_graph_locked) {
     if (impl.pending != nullptr) {
@@ -398,22 +424,27 @@ void Materialize(ArrayImpl& impl) {
     return;
   }
   std::vector<PendingRecord> records;
+  std::shared_ptr<ArrayImpl> reduction;
   {
     // Always under the lock: `pending` and `storage` change when another
     // thread computes a shared pending array, and reading them without the
     // lock would race (an uncontended lock costs tens of nanoseconds).
-    std::lock_guard<std::mutex> lock(GraphMutex());
+    GraphLock lock;
     if (impl.pending == nullptr) return;
-    t_graph_locked = true;
-    struct Unmark {
-      ~Unmark() { t_graph_locked = false; }
-    } unmark;
     // A shared_ptr to `impl` from its node (it is alive, so the weak one locks).
     std::shared_ptr<ArrayImpl> root = impl.pending->outputs[impl.pending_output].lock();
     if (root.get() != &impl) {
       throw Error(ErrorKind::kInternal, "a pending array is not owned by its lazy node");
     }
-    MaterializeLocked(root, &records);
+    if (root->pending->reduce != nullptr) {
+      reduction = std::move(root);  // takes the lock itself (lazy_reduce.cc)
+    } else {
+      MaterializeLocked(root, &records);
+    }
+  }
+  if (reduction != nullptr) {
+    MaterializeReduction(reduction);
+    return;
   }
   for (PendingRecord& r : records) {
     Record(MakeBroadcastGradNode(std::move(r.info)), r.outputs);

@@ -9,6 +9,7 @@
 #include "jit/broadcast_layout.h"
 #include "jit/error.h"
 #include "runtime/grad_kernels.h"
+#include "runtime/one_pass.h"
 
 namespace dualcast {
 namespace {
@@ -413,8 +414,7 @@ std::shared_ptr<detail::ArrayImpl> CheckedLoss(const Array<T>& loss, const char*
                              ShapeText(loss.shape()), " (", loss.size(),
                              " elements); reduce it first, e.g. with dualcast::sum"));
   }
-  loss.eval();  // a pending loss is computed (and recorded) now
-  return loss.impl();
+  return loss.impl();  // still pending: the one-pass plan may take it as it is
 }
 
 template <ElementType T>
@@ -436,18 +436,30 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> CheckedInputs(const std::vector<
 template <ElementType T>
 std::vector<Array<T>> Tape::gradient(const Array<T>& loss, const std::vector<Array<T>>& inputs,
                                      const GradientOptions& options) {
+  return value_and_gradient(loss, inputs, options).gradients;
+}
+
+template <ElementType T>
+ValueAndGradient<T> Tape::value_and_gradient(const Array<T>& loss, const std::vector<Array<T>>& inputs,
+                                             const GradientOptions& options) {
   const char* what = "Tape::gradient";
   auto loss_impl = CheckedLoss(loss, what);
   auto impls = CheckedInputs(inputs, what);
-  std::vector<std::shared_ptr<detail::ArrayImpl>> adjoints =
-      Sweep(loss_impl, impls, options.allow_unused, what);
+  // One pass when the partials are not asked for and this tape records now
+  // (the group it computes is recorded on every tape alive here).
+  std::vector<std::shared_ptr<detail::ArrayImpl>> adjoints;
+  const bool recording = detail::TapeActive() && std::find(t_tapes.begin(), t_tapes.end(), this) != t_tapes.end();
+  if (mode_ != PartialsMode::kAuto || !recording || !detail::OnePassGradient(loss_impl, impls, &adjoints)) {
+    loss.eval();  // a pending loss is computed (and recorded) now
+    adjoints = Sweep(loss_impl, impls, options.allow_unused, what);
+  }
   std::vector<Array<T>> grads;
   grads.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     grads.push_back(adjoints[i] != nullptr ? Array<T>(std::move(adjoints[i]))
                                            : Array<T>::zeros(inputs[i].shape(), inputs[i].device()));
   }
-  return grads;
+  return ValueAndGradient<T>{loss, std::move(grads)};
 }
 
 template <ElementType T>
@@ -479,6 +491,7 @@ void Tape::accumulate_gradient(const Array<T>& loss, const std::vector<Array<T>>
     detail::CheckHostArray(*grads[i].impl(), what);
   }
   auto loss_impl = CheckedLoss(loss, what);
+  loss.eval();
   std::vector<std::shared_ptr<detail::ArrayImpl>> adjoints =
       Sweep(loss_impl, impls, options.allow_unused, what);
   for (size_t i = 0; i < grads.size(); ++i) {
@@ -491,6 +504,12 @@ template std::vector<Array<float>> Tape::gradient(const Array<float>&, const std
 template std::vector<Array<double>> Tape::gradient(const Array<double>&,
                                                    const std::vector<Array<double>>&,
                                                    const GradientOptions&);
+template ValueAndGradient<float> Tape::value_and_gradient(const Array<float>&,
+                                                          const std::vector<Array<float>>&,
+                                                          const GradientOptions&);
+template ValueAndGradient<double> Tape::value_and_gradient(const Array<double>&,
+                                                           const std::vector<Array<double>>&,
+                                                           const GradientOptions&);
 template void Tape::accumulate_gradient(const Array<float>&, const std::vector<Array<float>>&,
                                         const std::vector<Array<float>>&, const GradientOptions&);
 template void Tape::accumulate_gradient(const Array<double>&, const std::vector<Array<double>>&,
