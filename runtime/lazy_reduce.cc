@@ -13,6 +13,7 @@
 //   s.to_vector();                         // one kernel: the row sums
 #include "runtime/lazy_reduce.h"
 
+#include <atomic>
 #include <mutex>
 
 #include "absl/container/flat_hash_map.h"
@@ -26,6 +27,8 @@
 
 namespace dualcast::detail {
 namespace {
+
+std::atomic<int64_t> g_fused{0}, g_operands_written{0};
 
 // `primal` with one more output: a copy of output 0 (Execute reduces it).
 std::shared_ptr<const jit::Function> WithRootCopy(const std::shared_ptr<const jit::Function>& primal) {
@@ -90,9 +93,15 @@ void FusedReduceLocked(const std::shared_ptr<ArrayImpl>& root) {
   if (r.scale != 1) reduced = Scaled(*reduced, r.scale);
   FillFrom(*root, *reduced);
   NoteReduction(node->name.c_str(), operand, root, r);
+  g_fused.fetch_add(1, std::memory_order_relaxed);
+  if (operand_held) g_operands_written.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace
+
+FusedReductionCounts GetFusedReductionCounts() {
+  return {g_fused.load(std::memory_order_relaxed), g_operands_written.load(std::memory_order_relaxed)};
+}
 
 std::vector<int64_t> PaddedShape(const std::vector<int64_t>& shape, size_t rank) {
   std::vector<int64_t> padded(rank > shape.size() ? rank - shape.size() : 0, 1);

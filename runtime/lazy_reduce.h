@@ -35,6 +35,15 @@ void NoteReduction(const char* what, const std::shared_ptr<ArrayImpl>& in,
 std::vector<int64_t> ReducedShape(const PendingReduce& r);
 // Moves `value`'s memory into the pending array `target` (now computed).
 void FillFrom(ArrayImpl& target, const ArrayImpl& value);
+// Pending reductions computed inside their operand's kernel, and how many of
+// those also wrote the operand (something still held it): tests show with
+// them that `sum(x * y)` never stores the product.
+struct FusedReductionCounts {
+  int64_t fused = 0;
+  int64_t operands_written = 0;
+};
+FusedReductionCounts GetFusedReductionCounts();
+
 // `shape` with leading 1s up to `rank` dims (a reduced output's shape for
 // ExecuteOptions::output_shapes, where an empty shape means "not reduced").
 std::vector<int64_t> PaddedShape(const std::vector<int64_t>& shape, size_t rank);

@@ -6,7 +6,8 @@
 // separate processes (`dualcast-difftest --determinism-digest`) with
 // different counts and compares the digests. The workload is large enough
 // (about 10 launch chunks of 32K elements) that the launcher really splits
-// it, and covers the forward kernel, partials, and both reverse-sweep modes
+// it, and covers the forward kernel, partials, fused lazy sums, the one-pass
+// gradient and both reverse-sweep modes
 // with broadcast inputs (whose gradients are reductions: sum_to accumulates
 // in double in fixed blocks, so its order does not depend on the threads).
 //
