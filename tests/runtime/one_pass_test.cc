@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 
 #include "dualcast/array.hpp"
@@ -19,6 +20,7 @@
 #include "dualcast/operators.hpp"
 #include "dualcast/reductions.hpp"
 #include "dualcast/tape.hpp"
+#include "jit/cpu/thread_pool.h"
 #include "jit/stats.h"
 #include "runtime/one_pass.h"
 
@@ -367,6 +369,51 @@ TEST_CASE("one pass: a second size reuses the compiled kernel") {
   run(57);
   CHECK(OnePassGradients() == before + 1);
   CHECK(jit::GetStats().compiles == compiles);
+}
+
+TEST_CASE("one pass and fused sums: bitwise the same under 1, 2 and 8 threads") {
+  const int64_t rows = 600, cols = 512;  // ~10 launch chunks
+  for (bool by_row : {true, false}) {
+    const Shape flags = by_row ? Shape{rows, 1} : Shape{1, cols};
+    const int64_t nf = by_row ? rows : cols;
+    std::vector<float> zv(static_cast<size_t>(nf)), zbv(static_cast<size_t>(nf));
+    for (int64_t k = 0; k < nf; ++k) {
+      zv[static_cast<size_t>(k)] = k % 3 == 0 ? 1.0f : 0.0f;
+      zbv[static_cast<size_t>(k)] = k % 5 == 0 ? 0.0f : 1.0f;
+    }
+    auto z = Array<float>::from(zv, flags), zb = Array<float>::from(zbv, flags);
+    auto c = Array<float>::uniform({rows, cols}, 30, -2, 2), f = Array<float>::uniform({rows, cols}, 31, -3, 3);
+    auto i = Array<float>::uniform({rows, cols}, 32, -3, 3), g = Array<float>::uniform({rows, cols}, 33, -3, 3);
+    auto cbar = Array<float>::uniform({rows, cols}, 34, -1, 1);
+    std::vector<std::vector<float>> first;
+    for (int threads : {1, 2, 8}) {
+      CAPTURE(threads);
+      jit::ThreadPool pool(threads);
+      jit::ScopedThreadPool scope(pool);
+      std::vector<std::vector<float>> got;
+      {
+        Tape tape;
+        Array<float> cell = broadcast(Cell(), z, zb, c, f, i, g);
+        const int64_t before = OnePassGradients();
+        auto [loss, grads] = tape.value_and_gradient(sum(cell * cbar), {z, zb, c, f, i, g});
+        CHECK(OnePassGradients() == before + 1);
+        got.push_back(loss.to_vector());
+        got.push_back(cell.to_vector());
+        for (const auto& gr : grads) got.push_back(gr.to_vector());
+      }
+      got.push_back(sum(broadcast(Cell(), z, zb, c, f, i, g) * cbar, {0}, true).to_vector());
+      got.push_back(sum(broadcast(Cell(), z, zb, c, f, i, g) * cbar, {1}, true).to_vector());
+      if (first.empty()) {
+        first = got;
+        continue;
+      }
+      REQUIRE(got.size() == first.size());
+      for (size_t k = 0; k < got.size(); ++k) {
+        CAPTURE(k);
+        CHECK(std::memcmp(got[k].data(), first[k].data(), got[k].size() * sizeof(float)) == 0);
+      }
+    }
+  }
 }
 
 }  // namespace
