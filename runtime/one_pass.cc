@@ -74,30 +74,36 @@ OnePassFunction CachedOnePass(const std::shared_ptr<const jit::Function>& primal
   return cache->try_emplace(std::move(key), Entry{primal, std::move(built)}).first->second.fn;
 }
 
-// Whether a requested input could reach the loss through a leaf, a path the
-// kernel would not see: a leaf recorded on a tape (conservatively), or one
-// computed from a requested input (found through the arrays' Origins, as the
-// sweep's own "computed before the tape" check does).
+// Whether a requested input could reach the loss through a leaf (a path the
+// kernel would not see): whether a leaf was computed, on a tape or not, from
+// a requested input. Found through the tape nodes' inputs and the arrays'
+// Origins, as the sweep's own checks do; a leaf computed from other arrays
+// only is a constant to these inputs, so the kernel's answer is exact.
 bool PathBehindLeaves(const std::vector<std::shared_ptr<ArrayImpl>>& leaves,
                       const std::vector<std::shared_ptr<ArrayImpl>>& inputs) {
   absl::flat_hash_set<const ArrayImpl*> requested;
   for (const auto& in : inputs) requested.insert(in.get());
-  std::vector<std::shared_ptr<ArrayImpl>> stack;
-  for (const auto& leaf : leaves) {
-    if (leaf->grad_fn != nullptr) return true;
-    stack.push_back(leaf);
-  }
+  std::vector<std::shared_ptr<ArrayImpl>> stack = leaves;
   absl::flat_hash_set<const ArrayImpl*> seen;
+  auto visit = [&](std::shared_ptr<ArrayImpl> in) {
+    if (in == nullptr || !seen.insert(in.get()).second) return false;
+    if (requested.contains(in.get())) return true;
+    stack.push_back(std::move(in));
+    return false;
+  };
   for (int budget = 10000; !stack.empty(); --budget) {
     if (budget == 0) return true;  // too deep to tell: let the sweep decide
     std::shared_ptr<ArrayImpl> a = std::move(stack.back());
     stack.pop_back();
-    if (a->origin == nullptr) continue;
-    for (const auto& weak : a->origin->inputs) {
-      std::shared_ptr<ArrayImpl> in = weak.lock();
-      if (in == nullptr || !seen.insert(in.get()).second) continue;
-      if (requested.contains(in.get())) return true;
-      stack.push_back(std::move(in));
+    if (a->grad_fn != nullptr) {
+      for (const auto& in : a->grad_fn->inputs) {
+        if (visit(in)) return true;
+      }
+    }
+    if (a->origin != nullptr) {
+      for (const auto& weak : a->origin->inputs) {
+        if (visit(weak.lock())) return true;
+      }
     }
   }
   return false;

@@ -18,8 +18,8 @@
 // why it cannot be): a loss that is not a pending sum/mean of a pending
 // broadcast group; a requested input that is not a differentiated leaf of
 // that group the loss reads (inside the group, unused, a number); a leaf
-// recorded on a tape or computed from a requested input (a path the kernel
-// would not see); held outputs of another shape; non-CPU arrays.
+// computed from a requested input (a path the kernel would not see); held
+// outputs of another shape; non-CPU arrays.
 #pragma once
 
 #include <cstdint>

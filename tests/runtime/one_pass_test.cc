@@ -307,6 +307,22 @@ TEST_CASE("one pass: falls back, still right, for inputs inside the group and se
     y.eval();
     return sum(broadcast(G(), y, a[0], a[2]));
   }, /*expect_one_pass=*/false);
+  // y recorded on the tape but computed from a alone: a constant to x and b,
+  // so the one pass applies to {x, b} (and not to {a, x, b}).
+  HostLoss from_a = [&](const std::vector<Host>& h) {
+    double s = 0;
+    for (int64_t r = 0; r < m; ++r) {
+      for (int64_t c = 0; c < n; ++c) s += kG(kF(0.5, h[1].at(r, c)), h[0].at(r, c), h[2].at(r, c));
+    }
+    return s;
+  };
+  auto build_from_a = [](const std::vector<Array<double>>& a) {
+    Array<double> y = broadcast(F(), Array<double>::scalar(0.5), a[1]);
+    y.eval();
+    return sum(broadcast(G(), y, a[0], a[2]));
+  };
+  CheckOnePass(host, from_a, {0, 2}, build_from_a, /*expect_one_pass=*/true);
+  CheckOnePass(host, from_a, {1, 0, 2}, build_from_a, /*expect_one_pass=*/false);
   // A requested input that is pending inside the group (a parameter made by an expression).
   const std::vector<Array<double>> in = ToArrays(host);
   const int64_t before = OnePassGradients();
