@@ -39,19 +39,24 @@ void LaunchCpu(KernelEntry entry, const KernelArgs& args, int rank) {
 
 namespace {
 
-// Adds the partials of one reduced output (in chunk order) and stores them
-// into its destination, element by element in row-major order.
+// Adds the partials of one reduced output (in chunk order, partial by
+// partial so the reads stream: partials sit a power of two apart and would
+// share cache sets if walked element by element) and stores the sums into
+// its destination, element by element in row-major order.
 template <class T>
-void Finish(const std::vector<double>& scratch, int64_t kept, int64_t partials, bool accumulate,
+void Finish(std::vector<double>& scratch, int64_t kept, int64_t partials, bool accumulate,
             const ReducedDestination& dest) {
+  double* sum = scratch.data();
+  for (int64_t c = 1; c < partials; ++c) {
+    const double* part = scratch.data() + c * kept;
+    for (int64_t e = 0; e < kept; ++e) sum[e] += part[e];
+  }
   T* out = static_cast<T*>(dest.data);
   const size_t rank = dest.shape.size();
   std::vector<int64_t> index(rank, 0);
   int64_t offset = 0;
   for (int64_t e = 0; e < kept; ++e) {
-    double sum = scratch[static_cast<size_t>(e)];
-    for (int64_t c = 1; c < partials; ++c) sum += scratch[static_cast<size_t>(c * kept + e)];
-    const T value = static_cast<T>(sum);
+    const T value = static_cast<T>(sum[e]);
     out[offset] = accumulate ? static_cast<T>(out[offset] + value) : value;
     for (size_t d = rank; d-- > 0;) {
       if (++index[d] < dest.shape[d]) {

@@ -38,6 +38,10 @@ std::string Digest() {
   auto w = Array<T>::uniform({rows, cols}, 17, T(-1), T(1));
   std::string bytes;
   Mix(bytes, broadcast(cell, z, zb, c, f, i, g));
+  // Axis sums: generated kernels with reduced outputs (columns, rows, all).
+  Mix(bytes, sum(c * w, {0}, true));
+  Mix(bytes, sum(g, {1}));
+  Mix(bytes, mean(i));
   Partials<T> p = partials(cell, {z, zb, c, f, i, g});
   for (int j = 0; j < 6; ++j) Mix(bytes, p.d(0, j));
   // Lazy sums fused into the cell's kernel, along each axis and over all.
@@ -48,8 +52,9 @@ std::string Digest() {
   for (PartialsMode mode : {PartialsMode::kCache, PartialsMode::kRecompute, PartialsMode::kAuto}) {
     Tape tape(mode);
     Array<T> loss = sum(broadcast(cell, z, zb, c, f, i, g) * w);
+    std::vector<Array<T>> grads = tape.gradient(loss, {z, zb, c, f, i, g});  // loss still pending
     Mix(bytes, loss);
-    for (const Array<T>& grad : tape.gradient(loss, {z, zb, c, f, i, g})) Mix(bytes, grad);
+    for (const Array<T>& grad : grads) Mix(bytes, grad);
   }
   return absl::StrFormat("%s %d bytes %016x", sizeof(T) == 4 ? "f32" : "f64", bytes.size(),
                          jit::Fnv1a64(bytes));

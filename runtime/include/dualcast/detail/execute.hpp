@@ -10,7 +10,9 @@
 //
 // Reduced outputs (ExecuteOptions::output_shapes) are summed over the axes
 // where their shape broadcasts to the iteration shape inside the generated
-// kernel; `accumulate` adds a result into its destination.
+// kernel; `accumulate` adds a result into its destination. CPU only for now:
+// on a CUDA device such outputs are an Error(kDevice) (an iteration shape
+// alone is fine there).
 //
 // Example:
 //   auto outs = Execute("axpy", fn, {a, x, y});  // fn: 3 inputs, 1 output
