@@ -22,8 +22,20 @@ namespace {
 
 std::atomic<int64_t> g_one_pass{0};
 
-// Outputs: y_0..y_{M-1}, y_0 again (reduced to the loss), then ā·∂y_0/∂x_wrt[j]
-// for every j that is not structurally zero. Inputs: the leaves, then ā.
+// A rank-0 CPU array, written directly (no kernel launch for one number).
+std::shared_ptr<ArrayImpl> Scalar(DType dtype, double value) {
+  std::shared_ptr<ArrayImpl> a = NewArray(dtype, {}, Device::cpu());
+  if (dtype == DType::kF32) {
+    *static_cast<float*>(a->data()) = static_cast<float>(value);
+  } else {
+    *static_cast<double*>(a->data()) = value;
+  }
+  return a;
+}
+
+// Outputs: y_0..y_{M-1}, ā·y_0 (reduced: the loss, ā being 1, or 1/count for
+// a mean), then ā·∂y_0/∂x_wrt[j] for every j that is not structurally zero.
+// Inputs: the leaves, then ā.
 struct OnePassFunction {
   std::shared_ptr<const jit::Function> function;
   std::vector<int> grad_output;  // per j: its output index, or -1 (zero)
@@ -40,7 +52,7 @@ OnePassFunction BuildOnePass(const std::shared_ptr<const jit::Function>& primal,
   const jit::ValueId abar = b.Input(primal->output_type(0));
   std::vector<jit::ValueId> values = jit::Inline(b, jvp->function, leaves);
   std::vector<jit::ValueId> outs(values.begin(), values.begin() + static_cast<long>(M));
-  outs.push_back(values[0]);
+  outs.push_back(b.Mul(abar, values[0]));
   OnePassFunction result;
   for (size_t j = 0; j < J; ++j) {
     if (jvp->structurally_zero[j]) {  // partial (m = 0, j)
@@ -156,7 +168,7 @@ bool OnePassGradient(const std::shared_ptr<ArrayImpl>& loss,
     const size_t M = plan.targets.size(), rank = plan.shape.size();
     OnePassFunction fn = CachedOnePass(plan.primal, wrt);
     std::vector<std::shared_ptr<ArrayImpl>> args = plan.leaves;
-    args.push_back(Filled(plan.dtype, {}, r.scale));  // ā: d loss / d sum
+    args.push_back(Scalar(plan.dtype, r.scale));  // ā: d loss / d sum
     ExecuteOptions options;
     const size_t outputs = fn.function->num_outputs();
     options.write.assign(outputs, true);
@@ -173,9 +185,7 @@ bool OnePassGradient(const std::shared_ptr<ArrayImpl>& loss,
 
     std::vector<std::shared_ptr<ArrayImpl>> group_values(values.begin(), values.begin() + static_cast<long>(M));
     FillTargets(plan, group_values);
-    std::shared_ptr<ArrayImpl> value = values[M];
-    if (r.scale != 1) value = Scaled(*value, r.scale);
-    FillFrom(*loss, *value);
+    FillFrom(*loss, *values[M]);
     grads->assign(inputs.size(), nullptr);
     for (size_t i = 0; i < inputs.size(); ++i) {
       const int out = fn.grad_output[static_cast<size_t>(slot[i])];
