@@ -48,6 +48,7 @@ std::shared_ptr<const jit::Function> WithRootCopy(const std::shared_ptr<const ji
   outs.push_back(outs[0]);
   b.Return(outs);
   auto result = std::make_shared<const jit::Function>(jit::Optimize(fn));
+  if (cache->size() >= 4096) cache->clear();  // bounded; rebuilding is cheap
   cache->emplace(primal.get(), Entry{primal, result});
   return result;
 }

@@ -83,6 +83,7 @@ OnePassFunction CachedOnePass(const std::shared_ptr<const jit::Function>& primal
   }
   OnePassFunction built = BuildOnePass(primal, wrt);
   std::lock_guard<std::mutex> lock(mu);
+  if (cache->size() >= 4096) cache->clear();  // bounded; rebuilding is cheap
   return cache->try_emplace(std::move(key), Entry{primal, std::move(built)}).first->second.fn;
 }
 
