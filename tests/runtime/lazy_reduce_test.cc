@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <functional>
+#include <thread>
 
 #include "dualcast/array.hpp"
 #include "dualcast/broadcast.hpp"
@@ -198,6 +199,33 @@ TEST_CASE("lazy reduce: under a kCache tape the sum is recorded and its gradient
       row += xv[e] / 48;
     }
     CHECK(ga[static_cast<size_t>(r)] == doctest::Approx(row).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("lazy reduce: threads reading one shared pending sum, and each its own, agree") {
+  auto x = Array<double>::uniform({64, 48}, 13, -1, 1);
+  auto a = Array<double>::uniform({64, 1}, 14, -1, 1);
+  Array<double> shared = sum(broadcast(Wave(), x, a), {0});
+  const std::vector<double> xv = x.to_vector(), av = a.to_vector();
+  std::vector<double> want(48, 0.0);
+  for (int r = 0; r < 64; ++r) {
+    for (int c = 0; c < 48; ++c) {
+      const double v = xv[static_cast<size_t>(r * 48 + c)];
+      want[static_cast<size_t>(c)] += v * av[static_cast<size_t>(r)] + std::sin(v);
+    }
+  }
+  std::vector<std::vector<double>> got_shared(8), got_own(8);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      got_own[t] = sum(broadcast(Wave(), x, a), {0}).to_vector();
+      got_shared[t] = shared.to_vector();
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (size_t t = 0; t < 8; ++t) {
+    CheckClose(got_shared[t], want);
+    CHECK(got_own[t] == got_shared[t]);  // same kernel, same sizes: bitwise
   }
 }
 
