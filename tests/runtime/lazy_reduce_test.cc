@@ -15,6 +15,7 @@
 #include "dualcast/operators.hpp"
 #include "dualcast/reductions.hpp"
 #include "dualcast/tape.hpp"
+#include "jit/stats.h"
 #include "runtime/lazy_reduce.h"
 
 namespace dualcast {
@@ -63,9 +64,11 @@ TEST_CASE("lazy reduce: sum(x * y) is one fused kernel that never writes the pro
   for (size_t e = 0; e < xv.size(); ++e) want += xv[e] * yv[e];
 
   const auto before = GetFusedReductionCounts();
+  const int64_t launches = jit::GetStats().launches;
   Array<double> s = sum(x * y);
   CHECK(s.is_pending());
   CHECK(s.item() == doctest::Approx(want).epsilon(1e-13));
+  CHECK(jit::GetStats().launches == launches + 1);  // one kernel: the product and its sum
   const auto after = GetFusedReductionCounts();
   CHECK(after.fused == before.fused + 1);
   CHECK(after.operands_written == before.operands_written);  // the product was not stored
