@@ -433,6 +433,17 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> CheckedInputs(const std::vector<
 
 }  // namespace
 
+// The one-pass plan (one_pass.h), in kAuto mode (the partials are not kept
+// for other uses) while this tape records: the group it computes is then
+// recorded on every tape alive here.
+bool Tape::OnePass(const std::shared_ptr<detail::ArrayImpl>& loss,
+                   const std::vector<std::shared_ptr<detail::ArrayImpl>>& inputs,
+                   std::vector<std::shared_ptr<detail::ArrayImpl>>* adjoints) {
+  if (mode_ != PartialsMode::kAuto || !detail::TapeActive()) return false;
+  if (std::find(t_tapes.begin(), t_tapes.end(), this) == t_tapes.end()) return false;
+  return detail::OnePassGradient(loss, inputs, adjoints);
+}
+
 template <ElementType T>
 std::vector<Array<T>> Tape::gradient(const Array<T>& loss, const std::vector<Array<T>>& inputs,
                                      const GradientOptions& options) {
@@ -445,11 +456,8 @@ ValueAndGradient<T> Tape::value_and_gradient(const Array<T>& loss, const std::ve
   const char* what = "Tape::gradient";
   auto loss_impl = CheckedLoss(loss, what);
   auto impls = CheckedInputs(inputs, what);
-  // One pass when the partials are not asked for and this tape records now
-  // (the group it computes is recorded on every tape alive here).
   std::vector<std::shared_ptr<detail::ArrayImpl>> adjoints;
-  const bool recording = detail::TapeActive() && std::find(t_tapes.begin(), t_tapes.end(), this) != t_tapes.end();
-  if (mode_ != PartialsMode::kAuto || !recording || !detail::OnePassGradient(loss_impl, impls, &adjoints)) {
+  if (!OnePass(loss_impl, impls, &adjoints)) {
     loss.eval();  // a pending loss is computed (and recorded) now
     adjoints = Sweep(loss_impl, impls, options.allow_unused, what);
   }
@@ -491,9 +499,11 @@ void Tape::accumulate_gradient(const Array<T>& loss, const std::vector<Array<T>>
     detail::CheckHostArray(*grads[i].impl(), what);
   }
   auto loss_impl = CheckedLoss(loss, what);
-  loss.eval();
-  std::vector<std::shared_ptr<detail::ArrayImpl>> adjoints =
-      Sweep(loss_impl, impls, options.allow_unused, what);
+  std::vector<std::shared_ptr<detail::ArrayImpl>> adjoints;
+  if (!OnePass(loss_impl, impls, &adjoints)) {
+    loss.eval();
+    adjoints = Sweep(loss_impl, impls, options.allow_unused, what);
+  }
   for (size_t i = 0; i < grads.size(); ++i) {
     if (adjoints[i] != nullptr) detail::AddInto(*grads[i].impl(), *adjoints[i]);
   }

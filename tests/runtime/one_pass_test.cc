@@ -371,6 +371,24 @@ TEST_CASE("one pass: never silent — unused inputs and paths through arrays com
   }
 }
 
+TEST_CASE("one pass: accumulate_gradient adds the one-pass gradients into the buffers") {
+  auto x = Array<double>::uniform({7, 5}, 25, -1, 1);
+  auto a = Array<double>::uniform({1, 5}, 26, -1, 1);
+  auto run = [&](PartialsMode mode) {
+    std::vector<Array<double>> bufs = {Array<double>::full({7, 5}, 1.0), Array<double>::full({1, 5}, -2.0)};
+    Tape tape(mode);
+    Array<double> y = broadcast(F(), x, a);
+    tape.accumulate_gradient(mean(broadcast(G(), y, x, a)), {x, a}, bufs);
+    return bufs;
+  };
+  const int64_t before = OnePassGradients();
+  std::vector<Array<double>> fast = run(PartialsMode::kAuto);
+  CHECK(OnePassGradients() == before + 1);
+  std::vector<Array<double>> cached = run(PartialsMode::kCache);
+  CHECK(OnePassGradients() == before + 1);
+  for (size_t k = 0; k < 2; ++k) CheckClose(fast[k].to_vector(), cached[k].to_vector(), 1e-12);
+}
+
 TEST_CASE("one pass: a second size reuses the compiled kernel") {
   auto run = [](int64_t n) {
     auto x = Array<double>::uniform({n, n}, 23, -1, 1);

@@ -14,8 +14,9 @@
 // One pass: in kAuto mode, when the loss is still pending and is a sum or
 // mean of a pending fused broadcast group, and every input is an array that
 // group reads (`loss = sum(c * cbar)` below), gradient() and
-// value_and_gradient() compute the loss, the group's held outputs and every
-// gradient in ONE generated kernel, storing no partial arrays. Otherwise
+// value_and_gradient() (and accumulate_gradient(), which then adds the
+// results in) compute the loss, the group's held outputs and every gradient
+// in ONE generated kernel, storing no partial arrays. Otherwise
 // (inputs inside the group, a loss built from several groups, ...) they run
 // the sweep; the results are the same. Use kCache or kRecompute explicitly
 // to keep the forward's partials for other uses.
@@ -142,6 +143,10 @@ class Tape {
       const std::vector<std::shared_ptr<detail::ArrayImpl>>& inputs, bool allow_unused,
       const char* what);
   void Release(std::vector<std::shared_ptr<detail::GradNode>> nodes);
+  // The one-pass gradient when it applies (then true; see one_pass.h).
+  bool OnePass(const std::shared_ptr<detail::ArrayImpl>& loss,
+               const std::vector<std::shared_ptr<detail::ArrayImpl>>& inputs,
+               std::vector<std::shared_ptr<detail::ArrayImpl>>* adjoints);
 
   PartialsMode mode_;
   size_t budget_bytes_;
