@@ -324,12 +324,22 @@ class KernelEmitter {
     i->addIncoming(next, b.GetInsertBlock());
     b.CreateBr(header);
     b.SetInsertPoint(exit);
-    // The row's sum, lanes added in order (an ordered reduction: no
-    // reassociation), added once into the output's scratch element.
+    // The row's sum, its lanes added in a fixed pairwise tree (log2 W steps,
+    // not W dependent adds: narrow rows stay cheap), added once into the
+    // output's scratch element.
     for (size_t m = 0; m < acc.size(); ++m) {
       if (acc[m] == nullptr) continue;
       llvm::Type* f64 = b.getDoubleTy();
-      llvm::Value* sum = b.CreateFAddReduce(llvm::ConstantFP::get(f64, 0.0), acc[m]);
+      llvm::Value* sum = acc[m];
+      for (int width = lanes_; width > 1; width /= 2) {
+        std::vector<int> lo(width / 2), hi(width / 2);
+        for (int k = 0; k < width / 2; ++k) {
+          lo[k] = k;
+          hi[k] = k + width / 2;
+        }
+        sum = b.CreateFAdd(b.CreateShuffleVector(sum, lo), b.CreateShuffleVector(sum, hi));
+      }
+      sum = b.CreateExtractElement(sum, uint64_t{0});
       const std::vector<llvm::Value*>& out_off = rows[0].out;
       llvm::Value* addr =
           out_off[m] == nullptr ? Arg(out_ptr_[m]) : b.CreateInBoundsGEP(f64, Arg(out_ptr_[m]), out_off[m]);
@@ -461,11 +471,9 @@ class KernelEmitter {
     llvm::Type* vec = LlvmType(ctx_, spec_.dtype, lanes_);
     llvm::Constant* zeros = llvm::Constant::getNullValue(vec);
     // The address of lane 0, and for a strided operand the vector of lane addresses.
-    auto lane0 = [&](int ptr_param, llvm::Value* offset, int stride,
-                     llvm::Type* elem = nullptr) -> llvm::Value* {
+    auto lane0 = [&](int ptr_param, llvm::Value* offset, int stride) -> llvm::Value* {
       if (d >= 0) offset = Advance(b, offset, i, stride);
-      return offset == nullptr ? Arg(ptr_param)
-                               : b.CreateInBoundsGEP(elem ? elem : elem_, Arg(ptr_param), offset);
+      return offset == nullptr ? Arg(ptr_param) : b.CreateInBoundsGEP(elem_, Arg(ptr_param), offset);
     };
     auto lane_addresses = [&](llvm::Value* base, int stride) -> llvm::Value* {
       llvm::Value* offsets =
@@ -533,14 +541,12 @@ class KernelEmitter {
     struct ContiguousStore {
       llvm::Value* value;
       llvm::Value* address;
-      llvm::Type* type;  // the vector type in memory
-      bool add;          // add into what is there
+      bool add;  // add into what is there
     };
     std::vector<ContiguousStore> contiguous_stores;
     std::vector<llvm::Value*> row_values(outputs.size(), nullptr);
-    llvm::Type* f64 = b.getDoubleTy();
+    std::vector<std::pair<size_t, llvm::Value*>> scratch_adds;  // output, widened value
     llvm::Type* f64_vec = LlvmType(ctx_, Type::kF64, lanes_);
-    const llvm::Align f64_align(8);
     for (size_t m = 0; m < outputs.size(); ++m) {
       if (out_ptr_[m] < 0) continue;
       llvm::Value* v = Convert(printer, outputs[m], f_.output_type(m), spec_.dtype);
@@ -554,8 +560,8 @@ class KernelEmitter {
         if (ReducedAlong(m, d)) {  // inactive lanes must add 0 (their values may be NaN)
           row_values[m] = b.CreateSelect(active, wide, llvm::Constant::getNullValue(f64_vec));
           continue;
-        }  // else the tail's masked store skips inactive lanes
-        contiguous_stores.push_back({wide, lane0(out_ptr_[m], out_off[m], stride, f64), f64_vec, true});
+        }
+        scratch_adds.emplace_back(m, wide);
         continue;
       }
       const bool add = spec_.accumulates(m);
@@ -565,22 +571,21 @@ class KernelEmitter {
         if (add) x = b.CreateFAdd(b.CreateLoad(elem_, base), x);
         b.CreateStore(x, base);
       } else if (stride == kUnitStride) {
-        contiguous_stores.push_back({v, base, vec, add});
+        contiguous_stores.push_back({v, base, add});
       } else {
         llvm::Value* addresses = lane_addresses(base, stride);
         if (add) v = b.CreateFAdd(b.CreateMaskedGather(vec, addresses, align, active, zeros), v);
         b.CreateMaskedScatter(v, addresses, align, active);
       }
     }
-    auto align_of = [&](const ContiguousStore& s) { return s.type == vec ? align : f64_align; };
     if (!contiguous_stores.empty()) {
       split(
           "store",
           [&] {
             for (const ContiguousStore& s : contiguous_stores) {
               llvm::Value* x = s.value;
-              if (s.add) x = b.CreateFAdd(b.CreateAlignedLoad(s.type, s.address, align_of(s)), x);
-              b.CreateAlignedStore(x, s.address, align_of(s));
+              if (s.add) x = b.CreateFAdd(b.CreateAlignedLoad(vec, s.address, align), x);
+              b.CreateAlignedStore(x, s.address, align);
             }
             return std::vector<llvm::Value*>{};
           },
@@ -588,16 +593,14 @@ class KernelEmitter {
             for (const ContiguousStore& s : contiguous_stores) {
               llvm::Value* x = s.value;
               if (s.add) {
-                x = b.CreateFAdd(b.CreateMaskedLoad(s.type, s.address, align_of(s), active,
-                                                    llvm::Constant::getNullValue(s.type)),
-                                 x);
+                x = b.CreateFAdd(b.CreateMaskedLoad(vec, s.address, align, active, zeros), x);
               }
-              b.CreateMaskedStore(x, s.address, align_of(s), active);
+              b.CreateMaskedStore(x, s.address, align, active);
             }
             return std::vector<llvm::Value*>{};
           });
     }
-    (void)f64;
+    for (auto& [m, wide] : scratch_adds) EmitScratchAdd(b, m, wide, out_off[m], i, d, active, full);
     return row_values;
   }
 

@@ -264,9 +264,10 @@ TEST_CASE("reduced outputs: strided (gathered) inputs, an accumulating strided d
     CheckClose(*dest, Reference(in, {21, 35}, {21, 35}, 0), base, tol, "accumulate, strided");
     CheckClose(*outs[1], Reference(in, {21, 35}, {1, 35}, 1), {}, tol, "columns of strided inputs");
     // Only output 2 written, reduced to a scalar-like (1, 1).
-    ExecuteOptions only;
+    ExecuteOptions only;  // flags of an unwritten output are ignored
     only.write = {false, true};
     only.output_shapes = {{}, {1, 1}};
+    only.accumulate = {true, false};
     outs = Execute("reduce_test", fn, in, only);
     CHECK(outs[0] == nullptr);
     CheckClose(*outs[1], Reference(in, {21, 35}, {1, 1}, 1), {}, tol, "total of strided inputs");
@@ -288,6 +289,8 @@ TEST_CASE("reduced outputs are bitwise the same under 1, 2 and 8 threads") {
       {{5000, 3, 5}, {{1, 3, 5}, {3, 1}}},
       {{1030, 257}, {{1, 257}, {1030, 257}}},       // column sums in blocks of rows
       {{9, 301, 130}, {{9, 1, 130}, {1, 1, 130}}},  // the same inside an outer dim
+      {{40, 50001}, {{1, 50001}, {40, 1}}},   // wide partials, finished in parallel
+      {{3, 70001}, {{1, 70001}, {3, 70001}}},  // partials capped by memory: one chunk
   };
   for (DType dtype : {DType::kF32, DType::kF64}) {
     auto fn = TestFunction(dtype);
