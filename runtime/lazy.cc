@@ -18,6 +18,10 @@
 // node keeps the group's wiring and, when a gradient asks for such an output,
 // cuts the group there for that sweep (GradNode::Cut).
 //
+// A pending sum/mean (lazy_reduce.cc) is not a group node: Materialize hands
+// it to MaterializeReduction, which runs its operand's group with the planning
+// here (lazy_group.h) plus a reduced output; the one-pass gradient does the same.
+//
 // Example:
 //   y = f.(x, a); z = g.(y, b); w = h.(z, y); w read while y is held:
 //   one kernel over leaves {x, a, b} with outputs {w, y}; z is never stored.
@@ -37,9 +41,9 @@
 #include "dualcast/detail/lazy.hpp"
 #include "dualcast/kernel.hpp"
 #include "jit/compose.h"
-#include "runtime/lazy_group.h"
 #include "jit/error.h"
 #include "jit/optimize.h"
+#include "runtime/lazy_group.h"
 
 namespace dualcast::detail {
 namespace {
