@@ -126,6 +126,11 @@ std::vector<std::shared_ptr<ArrayImpl>> Broadcast(const Kernel& k, std::vector<O
     node->constant.push_back(number);
   }
 
+  // A pending reduction cuts the group: it is computed (fused into its own
+  // producer) before this broadcast reads it.
+  for (const auto& in : node->inputs) {
+    if (in->pending != nullptr && in->pending->reduce != nullptr) Materialize(*in);
+  }
   // Evaluate pending arguments first when fusion is off, or when the group
   // this node would join has grown past the cap.
   absl::flat_hash_set<const LazyNode*> seen;

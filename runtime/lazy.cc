@@ -25,6 +25,10 @@
 // caches (IrCacheCapacity()), each function kept with its structural hash so
 // a launch never rehashes IR.
 //
+// A pending sum/mean (lazy_reduce.cc) is not a group node: Materialize hands
+// it to MaterializeReduction, which runs its operand's group with the planning
+// here (lazy_group.h) plus a reduced output; the one-pass gradient does the same.
+//
 // Example:
 //   y = f.(x, a); z = g.(y, b); w = h.(z, y); w read while y is held:
 //   one kernel over leaves {x, a, b} with outputs {w, y}; z is never stored.
@@ -52,6 +56,7 @@
 #include "jit/hash.h"
 #include "jit/lru_map.h"
 #include "jit/optimize.h"
+#include "runtime/lazy_group.h"
 
 namespace dualcast::detail {
 namespace {
@@ -72,13 +77,29 @@ std::condition_variable& GraphCv() {  // notified when a running group ends and 
 }
 int graph_waiters = 0;  // threads waiting on GraphCv(); guarded by GraphMutex()
 
+// Set while this thread launches a group without the lock, or holds the lock
+// through a GraphLock: Execute then "materialises" the group's leaves, which
+// are computed already (an array never becomes pending again once computed),
+// and must not lock.
+thread_local bool t_launching_group = false;
 
-// Nodes, topological order, root's node last; inline storage: most groups
-// are small, and a group of one is built under the graph lock.
-using NodeList = absl::InlinedVector<std::shared_ptr<LazyNode>, 4>;
-struct Group {
-  NodeList nodes;
-};
+}  // namespace
+
+GraphLock::GraphLock() : lock_(GraphMutex()), was_marked_(t_launching_group) {
+  t_launching_group = true;
+}
+GraphLock::~GraphLock() { t_launching_group = was_marked_; }
+
+void GraphLock::Wait() {
+  ++graph_waiters;
+  GraphCv().wait(lock_);
+  --graph_waiters;
+}
+
+bool AnyRunning(const Group& g) {
+  return std::any_of(g.nodes.begin(), g.nodes.end(),
+                     [](const std::shared_ptr<LazyNode>& n) { return n->running; });
+}
 
 // Requires GraphMutex() held. Each node's group_index is its position in
 // `nodes` until the next Gather.
@@ -108,16 +129,6 @@ Group Gather(const std::shared_ptr<LazyNode>& root) {
   }
   return g;
 }
-
-// One output of a group node that is still alive.
-struct LiveOutput {
-  std::shared_ptr<ArrayImpl> impl;
-  int node = 0;
-  int output = 0;
-  long internal_refs = 0;  // inputs of group nodes that are this array
-  bool held_outside = false;
-};
-using LiveList = absl::InlinedVector<LiveOutput, 2>;
 
 // Requires GraphMutex() held, right after Gather(g).
 LiveList LiveOutputs(const Group& g) {
@@ -152,6 +163,8 @@ LiveList LiveOutputs(const Group& g) {
   }
   return live;
 }
+
+namespace {
 
 // The composed function of a group, cached by the group's wiring so that a
 // loop that builds the same graph every iteration composes it once.
@@ -252,12 +265,6 @@ void NoteGroupOrigins(const std::string& name, const std::vector<jit::FusionNode
     NoteOrigin(name, inputs, {targets[m]});
   }
 }
-
-// What the tape must be told once the lock is released.
-struct PendingRecord {
-  BroadcastGradInfo info;
-  std::vector<std::shared_ptr<ArrayImpl>> outputs;
-};
 
 // A group ready to run: everything Execute needs, taken from the graph under
 // the lock, so that composing, compiling and launching need no lock.
@@ -445,11 +452,6 @@ std::vector<std::shared_ptr<ArrayImpl>> Launch(const Plan& p, PendingRecord* rec
   return values;
 }
 
-// Set while this thread launches its own group without the lock: Execute
-// then "materialises" the group's leaves, which are computed already (an
-// array never becomes pending again once computed), and must not lock.
-thread_local bool t_launching_group = false;
-
 // What a run leaves behind, freed once the graph lock is released (freeing
 // is most of what would otherwise happen under it): the nodes run, the plan
 // and the launch's own result handles.
@@ -480,13 +482,14 @@ void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, LiveList live,
     struct Relock {
       std::unique_lock<std::mutex>& lock;
       const Group& g;
+      bool was_launching;
       ~Relock() {
-        t_launching_group = false;
+        t_launching_group = was_launching;
         lock.lock();
         for (const auto& node : g.nodes) node->running = false;
         if (graph_waiters > 0) GraphCv().notify_all();
       }
-    } relock{lock, g};
+    } relock{lock, g, t_launching_group};
     t_launching_group = true;
     if (ready) p = MakePlan(g, root, LiveOutputs(g));
     values = Launch(p, &record, taped);
@@ -560,6 +563,66 @@ void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root, std::unique_lock<
 
 }  // namespace
 
+GroupPlan PlanGroup(const Group& g, const std::shared_ptr<ArrayImpl>& root, LiveList live) {
+  Plan p = MakePlan(g, root, std::move(live));
+  GroupPlan plan;
+  plan.name = p.name;
+  if (IsWholeNode(p)) {
+    plan.primal = p.nodes[0].function;
+  } else {
+    std::vector<jit::Type> leaf_types(p.leaves.size(), JitType(p.dtype));
+    plan.primal = ComposeCached(p.name, leaf_types, p.nodes, p.sources)->primal;
+  }
+  plan.leaves = std::move(p.leaves);
+  plan.leaf_constant.assign(p.leaf_constant.begin(), p.leaf_constant.end());
+  plan.nodes = std::move(p.nodes);
+  plan.sources = std::move(p.sources);
+  plan.targets.assign(p.targets.begin(), p.targets.end());
+  plan.consumed_inside.assign(p.consumed_inside.begin(), p.consumed_inside.end());
+  plan.shape = *p.shape;
+  plan.dtype = p.dtype;
+  return plan;
+}
+
+BroadcastGradInfo RecomputeGradInfo(const GroupPlan& plan) {
+  BroadcastGradInfo info;
+  info.name = plan.name;
+  info.primal = plan.primal;
+  info.leaves = plan.leaves;
+  info.out_shape = plan.shape;
+  info.consumed_inside = plan.consumed_inside;
+  const auto& ci = plan.consumed_inside;
+  if (std::find(ci.begin(), ci.end(), true) != ci.end()) {
+    info.fusion = plan.nodes;
+    info.fusion_outputs = plan.sources;
+  }
+  if (plan.sources.size() > 1) info.reads = FusedReads(plan.nodes, plan.sources, plan.leaves.size());
+  for (size_t j = 0; j < plan.leaves.size(); ++j) {
+    if (!plan.leaf_constant[j]) info.wrt.push_back(static_cast<int>(j));
+  }
+  return info;
+}
+
+void FillTargets(const GroupPlan& plan, const std::vector<std::shared_ptr<ArrayImpl>>& values) {
+  for (size_t m = 0; m < plan.targets.size(); ++m) {
+    if (values[m] == nullptr) continue;
+    ArrayImpl& t = *plan.targets[m];
+    t.storage = values[m]->storage;
+    t.strides = values[m]->strides;
+    t.offset = values[m]->offset;
+    t.pending.reset();
+    t.pending_output = 0;
+  }
+  NoteGroupOrigins(plan.name, plan.nodes, plan.sources, plan.leaves, plan.targets);
+}
+
+void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root, GraphLock& lock,
+                       std::vector<PendingRecord>* records) {
+  Leftovers left;  // freed under the lock here: callers are rare (a cut before a reduction)
+  MaterializeLocked(root, lock.lock(), records, &left);
+}
+
+
 size_t IrCacheCapacity() {
   static const size_t capacity = jit::EnvCapacity("DUALCAST_IR_CACHE_MAX", kDefaultIrCacheCapacity);
   return capacity;
@@ -627,7 +690,7 @@ void Materialize(ArrayImpl& impl) {
   // Released after the lock (declared before it): dropping the last
   // reference to a node or an array frees memory, which needs no lock.
   Leftovers left;
-  std::shared_ptr<ArrayImpl> root;
+  std::shared_ptr<ArrayImpl> root, reduction;
   {
     // Always under the lock: `pending` and `storage` change when another
     // thread computes a shared pending array, and reading them without the
@@ -639,7 +702,15 @@ void Materialize(ArrayImpl& impl) {
     if (root.get() != &impl) {
       throw Error(ErrorKind::kInternal, "a pending array is not owned by its lazy node");
     }
-    MaterializeLocked(root, lock, &records, &left);
+    if (root->pending->reduce != nullptr) {
+      reduction = std::move(root);  // takes the lock itself (lazy_reduce.cc)
+    } else {
+      MaterializeLocked(root, lock, &records, &left);
+    }
+  }
+  if (reduction != nullptr) {
+    MaterializeReduction(reduction);
+    return;
   }
   for (PendingRecord& r : records) {
     Record(MakeBroadcastGradNode(std::move(r.info)), r.outputs);

@@ -5,11 +5,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "dualcast/broadcast.hpp"
 #include "dualcast/detail/grad_node.hpp"
 #include "dualcast/tape.hpp"
 #include "jit/broadcast_layout.h"
 #include "jit/error.h"
 #include "runtime/grad_kernels.h"
+#include "runtime/lazy_reduce.h"
 
 namespace dualcast {
 namespace {
@@ -65,39 +67,25 @@ std::vector<bool> AxisMask(const char* what, const std::vector<int64_t>& shape,
 template <ElementType T>
 Array<T> Reduce(const char* what, const Array<T>& a, const std::vector<int>& axes, bool keepdims,
                 bool is_mean) {
-  a.eval();
+  (void)a.rank();  // an empty handle throws here
   const std::shared_ptr<ArrayImpl>& in = a.impl();
-  detail::CheckHostArray(*in, what);
-  std::vector<bool> mask = AxisMask(what, in->shape, axes);
-  std::vector<int64_t> keep_shape = in->shape, out_shape;
+  detail::PendingReduce r;
+  r.summed = AxisMask(what, in->shape, axes);
+  r.keep_shape = in->shape;
+  r.keepdims = keepdims;
   int64_t count = 1;
-  for (size_t d = 0; d < mask.size(); ++d) {
-    if (mask[d]) {
+  for (size_t d = 0; d < r.summed.size(); ++d) {
+    if (r.summed[d]) {
       count *= in->shape[d];
-      keep_shape[d] = 1;
-      if (keepdims) out_shape.push_back(1);
-    } else {
-      out_shape.push_back(in->shape[d]);
+      r.keep_shape[d] = 1;
     }
   }
-  std::shared_ptr<ArrayImpl> out =
-      detail::ReduceProducts(in->dtype, {detail::ProductTerm{in.get(), nullptr}}, in->shape, keep_shape);
-  const double scale = is_mean ? 1.0 / static_cast<double>(count) : 1.0;
-  if (is_mean) out = detail::Scaled(*out, scale);  // 0 / 0 = NaN for an empty mean
-  out->strides = detail::ContiguousStrides(out_shape);
-  out->shape = std::move(out_shape);
-  detail::NoteOrigin(what, {in}, {out});
-  if (detail::TapeActive()) {
-    auto node = std::make_shared<SumNode>();
-    node->name = what;
-    node->inputs = {in};
-    node->in_shape = in->shape;
-    node->keep_shape = std::move(keep_shape);
-    node->summed = std::move(mask);
-    node->scale = scale;
-    detail::Record(node, {out});
+  r.scale = is_mean ? 1.0 / static_cast<double>(count) : 1.0;  // 0 / 0 = NaN for an empty mean
+  // A pending operand stays pending: the reduction joins its kernel.
+  if (a.is_pending() && in->device.is_cpu() && !Unfused::active()) {
+    return Array<T>(detail::LazyReduce(what, in, std::move(r)));
   }
-  return Array<T>(std::move(out));
+  return Array<T>(detail::ReduceNow(what, in, r));
 }
 
 std::vector<int> AllAxes(int rank) {
@@ -107,6 +95,52 @@ std::vector<int> AllAxes(int rank) {
 }
 
 }  // namespace
+
+namespace detail {
+
+std::vector<int64_t> ReducedShape(const PendingReduce& r) {
+  std::vector<int64_t> shape;
+  for (size_t d = 0; d < r.summed.size(); ++d) {
+    if (!r.summed[d] || r.keepdims) shape.push_back(r.keep_shape[d]);
+  }
+  return shape;
+}
+
+void NoteReduction(const char* what, const std::shared_ptr<ArrayImpl>& in,
+                   const std::shared_ptr<ArrayImpl>& out, const PendingReduce& r) {
+  NoteOrigin(what, {in}, {out});
+  if (!TapeActive()) return;
+  auto node = std::make_shared<SumNode>();
+  node->name = what;
+  node->inputs = {in};
+  node->in_shape = in->shape;
+  node->keep_shape = r.keep_shape;
+  node->summed = r.summed;
+  node->scale = r.scale;
+  Record(node, {out});
+}
+
+std::shared_ptr<ArrayImpl> ReduceNow(const char* what, const std::shared_ptr<ArrayImpl>& in,
+                                     const PendingReduce& r) {
+  std::shared_ptr<ArrayImpl> out = ComputeReduction(what, in, r);
+  NoteReduction(what, in, out, r);
+  return out;
+}
+
+std::shared_ptr<ArrayImpl> ComputeReduction(const char* what, const std::shared_ptr<ArrayImpl>& in,
+                                            const PendingReduce& r) {
+  Materialize(*in);
+  CheckHostArray(*in, what);
+  std::shared_ptr<ArrayImpl> out =
+      ReduceProducts(in->dtype, {ProductTerm{in.get(), nullptr}}, in->shape, r.keep_shape);
+  if (r.scale != 1) out = Scaled(*out, r.scale);
+  std::vector<int64_t> shape = ReducedShape(r);
+  out->strides = ContiguousStrides(shape);
+  out->shape = std::move(shape);
+  return out;
+}
+
+}  // namespace detail
 
 template <ElementType T>
 Array<T> sum(const Array<T>& a) {

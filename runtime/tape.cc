@@ -9,6 +9,7 @@
 #include "jit/broadcast_layout.h"
 #include "jit/error.h"
 #include "runtime/grad_kernels.h"
+#include "runtime/one_pass.h"
 
 namespace dualcast {
 namespace {
@@ -444,8 +445,7 @@ std::shared_ptr<detail::ArrayImpl> CheckedLoss(const Array<T>& loss, const char*
                              ShapeText(loss.shape()), " (", loss.size(),
                              " elements); reduce it first, e.g. with dualcast::sum"));
   }
-  loss.eval();  // a pending loss is computed (and recorded) now
-  return loss.impl();
+  return loss.impl();  // still pending: the one-pass plan may take it as it is
 }
 
 template <ElementType T>
@@ -464,21 +464,41 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> CheckedInputs(const std::vector<
 
 }  // namespace
 
+// The one-pass plan (one_pass.h), in kAuto mode (the partials are not kept
+// for other uses) while this tape records: the group it computes is then
+// recorded on every tape alive here.
+bool Tape::OnePass(const std::shared_ptr<detail::ArrayImpl>& loss,
+                   const std::vector<std::shared_ptr<detail::ArrayImpl>>& inputs,
+                   std::vector<std::shared_ptr<detail::ArrayImpl>>* adjoints) {
+  if (mode_ != PartialsMode::kAuto || !detail::TapeActive()) return false;
+  if (std::find(t_tapes.begin(), t_tapes.end(), this) == t_tapes.end()) return false;
+  return detail::OnePassGradient(loss, inputs, adjoints);
+}
+
 template <ElementType T>
 std::vector<Array<T>> Tape::gradient(const Array<T>& loss, const std::vector<Array<T>>& inputs,
                                      const GradientOptions& options) {
+  return value_and_gradient(loss, inputs, options).gradients;
+}
+
+template <ElementType T>
+ValueAndGradient<T> Tape::value_and_gradient(const Array<T>& loss, const std::vector<Array<T>>& inputs,
+                                             const GradientOptions& options) {
   const char* what = "Tape::gradient";
   auto loss_impl = CheckedLoss(loss, what);
   auto impls = CheckedInputs(inputs, what);
-  std::vector<std::shared_ptr<detail::ArrayImpl>> adjoints =
-      Sweep(loss_impl, impls, options.allow_unused, what);
+  std::vector<std::shared_ptr<detail::ArrayImpl>> adjoints;
+  if (!OnePass(loss_impl, impls, &adjoints)) {
+    loss.eval();  // a pending loss is computed (and recorded) now
+    adjoints = Sweep(loss_impl, impls, options.allow_unused, what);
+  }
   std::vector<Array<T>> grads;
   grads.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     grads.push_back(adjoints[i] != nullptr ? Array<T>(std::move(adjoints[i]))
                                            : Array<T>::zeros(inputs[i].shape(), inputs[i].device()));
   }
-  return grads;
+  return ValueAndGradient<T>{loss, std::move(grads)};
 }
 
 template <ElementType T>
@@ -510,8 +530,11 @@ void Tape::accumulate_gradient(const Array<T>& loss, const std::vector<Array<T>>
     detail::CheckHostArray(*grads[i].impl(), what);
   }
   auto loss_impl = CheckedLoss(loss, what);
-  std::vector<std::shared_ptr<detail::ArrayImpl>> adjoints =
-      Sweep(loss_impl, impls, options.allow_unused, what);
+  std::vector<std::shared_ptr<detail::ArrayImpl>> adjoints;
+  if (!OnePass(loss_impl, impls, &adjoints)) {
+    loss.eval();
+    adjoints = Sweep(loss_impl, impls, options.allow_unused, what);
+  }
   for (size_t i = 0; i < grads.size(); ++i) {
     if (adjoints[i] != nullptr) detail::AddInto(*grads[i].impl(), *adjoints[i]);
   }
@@ -522,6 +545,12 @@ template std::vector<Array<float>> Tape::gradient(const Array<float>&, const std
 template std::vector<Array<double>> Tape::gradient(const Array<double>&,
                                                    const std::vector<Array<double>>&,
                                                    const GradientOptions&);
+template ValueAndGradient<float> Tape::value_and_gradient(const Array<float>&,
+                                                          const std::vector<Array<float>>&,
+                                                          const GradientOptions&);
+template ValueAndGradient<double> Tape::value_and_gradient(const Array<double>&,
+                                                           const std::vector<Array<double>>&,
+                                                           const GradientOptions&);
 template void Tape::accumulate_gradient(const Array<float>&, const std::vector<Array<float>>&,
                                         const std::vector<Array<float>>&, const GradientOptions&);
 template void Tape::accumulate_gradient(const Array<double>&, const std::vector<Array<double>>&,

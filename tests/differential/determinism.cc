@@ -44,11 +44,17 @@ std::string Digest() {
   Mix(bytes, mean(i));
   Partials<T> p = partials(cell, {z, zb, c, f, i, g});
   for (int j = 0; j < 6; ++j) Mix(bytes, p.d(0, j));
-  for (PartialsMode mode : {PartialsMode::kCache, PartialsMode::kRecompute}) {
+  // Lazy sums fused into the cell's kernel, along each axis and over all.
+  Mix(bytes, sum(broadcast(cell, z, zb, c, f, i, g) * w, {0}, true));
+  Mix(bytes, sum(broadcast(cell, z, zb, c, f, i, g) * w, {1}, true));
+  Mix(bytes, mean(broadcast(cell, z, zb, c, f, i, g) * w));
+  // kAuto takes the one-pass gradient (one kernel, reduced outputs).
+  for (PartialsMode mode : {PartialsMode::kCache, PartialsMode::kRecompute, PartialsMode::kAuto}) {
     Tape tape(mode);
     Array<T> loss = sum(broadcast(cell, z, zb, c, f, i, g) * w);
+    std::vector<Array<T>> grads = tape.gradient(loss, {z, zb, c, f, i, g});  // loss still pending
     Mix(bytes, loss);
-    for (const Array<T>& grad : tape.gradient(loss, {z, zb, c, f, i, g})) Mix(bytes, grad);
+    for (const Array<T>& grad : grads) Mix(bytes, grad);
   }
   return absl::StrFormat("%s %d bytes %016x", sizeof(T) == 4 ? "f32" : "f64", bytes.size(),
                          jit::Fnv1a64(bytes));

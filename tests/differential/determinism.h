@@ -6,10 +6,11 @@
 // separate processes (`dualcast-difftest --determinism-digest`) with
 // different counts and compares the digests. The workload is large enough
 // (about 10 launch chunks of 32K elements) that the launcher really splits
-// it, and covers the forward kernel, partials, and both reverse-sweep modes
-// with broadcast inputs (whose gradients are reductions), and axis sums:
-// reductions are generated kernels that accumulate in double in chunks fixed
-// by the sizes, so their order does not depend on the threads.
+// it, and covers the forward kernel, partials, fused lazy sums, the one-pass
+// gradient and both reverse-sweep modes with broadcast inputs (whose
+// gradients are reductions), and axis sums: reductions are generated kernels
+// that accumulate in double in chunks fixed by the sizes, so their order does
+// not depend on the threads.
 //
 // Example:
 //   std::string d = DeterminismDigest();   // "f64 ... 9c0f...; f32 ... 1a2b..."

@@ -187,6 +187,12 @@ Model BuildModel(const Program& p) {
     if (op.a >= 0) force(op.a, t);
     if (op.b >= 0) force(op.b, t);
   };
+  // A sum/mean of a pending array is pending too; a broadcast reading a
+  // pending reduction computes it first (the fused group is cut there).
+  auto is_reduction = [&](int s) {
+    const Op::Kind k = p.ops[static_cast<size_t>(m.op_of_slot[static_cast<size_t>(s)])].kind;
+    return k == Op::kSum || k == Op::kMean;
+  };
   int slot = 0;
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const Op& op = p.ops[i];
@@ -198,7 +204,20 @@ Model BuildModel(const Program& p) {
       case Op::kUnary:
       case Op::kAdd:
       case Op::kMul:
-      case Op::kBinary: pending[static_cast<size_t>(slot)] = true; break;
+      case Op::kBinary:
+        for (int in : {op.a, op.b}) {
+          if (in >= 0 && is_reduction(in)) force(in, t);
+        }
+        pending[static_cast<size_t>(slot)] = true;
+        break;
+      case Op::kSum:
+      case Op::kMean:
+        if (pending[static_cast<size_t>(op.a)]) {
+          pending[static_cast<size_t>(slot)] = true;
+        } else {
+          computed[static_cast<size_t>(slot)] = t;
+        }
+        break;
       case Op::kEval: force(op.a, t); break;
       default:  // eager: forces its arguments, computed now
         force(op.a, t);

@@ -54,7 +54,9 @@ TEST_CASE("the compose and jvp caches count a repeated fused group as hits") {
   const auto y = Array<double>::from({3, -1}, {2});
   jit::ResetStats();
   for (int i = 0; i < 3; ++i) {
-    Tape tape;
+    // Cache mode: the sweep with stored partials uses the jvp cache (the
+    // default would take the one-pass gradient, which has its own).
+    Tape tape(PartialsMode::kCache);
     // loss = sum(x^2 y + x): one fused group of two nodes.
     auto loss = sum(broadcast(g2, broadcast(f, x, y), x));
     auto g = tape.gradient(loss, {x, y});

@@ -5,7 +5,7 @@
 // a PyTorch tensor); `copy()` makes an independent one. Results of broadcasts
 // are lazy: they are computed (fused with the broadcasts they depend on) when
 // first read — `to_vector()`, `item()`, printing, a non-broadcast operation,
-// `eval()` or the tape's backward sweep.
+// `eval()` or the tape's backward sweep; so are sum/mean of a pending array.
 //
 // Views never own: `Array<T>::view(ptr, shape, strides)` reads (and, for a
 // non-const `ptr`, writes) the user's buffer in place. Using a view after the
@@ -82,7 +82,7 @@ class Array {
   Device device() const;
   bool is_view() const;       // does not own its memory
   bool is_read_only() const;  // a view of const memory
-  bool is_pending() const;    // a broadcast result not computed yet
+  bool is_pending() const;    // a broadcast (or sum/mean of one) not computed yet
 
   // Reads (each computes a pending array first).
   std::vector<T> to_vector() const;

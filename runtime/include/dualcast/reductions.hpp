@@ -1,9 +1,13 @@
 // Non-broadcast array operations the tape knows: sum, mean, matmul, and recorded reshape/transpose.
 //
 // Broadcasts are elementwise; these are the operations around them in a
-// model (a loss is a sum, a layer is a matmul). Each computes its result now
-// (a pending argument is computed first, fused as usual) and, while a Tape
-// records on this thread, records one node with its reverse rule:
+// model (a loss is a sum, a layer is a matmul). sum and mean of a pending
+// array are pending too: computed when read, inside the kernel that produces
+// their argument (which is then written only if still held); a broadcast
+// reading one computes it first. The others compute their result now (a
+// pending argument is computed first, fused as usual). While a Tape records
+// on this thread, each records one node, when it is computed, with its
+// reverse rule:
 //   sum:       ā = broadcast of ḡ over the summed axes (a stride-0 view, no copy)
 //   mean:      ā = broadcast of ḡ / count
 //   matmul:    ā = ḡ·bᵀ, b̄ = aᵀ·ḡ (BLAS gemm: OpenBLAS when the build found it)

@@ -6,10 +6,20 @@
 // `gradient(loss, inputs)` seeds ∂loss/∂loss = 1 and visits the nodes in
 // reverse recording order; a broadcast node turns its output adjoints into
 // x̄_j += sum_to(Σ_m ȳ_m ⊙ P[m][j], shape(x_j)) with the elementwise partials
-// its forward kernel cached (PartialsMode::kCache, the default) or recomputes
-// them in one backward kernel that writes the contributions directly
-// (kRecompute: no partial arrays are kept). kAuto chooses per broadcast:
-// cache unless that broadcast's partial arrays would exceed the budget.
+// its forward kernel cached (PartialsMode::kCache) or recomputes them in one
+// backward kernel that writes the contributions directly (kRecompute: no
+// partial arrays are kept). kAuto (the default) chooses per broadcast: cache
+// unless that broadcast's partial arrays would exceed the budget.
+//
+// One pass: in kAuto mode, when the loss is still pending and is a sum or
+// mean of a pending fused broadcast group, and every input is an array that
+// group reads (`loss = sum(c * cbar)` below), gradient() and
+// value_and_gradient() (and accumulate_gradient(), which then adds the
+// results in) compute the loss, the group's held outputs and every gradient
+// in ONE generated kernel, storing no partial arrays. Otherwise
+// (inputs inside the group, a loss built from several groups, ...) they run
+// the sweep; the results are the same. Use kCache or kRecompute explicitly
+// to keep the forward's partials for other uses.
 //
 // Semantics a user of a reverse-mode library expects:
 //  - Tapes nest: a node is recorded on every tape alive on the thread. A tape
@@ -47,7 +57,8 @@
 //   dc::Tape tape;                                   // or dc::Tape(dc::PartialsMode::kRecompute)
 //   auto c = dc::broadcast(cell, Z, Zb, C, F, I, G);
 //   auto loss = dc::sum(c * Cbar);
-//   std::vector<dc::Array<float>> g = tape.gradient(loss, {Z, Zb, C, F, I, G});
+//   std::vector<dc::Array<float>> g = tape.gradient(loss, {Z, Zb, C, F, I, G});  // one kernel
+//   auto [value, grads] = tape.value_and_gradient(dc::sum(c * Cbar), {C, F});   // loss value too
 //   tape.accumulate_gradient(loss, {C}, {grad_c_buffer});   // grad_c_buffer += ∂loss/∂C
 #pragma once
 
@@ -59,6 +70,13 @@
 #include "dualcast/detail/grad_node.hpp"
 
 namespace dualcast {
+
+// What Tape::value_and_gradient returns: the loss (computed) and ∂loss/∂inputs[i].
+template <ElementType T>
+struct ValueAndGradient {
+  Array<T> value;
+  std::vector<Array<T>> gradients;
+};
 
 // Options of Tape::gradient / accumulate_gradient.
 struct GradientOptions {
@@ -73,7 +91,7 @@ class Tape {
 
   // Starts recording on this thread. `budget_bytes` is used by kAuto: the
   // largest total size of one broadcast's partial arrays that is cached.
-  explicit Tape(PartialsMode mode = PartialsMode::kCache, size_t budget_bytes = kDefaultBudgetBytes);
+  explicit Tape(PartialsMode mode = PartialsMode::kAuto, size_t budget_bytes = kDefaultBudgetBytes);
   ~Tape();
   Tape(const Tape&) = delete;
   Tape& operator=(const Tape&) = delete;
@@ -96,6 +114,17 @@ class Tape {
   std::vector<Array<T>> gradient(const Array<T>& loss, const std::vector<Array<T>>& inputs,
                                  const GradientOptions& options = {});
 
+  // gradient(), and the loss itself (computed by the same kernel when the
+  // one-pass plan applies). Same rules and errors as gradient().
+  //
+  // Example:
+  //   dc::Tape tape;
+  //   auto [loss, g] = tape.value_and_gradient(dc::mean(dc::broadcast(sq_err, y, t)), {y});
+  //   float l = loss.item();
+  template <ElementType T>
+  ValueAndGradient<T> value_and_gradient(const Array<T>& loss, const std::vector<Array<T>>& inputs,
+                                         const GradientOptions& options = {});
+
   // grads[i] += ∂loss/∂inputs[i], written in place (views of user memory
   // and strided views included). Shapes must match; on any error (an unused
   // input included) nothing is written.
@@ -114,6 +143,10 @@ class Tape {
       const std::vector<std::shared_ptr<detail::ArrayImpl>>& inputs, bool allow_unused,
       const char* what);
   void Release(std::vector<std::shared_ptr<detail::GradNode>> nodes);
+  // The one-pass gradient when it applies (then true; see one_pass.h).
+  bool OnePass(const std::shared_ptr<detail::ArrayImpl>& loss,
+               const std::vector<std::shared_ptr<detail::ArrayImpl>>& inputs,
+               std::vector<std::shared_ptr<detail::ArrayImpl>>* adjoints);
 
   PartialsMode mode_;
   size_t budget_bytes_;
@@ -135,6 +168,12 @@ extern template std::vector<Array<float>> Tape::gradient(const Array<float>&,
 extern template std::vector<Array<double>> Tape::gradient(const Array<double>&,
                                                           const std::vector<Array<double>>&,
                                                           const GradientOptions&);
+extern template ValueAndGradient<float> Tape::value_and_gradient(const Array<float>&,
+                                                                 const std::vector<Array<float>>&,
+                                                                 const GradientOptions&);
+extern template ValueAndGradient<double> Tape::value_and_gradient(const Array<double>&,
+                                                                  const std::vector<Array<double>>&,
+                                                                  const GradientOptions&);
 extern template void Tape::accumulate_gradient(const Array<float>&, const std::vector<Array<float>>&,
                                                const std::vector<Array<float>>&,
                                                const GradientOptions&);

@@ -26,6 +26,15 @@
 
 namespace dualcast::detail {
 
+// A pending sum or mean of a LazyNode's only input (lazy_reduce.cc): fused
+// into the kernel that produces that input when it is pending.
+struct PendingReduce {
+  std::vector<bool> summed;          // per operand dim
+  std::vector<int64_t> keep_shape;   // the operand's shape with summed dims 1
+  double scale = 1;                  // 1 / count for a mean
+  bool keepdims = false;
+};
+
 struct LazyNode {
   std::string name;                              // the kernel's
   std::shared_ptr<const jit::Function> function;  // traced for these inputs' arity and dtype
@@ -49,6 +58,9 @@ struct LazyNode {
   // reached this node, and the node's position in that walk's group.
   uint64_t visit = 0;
   int group_index = -1;
+  // Set for a pending reduction of inputs[0] (`function` is then null); a
+  // broadcast reading one evaluates it first (the group is cut there).
+  std::shared_ptr<const PendingReduce> reduce;
 };
 
 // A fused group is cut (broadcast() evaluates its pending arguments first)

@@ -1,0 +1,214 @@
+// The one-pass gradient kernel of a pending loss (see one_pass.h): planning, the generated function, the run.
+#include "runtime/one_pass.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "dualcast/detail/execute.hpp"
+#include "dualcast/detail/grad_node.hpp"
+#include "jit/compose.h"
+#include "jit/jvp.h"
+#include "jit/optimize.h"
+#include "runtime/grad_kernels.h"
+#include "runtime/lazy_group.h"
+#include "runtime/lazy_reduce.h"
+
+namespace dualcast::detail {
+namespace {
+
+std::atomic<int64_t> g_one_pass{0};
+
+// A rank-0 CPU array, written directly (no kernel launch for one number).
+std::shared_ptr<ArrayImpl> Scalar(DType dtype, double value) {
+  std::shared_ptr<ArrayImpl> a = NewArray(dtype, {}, Device::cpu());
+  if (dtype == DType::kF32) {
+    *static_cast<float*>(a->data()) = static_cast<float>(value);
+  } else {
+    *static_cast<double*>(a->data()) = value;
+  }
+  return a;
+}
+
+// Outputs: y_0..y_{M-1}, ā·y_0 (reduced: the loss, ā being 1, or 1/count for
+// a mean), then ā·∂y_0/∂x_wrt[j] for every j that is not structurally zero.
+// Inputs: the leaves, then ā.
+struct OnePassFunction {
+  std::shared_ptr<const jit::Function> function;
+  std::vector<int> grad_output;  // per j: its output index, or -1 (zero)
+};
+
+OnePassFunction BuildOnePass(const std::shared_ptr<const jit::Function>& primal,
+                             const std::vector<int>& wrt) {
+  const size_t M = primal->num_outputs(), J = wrt.size();
+  std::shared_ptr<const jit::JvpResult> jvp = CachedJvp(primal, wrt);
+  jit::Function fn(absl::StrCat(primal->name, "_grad"));
+  jit::Builder b(fn);
+  std::vector<jit::ValueId> leaves;
+  for (size_t i = 0; i < primal->num_inputs(); ++i) leaves.push_back(b.Input(primal->input_type(i)));
+  const jit::ValueId abar = b.Input(primal->output_type(0));
+  std::vector<jit::ValueId> values = jit::Inline(b, jvp->function, leaves);
+  std::vector<jit::ValueId> outs(values.begin(), values.begin() + static_cast<long>(M));
+  outs.push_back(b.Mul(abar, values[0]));
+  OnePassFunction result;
+  for (size_t j = 0; j < J; ++j) {
+    if (jvp->structurally_zero[j]) {  // partial (m = 0, j)
+      result.grad_output.push_back(-1);
+      continue;
+    }
+    result.grad_output.push_back(static_cast<int>(outs.size()));
+    outs.push_back(b.Mul(abar, values[jit::PartialIndex(M, J, 0, j)]));
+  }
+  b.Return(outs);
+  result.function = std::make_shared<const jit::Function>(jit::Optimize(fn));
+  return result;
+}
+
+OnePassFunction CachedOnePass(const std::shared_ptr<const jit::Function>& primal,
+                              const std::vector<int>& wrt) {
+  struct Entry {
+    std::shared_ptr<const jit::Function> primal;  // keeps the keyed address alive
+    OnePassFunction fn;
+  };
+  static std::mutex mu;
+  static auto* cache = new absl::flat_hash_map<std::string, Entry>();
+  std::string key = absl::StrCat(reinterpret_cast<uintptr_t>(primal.get()), ":");
+  for (int j : wrt) absl::StrAppend(&key, j, ",");
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = cache->find(key); it != cache->end()) return it->second.fn;
+  }
+  OnePassFunction built = BuildOnePass(primal, wrt);
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache->size() >= 4096) cache->clear();  // bounded; rebuilding is cheap
+  return cache->try_emplace(std::move(key), Entry{primal, std::move(built)}).first->second.fn;
+}
+
+// Whether a requested input could reach the loss through a leaf (a path the
+// kernel would not see): whether a leaf was computed, on a tape or not, from
+// a requested input. Found through the tape nodes' inputs and the arrays'
+// Origins, as the sweep's own checks do; a leaf computed from other arrays
+// only is a constant to these inputs, so the kernel's answer is exact.
+bool PathBehindLeaves(const std::vector<std::shared_ptr<ArrayImpl>>& leaves,
+                      const std::vector<std::shared_ptr<ArrayImpl>>& inputs) {
+  absl::flat_hash_set<const ArrayImpl*> requested;
+  for (const auto& in : inputs) requested.insert(in.get());
+  std::vector<std::shared_ptr<ArrayImpl>> stack = leaves;
+  absl::flat_hash_set<const ArrayImpl*> seen;
+  auto visit = [&](std::shared_ptr<ArrayImpl> in) {
+    if (in == nullptr || !seen.insert(in.get()).second) return false;
+    if (requested.contains(in.get())) return true;
+    stack.push_back(std::move(in));
+    return false;
+  };
+  for (int budget = 10000; !stack.empty(); --budget) {
+    if (budget == 0) return true;  // too deep to tell: let the sweep decide
+    std::shared_ptr<ArrayImpl> a = std::move(stack.back());
+    stack.pop_back();
+    if (a->grad_fn != nullptr) {
+      for (const auto& in : a->grad_fn->inputs) {
+        if (visit(in)) return true;
+      }
+    }
+    if (a->origin != nullptr) {
+      for (const auto& weak : a->origin->inputs) {
+        if (visit(weak.lock())) return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+int64_t OnePassGradients() { return g_one_pass.load(std::memory_order_relaxed); }
+
+bool OnePassGradient(const std::shared_ptr<ArrayImpl>& loss,
+                     const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
+                     std::vector<std::shared_ptr<ArrayImpl>>* grads) {
+  std::shared_ptr<LazyNode> reduction;
+  GroupPlan plan;
+  std::shared_ptr<ArrayImpl> operand;
+  {
+    GraphLock lock;
+    if (loss->pending == nullptr || loss->pending->reduce == nullptr) return false;
+    reduction = loss->pending;
+    const std::shared_ptr<ArrayImpl>& in = reduction->inputs[0];
+    if (in->pending == nullptr || in->pending->reduce != nullptr || !in->device.is_cpu()) return false;
+    Group g = Gather(in->pending);
+    // Another thread runs part of the group without the lock: the sweep
+    // (which waits for it) is correct, one pass is only faster.
+    if (AnyRunning(g)) return false;
+    LiveList live = LiveOutputs(g);
+    bool operand_held = false;
+    for (const LiveOutput& o : live) {
+      if (o.impl == in) {
+        operand_held = o.impl.use_count() - 2 - o.internal_refs > 0;
+      } else if (o.held_outside && o.impl->shape != in->shape) {
+        return false;  // would be cut into its own kernel first
+      }
+    }
+    plan = PlanGroup(g, in, std::move(live));
+
+    // Each requested input must be a differentiated leaf the loss reads.
+    const std::vector<bool> reads = FusedReads(plan.nodes, {plan.sources[0]}, plan.leaves.size())[0];
+    std::vector<int> wrt, slot(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      int leaf = -1;
+      for (size_t l = 0; l < plan.leaves.size(); ++l) {
+        if (plan.leaves[l] == inputs[i] && !plan.leaf_constant[l] && reads[l]) leaf = static_cast<int>(l);
+      }
+      if (leaf < 0) return false;
+      auto it = std::find(wrt.begin(), wrt.end(), leaf);
+      slot[i] = static_cast<int>(it - wrt.begin());
+      if (it == wrt.end()) wrt.push_back(leaf);
+    }
+    if (PathBehindLeaves(plan.leaves, inputs)) return false;
+
+    const PendingReduce& r = *reduction->reduce;
+    const size_t M = plan.targets.size(), rank = plan.shape.size();
+    OnePassFunction fn = CachedOnePass(plan.primal, wrt);
+    std::vector<std::shared_ptr<ArrayImpl>> args = plan.leaves;
+    args.push_back(Scalar(plan.dtype, r.scale));  // ā: d loss / d sum
+    ExecuteOptions options;
+    const size_t outputs = fn.function->num_outputs();
+    options.write.assign(outputs, true);
+    options.write[0] = operand_held;
+    options.output_shapes.assign(outputs, {});
+    options.output_shapes[M] = PaddedShape(r.keep_shape, rank);
+    for (size_t k = 0; k < wrt.size(); ++k) {
+      if (fn.grad_output[k] < 0) continue;
+      options.output_shapes[static_cast<size_t>(fn.grad_output[k])] =
+          PaddedShape(plan.leaves[static_cast<size_t>(wrt[k])]->shape, rank);
+    }
+    options.iteration_shape = plan.shape;
+    std::vector<std::shared_ptr<ArrayImpl>> values = Execute(plan.name, fn.function, args, options);
+
+    std::vector<std::shared_ptr<ArrayImpl>> group_values(values.begin(), values.begin() + static_cast<long>(M));
+    FillTargets(plan, group_values);
+    FillFrom(*loss, *values[M]);
+    grads->assign(inputs.size(), nullptr);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const int out = fn.grad_output[static_cast<size_t>(slot[i])];
+      if (out < 0) continue;
+      std::shared_ptr<ArrayImpl> g = values[static_cast<size_t>(out)];
+      // A second request for the same input gets its own copy.
+      if (std::find(grads->begin(), grads->end(), g) != grads->end()) g = CopyArray(*g);
+      g->shape = inputs[i]->shape;
+      g->strides = ContiguousStrides(g->shape);
+      (*grads)[i] = std::move(g);
+    }
+    operand = in;
+  }
+  // Record what was computed, as a sweep would need it later: the group
+  // without cached partials, then the reduction.
+  Record(MakeBroadcastGradNode(RecomputeGradInfo(plan)), plan.targets);
+  NoteReduction(reduction->name.c_str(), operand, loss, *reduction->reduce);
+  g_one_pass.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+}  // namespace dualcast::detail
