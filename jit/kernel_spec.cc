@@ -59,6 +59,16 @@ class KeyMixer {
 
 }  // namespace
 
+bool KernelSpec::HasReductions() const {
+  for (uint32_t bits : output_reduce) {
+    if (bits != 0) return true;
+  }
+  for (bool a : accumulate) {
+    if (a) return true;
+  }
+  return false;
+}
+
 uint64_t KernelSpec::Key() const {
   KeyMixer m;
   m.Mix(function_hash != 0 || function == nullptr ? function_hash : StructuralHash(*function));
@@ -79,6 +89,14 @@ uint64_t KernelSpec::Key() const {
   }
   m.Mix(word);
   m.Mix(inner_contiguous ? 1 : 0);
+  // Mixed only when present, so specs without reductions keep their keys (and on-disk objects).
+  if (HasReductions()) {
+    m.Mix(0x7265647563650000ULL);  // "reduce"
+    m.Mix(output_reduce.size());
+    for (uint32_t bits : output_reduce) m.Mix(bits);
+    m.Mix(accumulate.size());
+    for (bool a : accumulate) m.Mix(a ? 1 : 0);
+  }
   return m.Finish();
 }
 
@@ -92,9 +110,19 @@ std::string KernelSpec::Describe() const {
   std::string written;
   for (bool w : write) written += w ? '1' : '0';
   std::string name = function ? function->name : std::string("?");
-  return absl::StrFormat("%s %s %s rank %d bcast [%s] write %s%s fn %016x", name,
+  std::string reductions;
+  if (HasReductions()) {
+    reductions = " reduce [";
+    for (size_t m = 0; m < output_reduce.size(); ++m) {
+      if (m > 0) reductions += ',';
+      for (int d = 0; d < rank; ++d) reductions += (output_reduce[m] >> d & 1) ? '1' : '0';
+    }
+    reductions += "] acc ";
+    for (bool a : accumulate) reductions += a ? '1' : '0';
+  }
+  return absl::StrFormat("%s %s %s rank %d bcast [%s] write %s%s%s fn %016x", name,
                          TargetName(target), TypeName(dtype), rank, bcast, written,
-                         inner_contiguous ? "" : " strided", function_hash);
+                         inner_contiguous ? "" : " strided", reductions, function_hash);
 }
 
 std::string KernelSpec::Symbol(uint64_t format_tag) const {
@@ -141,6 +169,23 @@ absl::Status KernelSpec::Validate(const char* backend) const {
   if (!spec.write.empty() && spec.write.size() != f.num_outputs()) {
     return Invalid(absl::StrFormat("write mask of %d for %d outputs", spec.write.size(),
                                            f.num_outputs()));
+  }
+  if (!spec.output_reduce.empty() && spec.output_reduce.size() != f.num_outputs()) {
+    return Invalid(absl::StrFormat("%d reduce masks for %d outputs", spec.output_reduce.size(),
+                                   f.num_outputs()));
+  }
+  if (!spec.accumulate.empty() && spec.accumulate.size() != f.num_outputs()) {
+    return Invalid(absl::StrFormat("%d accumulate flags for %d outputs", spec.accumulate.size(),
+                                   f.num_outputs()));
+  }
+  for (size_t m = 0; m < f.num_outputs(); ++m) {
+    if (spec.rank < 32 && (spec.reduces(m) >> spec.rank) != 0) {
+      return Invalid(absl::StrFormat("output %d reduce mask %#x has bits at or above rank %d", m,
+                                     spec.reduces(m), spec.rank));
+    }
+    if ((spec.reduces(m) != 0 || spec.accumulates(m)) && !spec.writes(m)) {
+      return Invalid(absl::StrFormat("output %d is reduced or accumulated but not written", m));
+    }
   }
   for (size_t i = 0; i < f.num_inputs(); ++i) {
     if (!IsFloat(f.input_type(i))) {

@@ -43,6 +43,15 @@ struct KernelSpec {
   // Every non-broadcast operand has stride 1 along the innermost merged dim, so
   // the inner loop uses unit stride (and vectorises).
   bool inner_contiguous = true;
+  // Per output (empty = none): bit d set when the output is SUMMED along merged
+  // dim d (it is stored with size 1 there). A reduced output is accumulated
+  // in double into a scratch buffer (contiguous over its kept dims) that the
+  // launcher provides and finishes (see jit/cpu/launch.h); the layout never
+  // merges dims where an output's bits differ.
+  std::vector<uint32_t> output_reduce;
+  // Per output (empty = none): the result is added into the destination
+  // (dest = dest + result, in the element type) instead of overwriting it.
+  std::vector<bool> accumulate;
 
   // The spec for running `function` over `layout`: hash computed, every output
   // written. Callers clear `write` bits for outputs nobody wants.
@@ -51,6 +60,10 @@ struct KernelSpec {
 
   // Whether output m of `function` is stored (an empty mask writes all).
   bool writes(size_t m) const { return write.empty() || (m < write.size() && write[m]); }
+  uint32_t reduces(size_t m) const { return m < output_reduce.size() ? output_reduce[m] : 0; }
+  bool accumulates(size_t m) const { return m < accumulate.size() && accumulate[m]; }
+  // Whether any output is reduced or accumulated.
+  bool HasReductions() const;
   // Checks the spec is internally consistent (function verifies, dtype,
   // rank, masks); the error names the backend and the kernel. Every backend
   // calls it before generating code.

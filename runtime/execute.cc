@@ -168,6 +168,160 @@ std::vector<int64_t> BroadcastShape(const std::string& kernel_name,
   return out;
 }
 
+namespace {
+
+// Whether `target` broadcasts to `full` (NumPy rules: right-aligned, each dim equal or 1).
+bool BroadcastsTo(const std::vector<int64_t>& target, const std::vector<int64_t>& full) {
+  if (target.size() > full.size()) return false;
+  const size_t lead = full.size() - target.size();
+  for (size_t k = 0; k < target.size(); ++k) {
+    if (target[k] != 1 && target[k] != full[lead + k]) return false;
+  }
+  return true;
+}
+
+struct Plan {
+  std::vector<bool> write;
+  std::vector<bool> accumulate;
+  std::vector<int64_t> full;                 // the iteration shape
+  std::vector<std::vector<int64_t>> shapes;  // per output: its stored shape
+  bool reduces = false;                      // some output is reduced or accumulated
+};
+
+Plan MakePlan(const std::string& name, const jit::Function& fn,
+              const std::vector<std::shared_ptr<ArrayImpl>>& inputs, const ExecuteOptions& o) {
+  const size_t n_out = fn.num_outputs();
+  Plan plan;
+  plan.write = o.write;
+  if (plan.write.empty()) plan.write.assign(n_out, true);
+  plan.accumulate = o.accumulate;
+  if (plan.accumulate.empty()) plan.accumulate.assign(n_out, false);
+  if (plan.write.size() != n_out || (!o.destinations.empty() && o.destinations.size() != n_out) ||
+      plan.accumulate.size() != n_out ||
+      (!o.output_shapes.empty() && o.output_shapes.size() != n_out)) {
+    throw Error(ErrorKind::kInternal,
+                absl::StrCat(name, ": ", n_out, " outputs but ", plan.write.size(),
+                             " write flags, ", o.destinations.size(), " destinations, ",
+                             o.accumulate.size(), " accumulate flags and ",
+                             o.output_shapes.size(), " output shapes"));
+  }
+  std::vector<std::vector<int64_t>> shapes;
+  for (const auto& in : inputs) shapes.push_back(in->shape);
+  plan.full = BroadcastShape(name, shapes);
+  if (!o.iteration_shape.empty()) {
+    shapes.push_back(o.iteration_shape);
+    if (BroadcastShape(name, shapes) != o.iteration_shape) {
+      throw Error(ErrorKind::kShape,
+                  absl::StrCat(name, ": the arguments broadcast to ", jit::FormatShape(plan.full),
+                               ", which does not broadcast to the iteration shape ",
+                               jit::FormatShape(o.iteration_shape),
+                               "; give an iteration shape every argument broadcasts to"));
+    }
+    plan.full = o.iteration_shape;
+    plan.reduces = true;
+  }
+  for (size_t m = 0; m < n_out; ++m) {
+    std::vector<int64_t> shape =
+        o.output_shapes.empty() || o.output_shapes[m].empty() ? plan.full : o.output_shapes[m];
+    if (!plan.write[m]) {
+      plan.shapes.push_back(std::move(shape));
+      continue;
+    }
+    if (!BroadcastsTo(shape, plan.full)) {
+      throw Error(ErrorKind::kShape,
+                  absl::StrCat(name, ": output ", m + 1, " is to be stored with shape ",
+                               jit::FormatShape(shape), ", which does not broadcast to the "
+                               "iteration shape ", jit::FormatShape(plan.full),
+                               "; a reduced output must keep or set to 1 each trailing dimension"));
+    }
+    if (plan.accumulate[m] &&
+        (o.destinations.empty() || o.destinations[m] == nullptr)) {
+      throw Error(ErrorKind::kInternal,
+                  absl::StrCat(name, ": output ", m + 1,
+                               " accumulates into its destination, but none was given"));
+    }
+    if (shape != plan.full || plan.accumulate[m]) plan.reduces = true;
+    plan.shapes.push_back(std::move(shape));
+  }
+  return plan;
+}
+
+// Checks a destination for output m before anything is written; returns it.
+void CheckDestination(const std::string& kernel_name, size_t m, ArrayImpl& dest,
+                      const std::vector<int64_t>& shape, const std::vector<int64_t>& full,
+                      DType dtype, const Device& device,
+                      const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
+                      const std::vector<std::shared_ptr<ArrayImpl>>& outputs) {
+  Materialize(dest);
+  auto where = [&] { return absl::StrCat(kernel_name, ": destination for output ", m + 1); };
+  if (dest.shape != shape) {
+    throw Error(ErrorKind::kShape,
+                absl::StrCat(where(), " has shape ", jit::FormatShape(dest.shape),
+                             shape == full ? " but the broadcast result has shape "
+                                           : " but the output is reduced to shape ",
+                             jit::FormatShape(shape),
+                             shape == full ? "" : absl::StrCat(" (from ", jit::FormatShape(full), ")"),
+                             "; pass an array (or view) of exactly that shape"));
+  }
+  if (dest.dtype != dtype) {
+    throw Error(ErrorKind::kType, absl::StrCat(where(), " is ", DTypeName(dest.dtype),
+                                               " but the arguments are ", DTypeName(dtype)));
+  }
+  if (dest.device != device) {
+    throw Error(ErrorKind::kDevice, absl::StrCat(where(), " is on ", dest.device.name(),
+                                                 " but the arguments are on ", device.name()));
+  }
+  if (dest.read_only) {
+    throw Error(ErrorKind::kInvalidArgument,
+                absl::StrCat(where(), " is a read-only view (of const memory); pass a view "
+                                      "of writable memory"));
+  }
+  if (SelfOverlapping(dest)) {
+    throw Error(ErrorKind::kInvalidArgument,
+                absl::StrCat(where(), " has strides ", jit::FormatShape(dest.strides),
+                             " under which several elements share memory; pass a "
+                             "destination whose elements are distinct"));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (MayOverlap(dest, *inputs[i])) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  absl::StrCat(where(), " overlaps the memory of argument ", i + 1,
+                               "; results cannot be written over the arguments (in place): "
+                               "pass a separate destination or copy() the argument"));
+    }
+  }
+  for (size_t k = 0; k < m; ++k) {
+    if (outputs[k] != nullptr && MayOverlap(dest, *outputs[k])) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  absl::StrCat(where(), " overlaps the destination for output ", k + 1,
+                               "; every output needs its own memory"));
+    }
+  }
+}
+
+// Whether an output stored as `target` is summed along some dim of `full` (a dim of size > 1).
+bool Summed(const std::vector<int64_t>& target, const std::vector<int64_t>& full) {
+  const size_t lead = full.size() - target.size();
+  for (size_t d = 0; d < full.size(); ++d) {
+    const int64_t t = d < lead ? 1 : target[d - lead];
+    if (full[d] != 1 && t == 1) return true;
+  }
+  return false;
+}
+
+// Zeros into every element of `a` (a reduction over nothing).
+void StoreZeros(ArrayImpl& a) {
+  ForEachElement(a.shape, a.strides, [&](int64_t, int64_t off) {
+    if (a.dtype == DType::kF32) {
+      static_cast<float*>(a.data())[off] = 0.0f;
+    } else {
+      static_cast<double*>(a.data())[off] = 0.0;
+    }
+  });
+}
+
+}  // namespace
+
 std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
                                                 std::shared_ptr<const jit::Function> fn,
                                                 const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
@@ -191,82 +345,56 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
                                DTypeName(dtype), "; a kernel must return its arguments' type"));
     }
   }
-  std::vector<bool> write = options.write;
-  if (write.empty()) write.assign(n_out, true);
-  if (write.size() != n_out ||
-      (!options.destinations.empty() && options.destinations.size() != n_out)) {
-    throw Error(ErrorKind::kInternal,
-                absl::StrCat(kernel_name, ": ", n_out, " outputs but ", write.size(),
-                             " write flags and ", options.destinations.size(), " destinations"));
-  }
-
-  std::vector<std::vector<int64_t>> shapes;
-  for (const auto& in : inputs) shapes.push_back(in->shape);
-  const std::vector<int64_t> out_shape = BroadcastShape(kernel_name, shapes);
+  const Plan plan = MakePlan(kernel_name, *fn, inputs, options);
+  const std::vector<bool>& write = plan.write;
+  const std::vector<int64_t>& out_shape = plan.full;
 
   // Validate every destination before anything is allocated or written.
   std::vector<std::shared_ptr<ArrayImpl>> outputs(n_out);
   for (size_t m = 0; m < n_out; ++m) {
     if (!write[m] || options.destinations.empty() || options.destinations[m] == nullptr) continue;
-    const std::shared_ptr<ArrayImpl>& dest = options.destinations[m];
-    Materialize(*dest);
-    auto where = [&] { return absl::StrCat(kernel_name, ": destination for output ", m + 1); };
-    if (dest->shape != out_shape) {
-      throw Error(ErrorKind::kShape,
-                  absl::StrCat(where(), " has shape ", jit::FormatShape(dest->shape),
-                               " but the broadcast result has shape ", jit::FormatShape(out_shape),
-                               "; pass an array (or view) of exactly that shape"));
-    }
-    if (dest->dtype != dtype) {
-      throw Error(ErrorKind::kType, absl::StrCat(where(), " is ", DTypeName(dest->dtype),
-                                                 " but the arguments are ", DTypeName(dtype)));
-    }
-    if (dest->device != device) {
-      throw Error(ErrorKind::kDevice, absl::StrCat(where(), " is on ", dest->device.name(),
-                                                   " but the arguments are on ", device.name()));
-    }
-    if (dest->read_only) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  absl::StrCat(where(), " is a read-only view (of const memory); pass a view "
-                                        "of writable memory"));
-    }
-    if (SelfOverlapping(*dest)) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  absl::StrCat(where(), " has strides ", jit::FormatShape(dest->strides),
-                               " under which several elements share memory; pass a "
-                               "destination whose elements are distinct"));
-    }
-    for (size_t i = 0; i < n_in; ++i) {
-      if (MayOverlap(*dest, *inputs[i])) {
-        throw Error(ErrorKind::kInvalidArgument,
-                    absl::StrCat(where(), " overlaps the memory of argument ", i + 1,
-                                 "; results cannot be written over the arguments (in place): "
-                                 "pass a separate destination or copy() the argument"));
-      }
-    }
-    for (size_t k = 0; k < m; ++k) {
-      if (outputs[k] != nullptr && MayOverlap(*dest, *outputs[k])) {
-        throw Error(ErrorKind::kInvalidArgument,
-                    absl::StrCat(where(), " overlaps the destination for output ", k + 1,
-                                 "; every output needs its own memory"));
-      }
-    }
-    outputs[m] = dest;
+    CheckDestination(kernel_name, m, *options.destinations[m], plan.shapes[m], plan.full, dtype,
+                     device, inputs, outputs);
+    outputs[m] = options.destinations[m];
   }
+  if (plan.reduces) {  // [CUDA path] the CUDA backend also refuses such specs
+    if (device.is_cuda()) {
+      throw Error(ErrorKind::kDevice,
+                  absl::StrCat(kernel_name, ": reduced or accumulated outputs on ", device.name(),
+                               ": reductions on CUDA are not generated yet; move the arrays to "
+                               "the CPU with .to(dualcast::Device::cpu())"));
+    }
+  }
+  std::vector<std::vector<int64_t>> shapes;
+  for (const auto& in : inputs) shapes.push_back(in->shape);
 
   // The layout: outputs ride along as extra operands, so that destinations
-  // with any strides merge only where their memory allows too.
+  // with any strides merge only where their memory allows too. A summed
+  // output rides with its stored shape and the contiguous strides of the
+  // scratch the kernel adds into: its broadcast bits are its reduce bits,
+  // so dims merge only where every output's reduce pattern agrees.
   std::vector<std::vector<int64_t>> strides;
   for (const auto& in : inputs) strides.push_back(in->strides);
+  std::vector<bool> summed(n_out, false);
   for (size_t m = 0; m < n_out; ++m) {
     if (!write[m]) continue;
-    if (outputs[m] == nullptr) outputs[m] = NewArray(dtype, out_shape, device);
+    summed[m] = Summed(plan.shapes[m], out_shape);
+    if (outputs[m] == nullptr) outputs[m] = NewArray(dtype, plan.shapes[m], device);
+    shapes.push_back(plan.shapes[m]);
+    strides.push_back(summed[m] ? ContiguousStrides(plan.shapes[m]) : outputs[m]->strides);
+  }
+  if (!options.iteration_shape.empty()) {  // read nowhere: broadcast everywhere, merges anything
     shapes.push_back(out_shape);
-    strides.push_back(outputs[m]->strides);
+    strides.push_back(std::vector<int64_t>(out_shape.size(), 0));
   }
   absl::StatusOr<jit::BroadcastLayout> merged = jit::MergeBroadcast(shapes, strides, kernel_name);
   if (!merged.ok()) ThrowStatus(merged.status());
-  if (merged->num_elements == 0) return outputs;  // nothing to compute: launch nothing
+  if (merged->num_elements == 0) {  // nothing to compute: a sum over nothing is 0
+    for (size_t m = 0; m < n_out; ++m) {
+      if (summed[m] && !plan.accumulate[m] && outputs[m]->size() > 0) StoreZeros(*outputs[m]);
+    }
+    return outputs;
+  }
 
   const int rank = merged->rank();
   jit::BroadcastLayout in_layout = *merged;
@@ -275,6 +403,16 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
   jit::KernelSpec spec = jit::KernelSpec::For(
       fn, JitType(dtype), device.is_cuda() ? jit::Target::kCuda : jit::Target::kCpu, in_layout);
   spec.write = write;
+  if (plan.reduces) {
+    spec.output_reduce.assign(n_out, 0);
+    spec.accumulate = plan.accumulate;
+    size_t operand = n_in;
+    for (size_t m = 0; m < n_out; ++m) {
+      if (!write[m]) continue;
+      if (summed[m]) spec.output_reduce[m] = merged->in_broadcast[operand];
+      ++operand;
+    }
+  }
 
   std::vector<const void*> in_ptrs(n_in);
   std::vector<int64_t> in_strides(n_in * rank + 1, 0);
@@ -312,7 +450,15 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
       });
   if (!kernel.ok()) ThrowStatus(kernel.status());
 
-  jit::LaunchCpu((*kernel)->entry_as<jit::KernelEntry>(), args, rank);
+  if (!spec.HasReductions()) {
+    jit::LaunchCpu((*kernel)->entry_as<jit::KernelEntry>(), args, rank);
+    return outputs;
+  }
+  std::vector<jit::ReducedDestination> reduced(n_out);
+  for (size_t m = 0; m < n_out; ++m) {
+    if (summed[m]) reduced[m] = {outputs[m]->data(), outputs[m]->shape, outputs[m]->strides};
+  }
+  jit::LaunchCpu((*kernel)->entry_as<jit::KernelEntry>(), args, spec, reduced);
   return outputs;
 }
 

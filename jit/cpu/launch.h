@@ -17,8 +17,11 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "jit/kernel_abi.h"
+#include "jit/kernel_spec.h"
 
 namespace dualcast::jit {
 
@@ -30,5 +33,30 @@ inline constexpr int64_t kMinElementsPerChunk = 32 * 1024;
 // ignored (each chunk sets its own). Rank 0 is one call with begin 0, end 1;
 // a size-0 layout makes no call.
 void LaunchCpu(KernelEntry entry, const KernelArgs& args, int rank);
+
+// Where the launcher stores a reduced output: the destination's first
+// element and its own (unmerged) shape and strides, in elements.
+struct ReducedDestination {
+  void* data = nullptr;
+  std::vector<int64_t> shape, strides;
+};
+
+// Most scratch partials one reduced output gets (bounds the scratch memory).
+inline constexpr int64_t kMaxPartials = 64;
+
+// Runs a kernel compiled for `spec`, whose outputs may be reduced
+// (spec.output_reduce) or accumulating (spec.accumulate). The outermost dim
+// is cut into chunks whose boundaries depend only on the sizes (about
+// kMinElementsPerChunk elements, at most kMaxPartials chunks), never on the
+// thread count. A reduced output's kernel slot is replaced by a zeroed
+// double scratch buffer, contiguous over its kept merged dims (whose
+// row-major order is the destination's element order); when the output is
+// reduced along the outermost dim, each chunk gets its own. Afterwards the
+// partials are added in chunk order, rounded to the element type once and
+// stored into `destinations[m]` (or added to it when accumulating). So a
+// result is bitwise the same for any thread count. `destinations` has one
+// entry per output; only reduced outputs' are used.
+void LaunchCpu(KernelEntry entry, const KernelArgs& args, const KernelSpec& spec,
+               std::span<const ReducedDestination> destinations);
 
 }  // namespace dualcast::jit

@@ -59,6 +59,9 @@ class KernelEmitter {
     return !spec_.input_broadcast.empty() && ((spec_.input_broadcast[input] >> dim) & 1u);
   }
   bool UnitInner(int dim) const { return spec_.inner_contiguous && dim == rank_ - 1; }
+  // A reduced output adds into a double scratch buffer, contiguous over its kept dims.
+  bool Reduced(size_t m) const { return spec_.reduces(m) != 0; }
+  bool ReducedAlong(size_t m, int dim) const { return (spec_.reduces(m) >> dim) & 1u; }
 
   int AddParam(Field field, int operand = 0, int dim = 0) {
     params_.push_back(Param{field, operand, dim});
@@ -86,6 +89,12 @@ class KernelEmitter {
     for (size_t m = 0; m < n_out; ++m) {
       if (out_ptr_[m] < 0) continue;
       for (int d = 0; d < rank_; ++d) {
+        if (Reduced(m)) {
+          out_stride_[m][d] = ReducedAlong(m, d)   ? kZeroStride
+                              : d == rank_ - 1 ? kUnitStride
+                                               : AddParam(Field::kOutStride, m, d);
+          continue;
+        }
         out_stride_[m][d] = UnitInner(d) ? kUnitStride : AddParam(Field::kOutStride, m, d);
       }
     }
@@ -150,8 +159,11 @@ class KernelEmitter {
       if (p.field == Field::kInputPtr || p.field == Field::kOutputPtr) {
         body_->addParamAttr(k, llvm::Attribute::NoAlias);
         body_->addParamAttr(k, llvm::Attribute::NoCapture);
-        body_->addParamAttr(k, p.field == Field::kInputPtr ? llvm::Attribute::ReadOnly
-                                                           : llvm::Attribute::WriteOnly);
+        if (p.field == Field::kInputPtr) {
+          body_->addParamAttr(k, llvm::Attribute::ReadOnly);
+        } else if (!Reduced(p.operand) && !spec_.accumulates(p.operand)) {
+          body_->addParamAttr(k, llvm::Attribute::WriteOnly);
+        }
         body_->getArg(k)->setName(absl::StrCat(p.field == Field::kInputPtr ? "in" : "out",
                                                p.operand));
       }
@@ -216,6 +228,17 @@ class KernelEmitter {
     b.SetInsertPoint(header);
     llvm::PHINode* i = b.CreatePHI(i64_, 2, absl::StrCat("i", d));
     i->addIncoming(lo, preheader);
+    // Outputs reduced along the inner dim: a W-lane double accumulator per
+    // row, lane k summing elements k, k + W, ... in order.
+    std::vector<llvm::PHINode*> acc(f_.num_outputs(), nullptr);
+    llvm::Type* acc_type = LlvmType(ctx_, Type::kF64, lanes_);
+    if (inner) {
+      for (size_t m = 0; m < acc.size(); ++m) {
+        if (out_ptr_[m] < 0 || !ReducedAlong(m, d)) continue;
+        acc[m] = b.CreatePHI(acc_type, 2, absl::StrCat("acc", m));
+        acc[m]->addIncoming(llvm::Constant::getNullValue(acc_type), preheader);
+      }
+    }
     b.CreateCondBr(b.CreateICmpSLT(i, hi), body, exit);
     b.SetInsertPoint(body);
     if (inner) {
@@ -225,11 +248,24 @@ class KernelEmitter {
       llvm::Value* active = b.CreateICmpSLT(lanes, b.CreateVectorSplat(lanes_, hi), "active");
       llvm::Value* full = b.CreateICmpSLE(
           b.CreateAdd(i, b.getInt64(lanes_), "", false, /*HasNSW=*/true), hi, "full");
-      EmitElement(b, in_off, out_off, i, d, active, full);
+      std::vector<llvm::Value*> row_values = EmitElement(b, in_off, out_off, i, d, active, full);
       llvm::Value* next = b.CreateAdd(i, b.getInt64(lanes_), "", false, /*HasNSW=*/true);
+      for (size_t m = 0; m < acc.size(); ++m) {
+        if (acc[m] != nullptr) acc[m]->addIncoming(b.CreateFAdd(acc[m], row_values[m]), b.GetInsertBlock());
+      }
       i->addIncoming(next, b.GetInsertBlock());
       b.CreateBr(header);
       b.SetInsertPoint(exit);
+      // The row's sum, lanes added in order (an ordered reduction: no
+      // reassociation), added once into the output's scratch element.
+      for (size_t m = 0; m < acc.size(); ++m) {
+        if (acc[m] == nullptr) continue;
+        llvm::Type* f64 = b.getDoubleTy();
+        llvm::Value* sum = b.CreateFAddReduce(llvm::ConstantFP::get(f64, 0.0), acc[m]);
+        llvm::Value* addr =
+            out_off[m] == nullptr ? Arg(out_ptr_[m]) : b.CreateInBoundsGEP(f64, Arg(out_ptr_[m]), out_off[m]);
+        b.CreateStore(b.CreateFAdd(b.CreateLoad(f64, addr), sum), addr);
+      }
       return;
     }
     std::vector<llvm::Value*> next_in(in_off.size()), next_out(out_off.size());
@@ -262,16 +298,23 @@ class KernelEmitter {
   // contiguous loads and stores are plain vector ones, and only the last
   // iteration of a row takes the masked ones. The branch is duplicated
   // around the loads and the stores, never around the Function.
-  void EmitElement(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& in_off,
-                   const std::vector<llvm::Value*>& out_off, llvm::Value* i, int d,
-                   llvm::Value* active, llvm::Value* full) {
+  //
+  // Outputs: a reduced output reduced along `d` is not stored; its value
+  // (widened to double, inactive lanes 0) is returned at its index for the
+  // loop's accumulator (null elsewhere). One reduced along other dims adds
+  // into its double scratch; an accumulating one adds into its destination.
+  std::vector<llvm::Value*> EmitElement(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& in_off,
+                                        const std::vector<llvm::Value*>& out_off, llvm::Value* i,
+                                        int d, llvm::Value* active, llvm::Value* full) {
     const llvm::Align align(spec_.dtype == Type::kF32 ? 4 : 8);
     llvm::Type* vec = LlvmType(ctx_, spec_.dtype, lanes_);
     llvm::Constant* zeros = llvm::Constant::getNullValue(vec);
     // The address of lane 0, and for a strided operand the vector of lane addresses.
-    auto lane0 = [&](int ptr_param, llvm::Value* offset, int stride) -> llvm::Value* {
+    auto lane0 = [&](int ptr_param, llvm::Value* offset, int stride,
+                     llvm::Type* elem = nullptr) -> llvm::Value* {
       if (d >= 0) offset = Advance(b, offset, i, stride);
-      return offset == nullptr ? Arg(ptr_param) : b.CreateInBoundsGEP(elem_, Arg(ptr_param), offset);
+      return offset == nullptr ? Arg(ptr_param)
+                               : b.CreateInBoundsGEP(elem ? elem : elem_, Arg(ptr_param), offset);
     };
     auto lane_addresses = [&](llvm::Value* base, int stride) -> llvm::Value* {
       llvm::Value* offsets =
@@ -356,32 +399,72 @@ class KernelEmitter {
                              printer.uniform_branches().end());
 
     // Stores, all after it.
-    std::vector<std::pair<llvm::Value*, llvm::Value*>> contiguous_stores;  // value, address
+    struct ContiguousStore {
+      llvm::Value* value;
+      llvm::Value* address;
+      llvm::Type* type;  // the vector type in memory
+      bool add;          // add into what is there
+    };
+    std::vector<ContiguousStore> contiguous_stores;
+    std::vector<llvm::Value*> row_values(outputs.size(), nullptr);
+    llvm::Type* f64 = b.getDoubleTy();
+    llvm::Type* f64_vec = LlvmType(ctx_, Type::kF64, lanes_);
+    const llvm::Align f64_align(8);
     for (size_t m = 0; m < outputs.size(); ++m) {
       if (out_ptr_[m] < 0) continue;
       llvm::Value* v = Convert(printer, outputs[m], f_.output_type(m), spec_.dtype);
       const int stride = stride_of(out_stride_, m);
+      if (Reduced(m)) {
+        llvm::Value* wide = Convert(printer, v, spec_.dtype, Type::kF64);
+        wide = b.CreateSelect(active, wide, llvm::Constant::getNullValue(f64_vec));
+        if (ReducedAlong(m, d)) {
+          row_values[m] = wide;
+          continue;
+        }
+        contiguous_stores.push_back({wide, lane0(out_ptr_[m], out_off[m], stride, f64), f64_vec, true});
+        continue;
+      }
+      const bool add = spec_.accumulates(m);
       llvm::Value* base = lane0(out_ptr_[m], out_off[m], stride);
-      if (stride == kZeroStride) {
-        b.CreateStore(b.CreateExtractElement(v, uint64_t{0}), base);  // rank 0
+      if (stride == kZeroStride) {  // rank 0
+        llvm::Value* x = b.CreateExtractElement(v, uint64_t{0});
+        if (add) x = b.CreateFAdd(b.CreateLoad(elem_, base), x);
+        b.CreateStore(x, base);
       } else if (stride == kUnitStride) {
-        contiguous_stores.emplace_back(v, base);
+        contiguous_stores.push_back({v, base, vec, add});
       } else {
-        b.CreateMaskedScatter(v, lane_addresses(base, stride), align, active);
+        llvm::Value* addresses = lane_addresses(base, stride);
+        if (add) v = b.CreateFAdd(b.CreateMaskedGather(vec, addresses, align, active, zeros), v);
+        b.CreateMaskedScatter(v, addresses, align, active);
       }
     }
+    auto align_of = [&](const ContiguousStore& s) { return s.type == vec ? align : f64_align; };
     if (!contiguous_stores.empty()) {
       split(
           "store",
           [&] {
-            for (auto& [v, base] : contiguous_stores) b.CreateAlignedStore(v, base, align);
+            for (const ContiguousStore& s : contiguous_stores) {
+              llvm::Value* x = s.value;
+              if (s.add) x = b.CreateFAdd(b.CreateAlignedLoad(s.type, s.address, align_of(s)), x);
+              b.CreateAlignedStore(x, s.address, align_of(s));
+            }
             return std::vector<llvm::Value*>{};
           },
           [&] {
-            for (auto& [v, base] : contiguous_stores) b.CreateMaskedStore(v, base, align, active);
+            for (const ContiguousStore& s : contiguous_stores) {
+              llvm::Value* x = s.value;
+              if (s.add) {
+                x = b.CreateFAdd(b.CreateMaskedLoad(s.type, s.address, align_of(s), active,
+                                                    llvm::Constant::getNullValue(s.type)),
+                                 x);
+              }
+              b.CreateMaskedStore(x, s.address, align_of(s), active);
+            }
             return std::vector<llvm::Value*>{};
           });
     }
+    (void)f64;
+    return row_values;
   }
 
   static llvm::Value* Convert(LlvmPrinter& printer, llvm::Value* v, Type from, Type to) {

@@ -109,8 +109,15 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
   idle_cv_.wait(lock, [&job] { return job.active == 0; });
 }
 
+namespace {
+thread_local ThreadPool* scoped_pool = nullptr;
+}  // namespace
+
+ScopedThreadPool::ScopedThreadPool(ThreadPool& pool) : saved_(scoped_pool) { scoped_pool = &pool; }
+ScopedThreadPool::~ScopedThreadPool() { scoped_pool = saved_; }
+
 void ParallelFor(int64_t n, int64_t grain, absl::FunctionRef<void(int64_t, int64_t)> fn) {
-  ThreadPool::Global().ParallelFor(n, grain, fn);
+  (scoped_pool != nullptr ? *scoped_pool : ThreadPool::Global()).ParallelFor(n, grain, fn);
 }
 
 }  // namespace dualcast::jit

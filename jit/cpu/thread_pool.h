@@ -74,7 +74,22 @@ class ThreadPool {
   std::vector<std::thread> workers_; // (mu_)
 };
 
-// ThreadPool::Global().ParallelFor(n, grain, fn).
+// While alive, ParallelFor (the free function) on the constructing thread
+// uses `pool` instead of the global one: lets a test run the same launch
+// under 1, 2 and 8 threads in one process. Nests; not for concurrent use of
+// one object from several threads.
+class ScopedThreadPool {
+ public:
+  explicit ScopedThreadPool(ThreadPool& pool);
+  ~ScopedThreadPool();
+  ScopedThreadPool(const ScopedThreadPool&) = delete;
+  ScopedThreadPool& operator=(const ScopedThreadPool&) = delete;
+
+ private:
+  ThreadPool* saved_;
+};
+
+// The scoped pool of this thread if any, else ThreadPool::Global(), .ParallelFor(n, grain, fn).
 void ParallelFor(int64_t n, int64_t grain, absl::FunctionRef<void(int64_t, int64_t)> fn);
 
 }  // namespace dualcast::jit

@@ -8,8 +8,16 @@
 // kernel, both argument positions, both sizes and the dimension; on any error
 // nothing is written to `destinations`.
 //
+// Reduced outputs (ExecuteOptions::output_shapes) are summed over the axes
+// where their shape broadcasts to the iteration shape inside the generated
+// kernel; `accumulate` adds a result into its destination.
+//
 // Example:
 //   auto outs = Execute("axpy", fn, {a, x, y});  // fn: 3 inputs, 1 output
+//   ExecuteOptions o;
+//   o.output_shapes = {{n, 1}};                   // row sums of a * x + y
+//   o.destinations = {xbar};  o.accumulate = {true};   // xbar += rowsum(...)
+//   Execute("axpy_rows", fn, {a, x, y}, o);
 #pragma once
 
 #include <memory>
@@ -29,6 +37,21 @@ struct ExecuteOptions {
   // of the broadcast shape). A destination must have the broadcast shape and
   // must not alias any input.
   std::vector<std::shared_ptr<ArrayImpl>> destinations;
+  // Optional per output: the shape it is stored in. Empty = the broadcast (iteration) shape.
+  // Otherwise a shape that broadcasts to the iteration shape (NumPy rules, same rank or fewer dims);
+  // the output is the SUM of the function's value over the axes where it broadcasts (sum_to).
+  // A destination for such an output must have this shape. (Empty means "not reduced", so a sum
+  // of everything is stored as (1,) or (1, ..., 1) and viewed as () by the caller.) Sums are formed in double (f32 too)
+  // in an order fixed by the sizes alone: bitwise the same for any thread count.
+  std::vector<std::vector<int64_t>> output_shapes;
+  // Optional per output: add the result into the destination (which must be given) instead of
+  // overwriting it. The sum is formed first, then added once in the element type
+  // (dest = dest + T(sum)), so the result is deterministic.
+  std::vector<bool> accumulate;
+  // The shape the function is evaluated over; empty = the broadcast of the inputs. Needed when
+  // every input is smaller than the space to sum over (e.g. n * sum of a broadcast scalar): the
+  // inputs must broadcast to it (NumPy rules).
+  std::vector<int64_t> iteration_shape;
 };
 
 std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
