@@ -409,12 +409,6 @@ int64_t CudaGridSize(int64_t n, int block, int min_grid) {
 
 absl::StatusOr<CudaKernelSource> BuildCudaKernelSource(const KernelSpec& spec) {
   if (absl::Status s = spec.Validate("cuda"); !s.ok()) return s;
-  if (spec.HasReductions()) {
-    return MakeStatus(ErrorKind::kDevice,
-                      absl::StrCat("cuda kernel '", spec.function->name, "' (", spec.Describe(),
-                                   "): reductions on CUDA are not generated yet (reduced or "
-                                   "accumulated outputs); run it on the CPU"));
-  }
   return SourceWriter(spec).Write();
 }
 
