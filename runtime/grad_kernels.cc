@@ -6,6 +6,7 @@
 #include "jit/broadcast_layout.h"
 #include "jit/cpu/thread_pool.h"
 #include "jit/error.h"
+#include "runtime/cuda_runtime.h"  // [CUDA path]
 #include "runtime/grad_kernels.h"
 
 namespace dualcast::detail {
@@ -145,6 +146,7 @@ std::shared_ptr<ArrayImpl> BroadcastView(const ArrayImpl& a, const std::vector<i
 }
 
 std::shared_ptr<ArrayImpl> CopyArray(const ArrayImpl& a) {
+  if (a.device.is_cuda()) return CudaCopy(a);  // [CUDA path]
   CheckHostArray(a, "copy");
   auto out = NewArray(a.dtype, a.shape, a.device);
   if (a.dtype == DType::kF32) {
@@ -156,12 +158,14 @@ std::shared_ptr<ArrayImpl> CopyArray(const ArrayImpl& a) {
 }
 
 std::shared_ptr<ArrayImpl> Contiguous(const std::shared_ptr<ArrayImpl>& a) {
+  if (a->device.is_cuda()) return Dense(*a) ? a : CudaCopy(*a);  // [CUDA path]
   CheckHostArray(*a, "contiguous");
   return Dense(*a) ? a : CopyArray(*a);
 }
 
 void AddInto(ArrayImpl& dst, const ArrayImpl& src) {
   CheckSameShape(dst, src, "gradient accumulation");
+  if (dst.device.is_cuda() || src.device.is_cuda()) return CudaAddInto(dst, src);  // [CUDA path]
   CheckHostArray(dst, "gradient accumulation");
   CheckHostArray(src, "gradient accumulation");
   if (dst.dtype == DType::kF32) {
@@ -173,6 +177,7 @@ void AddInto(ArrayImpl& dst, const ArrayImpl& src) {
 
 std::shared_ptr<ArrayImpl> AddArrays(const ArrayImpl& a, const ArrayImpl& b) {
   CheckSameShape(a, b, "gradient accumulation");
+  if (a.device.is_cuda() || b.device.is_cuda()) return CudaAdd(a, b);  // [CUDA path]
   CheckHostArray(a, "gradient accumulation");
   CheckHostArray(b, "gradient accumulation");
   auto out = NewArray(a.dtype, a.shape, a.device);
@@ -185,6 +190,7 @@ std::shared_ptr<ArrayImpl> AddArrays(const ArrayImpl& a, const ArrayImpl& b) {
 }
 
 std::shared_ptr<ArrayImpl> Scaled(const ArrayImpl& a, double factor) {
+  if (a.device.is_cuda()) return CudaScaled(a, factor);  // [CUDA path]
   CheckHostArray(a, "scale");
   auto out = NewArray(a.dtype, a.shape, a.device);
   if (a.dtype == DType::kF32) {

@@ -23,6 +23,7 @@
 #include "jit/broadcast_layout.h"
 #include "jit/cpu/thread_pool.h"
 #include "jit/error.h"
+#include "runtime/cuda_runtime.h"  // [CUDA path]
 #include "runtime/grad_kernels.h"
 
 namespace dualcast::detail {
@@ -334,6 +335,11 @@ void ReduceTyped(const std::vector<ProductTerm>& terms, const std::vector<Dim>& 
 std::shared_ptr<ArrayImpl> ReduceProducts(DType dtype, const std::vector<ProductTerm>& terms,
                                           const std::vector<int64_t>& full,
                                           const std::vector<int64_t>& target) {
+  for (const ProductTerm& t : terms) {  // [CUDA path] one generated reduction on the device
+    if (t.a != nullptr && t.a->device.is_cuda()) {
+      return CudaReduceProducts(dtype, terms, full, target, t.a->device);
+    }
+  }
   std::vector<const ArrayImpl*> ops;
   for (const ProductTerm& t : terms) {
     for (const ArrayImpl* a : {t.a, t.b}) {
@@ -374,7 +380,7 @@ std::shared_ptr<ArrayImpl> ReduceProducts(DType dtype, const std::vector<Product
 }
 
 std::shared_ptr<ArrayImpl> SumTo(const ArrayImpl& full, const std::vector<int64_t>& shape) {
-  CheckHostArray(full, "sum_to");
+  if (full.device.is_cpu()) CheckHostArray(full, "sum_to");  // [CUDA path] device: ReduceProducts
   if (full.shape == shape) return ViewOf(full, full.shape, full.strides);
   return ReduceProducts(full.dtype, {ProductTerm{&full, nullptr}}, full.shape, shape);
 }
