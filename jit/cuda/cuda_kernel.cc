@@ -243,32 +243,48 @@ class SourceWriter {
     return dims;
   }
 
-  // Output m's partial sums: work items (k, s) = (kept element, split of the
-  // reduced range), one WARP per item wherever the warp runs: the lanes stride
-  // the split in a fixed pattern, summing in double, then fold with shuffles in
-  // a fixed tree. The item's result depends on (k, s) and the sizes only, never
-  // on the grid, so the sum is the same run to run and launch to launch.
+  // Output m's partial sums into scratch, one per (kept element k, split s of
+  // the reduced range), wherever the work runs: each partial depends on (k, s)
+  // and the sizes only, never on the grid, so sums are the same run to run.
+  // Inner dim REDUCED (row sums): one warp per item; lanes stride the split
+  // (consecutive lanes, consecutive addresses), summing in double, then fold
+  // with shuffles in a fixed tree. Inner dim KEPT (column sums): one warp per
+  // (32 consecutive kept elements, split); each lane sums its own element's
+  // split in order, so a warp reads 32 consecutive addresses per step.
   void WriteReducePass(std::string& s, size_t m) const {
     const std::vector<int> kept = Dims(m, false), red = Dims(m, true);
+    const bool lanes_over_kept = CudaReductionLanesOverKept(reduce_[m], rank_);
     absl::StrAppend(
-        &s, "  {  // output ", m, ": partial sums over its reduced dims into scratch\n",
+        &s, "  {  // output ", m, ": partial sums over its reduced dims into scratch (",
+        lanes_over_kept ? "lanes over kept elements" : "lanes over the reduced range", ")\n",
         "    const I lane = (I)threadIdx.x % 32;\n", "    const I kept = ", Product(kept), ";\n",
         "    const I red = ", Product(red), ";\n", "    const I splits = (I)red", m, "_splits;\n",
         "    const I chunk = splits == 0 ? 0 : (red + splits - 1) / splits;\n",
-        "    for (I item = ((I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x) / 32; item < kept * "
+        "    const I groups = ", lanes_over_kept ? "(kept + 31) / 32" : "kept", ";\n",
+        "    for (I item = ((I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x) / 32; item < groups * "
         "splits; item += step / 32) {\n",
-        "      const I k = item % kept, split = item / kept;\n",
-        "      const I stop = (split + 1) * chunk < red ? (split + 1) * chunk : red;\n",
-        "      double acc = 0.0;\n",
-        "      for (I r = split * chunk + lane; r < stop; r += 32) {\n");
+        "      const I group = item % groups, split = item / groups;\n",
+        "      const I stop = (split + 1) * chunk < red ? (split + 1) * chunk : red;\n");
+    if (lanes_over_kept) {
+      absl::StrAppend(&s, "      const I k = group * 32 + lane;\n",
+                      "      if (k >= kept) continue;\n", "      double acc = 0.0;\n",
+                      "      for (I r = split * chunk; r < stop; ++r) {\n");
+    } else {
+      absl::StrAppend(&s, "      const I k = group;\n", "      double acc = 0.0;\n",
+                      "      for (I r = split * chunk + lane; r < stop; r += 32) {\n");
+    }
     WriteSplitIndices(s, "        ", kept, "k");
     WriteSplitIndices(s, "        ", red, "r");
     WriteInputOffsets(s, "        ");
     std::vector<std::string> results = WriteBody(s, 4);
-    absl::StrAppend(&s, "        acc += (double)", results[m], ";\n", "      }\n",
-                    "      for (int d = 16; d > 0; d /= 2) acc += __shfl_down_sync(0xffffffffu, "
-                    "acc, d);\n",
-                    "      if (lane == 0) scratch[red", m, "_base + (dc_i64)split * (dc_i64)kept + ",
+    absl::StrAppend(&s, "        acc += (double)", results[m], ";\n", "      }\n");
+    if (!lanes_over_kept) {
+      absl::StrAppend(&s,
+                      "      for (int d = 16; d > 0; d /= 2) acc += __shfl_down_sync(0xffffffffu, "
+                      "acc, d);\n",
+                      "      if (lane != 0) continue;\n");
+    }
+    absl::StrAppend(&s, "      scratch[red", m, "_base + (dc_i64)split * (dc_i64)kept + ",
                     "(dc_i64)k] = acc;\n", "    }\n", "  }\n");
   }
 
@@ -334,9 +350,14 @@ std::string CudaKernelSymbol(const KernelSpec& spec) {
   return spec.Symbol(0x64635f637564ull);  // format tag "dc_cud": bump when the source changes meaning
 }
 
-int64_t CudaReductionSplits(int64_t red) {
+bool CudaReductionLanesOverKept(uint32_t reduce_bits, int rank) {
+  return rank > 0 && ((reduce_bits >> (rank - 1)) & 1u) == 0;
+}
+
+int64_t CudaReductionSplits(int64_t red, bool lanes_over_kept) {
   if (red <= 0) return 0;
-  const int64_t chunk = std::max<int64_t>(1024, (red + 8191) / 8192);
+  // A lane sums its chunk alone when lanes run over kept elements: shorter chunks.
+  const int64_t chunk = std::max<int64_t>(lanes_over_kept ? 64 : 1024, (red + 8191) / 8192);
   return (red + chunk - 1) / chunk;
 }
 
@@ -349,7 +370,7 @@ CudaReductionPlan PlanCudaReduction(const std::vector<uint32_t>& output_reduce,
     if (output_reduce[m] == 0) continue;
     int64_t kept = 1, red = 1;
     for (int d = 0; d < rank; ++d) ((output_reduce[m] >> d) & 1u ? red : kept) *= sizes[d];
-    plan.splits[m] = CudaReductionSplits(red);
+    plan.splits[m] = CudaReductionSplits(red, CudaReductionLanesOverKept(output_reduce[m], rank));
     plan.base[m] = plan.scratch_doubles;
     plan.scratch_doubles += plan.splits[m] * kept;
     plan.max_kept = std::max(plan.max_kept, kept);

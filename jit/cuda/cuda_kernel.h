@@ -25,9 +25,10 @@
 // an accumulating output stores dest = dest + value. A REDUCED output (summed
 // over the merged dims of its reduce bits) is never summed with atomics, so
 // its bits are the same run to run: the main entry points write partial sums
-// in double to a scratch buffer, work item (k, s) = (kept element k, split s
-// of the reduced range) handled by one warp (lanes stride the split, then a
-// fixed shuffle tree); a second entry point <symbol>_fin, launched after it
+// in double to a scratch buffer, one per (kept element k, split s of the
+// reduced range), each summed in a fixed order (by a warp: lanes stride the
+// split, then a fixed shuffle tree; or, when the inner dim is kept, by one
+// lane of a warp covering 32 consecutive k); a second entry point <symbol>_fin, launched after it
 // with the SAME parameters and kCudaFinishBlock threads per block, adds each
 // element's partials in split order (serially when there are few splits,
 // else one block per element: shuffles + shared-memory warp totals) and
@@ -36,8 +37,9 @@
 // Reduced specs take every size (dim 0 too), a scratch pointer and per
 // reduced output its split count and scratch offset; a launch must cover the
 // whole of dim 0 (begin 0, end sizes[0]), and a main block must be a whole
-// number of warps. Known cost: a warp per item reads along the reduced dims,
-// so an output reduced along outer dims only (column sums) reads strided.
+// number of warps. Coalescing: with the inner dim reduced a warp's lanes
+// stride the reduced range; with it kept, they take 32 consecutive kept
+// elements (see WriteReducePass). Not tuned on a GPU yet.
 //
 // Example:
 //   absl::StatusOr<CudaKernelSource> src = BuildCudaKernelSource(spec);
@@ -90,9 +92,14 @@ struct CudaReductionPlan {
   int64_t scratch_doubles = 0;
   int64_t max_kept = 0;  // the largest output element count (the finish's work)
 };
-// Splits of a reduced range of `red` elements: chunks of at least 1024
-// elements (32 per lane), at most 8192 chunks.
-int64_t CudaReductionSplits(int64_t red);
+// Whether an output with these reduce bits keeps the innermost merged dim
+// (then a warp's lanes take 32 consecutive kept elements, else 32 strides of
+// the reduced range).
+bool CudaReductionLanesOverKept(uint32_t reduce_bits, int rank);
+// Splits of a reduced range of `red` elements: at most 8192, of at least 1024
+// elements (lanes over the range: 32 per lane) or 64 (lanes over kept
+// elements: each lane sums a chunk alone).
+int64_t CudaReductionSplits(int64_t red, bool lanes_over_kept);
 CudaReductionPlan PlanCudaReduction(const std::vector<uint32_t>& output_reduce,
                                     const int64_t* sizes, int rank);
 

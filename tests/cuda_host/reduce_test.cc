@@ -471,7 +471,7 @@ void RunAll(uint64_t seed, const std::string& tag) {
   std::mt19937_64 rng(seed);
   std::vector<RCase<T>> cases;
   AddCases(cases, rng);
-  int block_finish = 0, multi_split = 0, mixed = 0, ranks[4] = {0, 0, 0, 0};
+  int block_finish = 0, multi_split = 0, mixed = 0, ranks[4] = {0, 0, 0, 0}, lane_modes[2] = {0, 0};
   for (const auto& c : cases) {
     std::vector<int64_t> sizes = c.layout.out_shape;
     const auto plan = jit::cuda::PlanCudaReduction(c.source.output_reduce, sizes.data(),
@@ -481,11 +481,18 @@ void RunAll(uint64_t seed, const std::string& tag) {
       block_finish += s > jit::cuda::kCudaFinishSerialSplits;
     }
     mixed += c.source.has_finish && std::count(c.reduced.begin(), c.reduced.end(), false) > 0;
+    for (uint32_t bits : c.source.output_reduce) {
+      if (bits != 0) ++lane_modes[jit::cuda::CudaReductionLanesOverKept(bits, c.layout.rank())];
+    }
     ranks[std::min<size_t>(c.full.size(), 3)]++;
   }
   MESSAGE("cuda_host " << tag << " reductions: " << cases.size() << " cases, " << multi_split
                        << " multi-split outputs, " << block_finish << " block finishes, " << mixed
-                       << " kernels mixing reduced and elementwise outputs");
+                       << " kernels mixing reduced and elementwise outputs, " << lane_modes[0]
+                       << " outputs with lanes over the reduced range, " << lane_modes[1]
+                       << " with lanes over kept elements");
+  CHECK(lane_modes[0] > 0);
+  CHECK(lane_modes[1] > 0);
   CHECK(multi_split > 0);
   CHECK(block_finish > 0);
   CHECK(mixed > 0);
@@ -560,6 +567,9 @@ TEST_CASE("cuda_host: the harness catches wrong printed reductions (mutation che
        "(split + 1) * chunk + 1 < red ? (split + 1) * chunk + 1"},
       {"finish skips the last split", "split < splits; ++split", "split + 1 < splits; ++split"},
       {"accumulate overwrites", " = out0[o_out0] + ", " = "},
+      {"a lane over kept elements skips rows", "r < stop; ++r)", "r < stop; r += 2)"},
+      // (Swapping which lane takes which k is NOT a bug: the lane computes and stores the same k.)
+      {"partial stored at the neighbouring element", "(dc_i64)k] = acc;", "(dc_i64)(k ^ 1)] = acc;"},
   };
   for (const Mutation& mutation : mutations) {
     CAPTURE(std::string(mutation.what));
