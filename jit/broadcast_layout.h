@@ -13,7 +13,10 @@
 //
 // Outputs are assumed to be fresh contiguous row-major arrays of
 // `full_out_shape`; their merged strides are ContiguousStrides(out_shape)
-// (merging never changes a contiguous array's addressing).
+// (merging never changes a contiguous array's addressing). Execute passes
+// its outputs as extra operands instead (destinations with any strides); a
+// summed output goes in with its stored shape, so its broadcast bits are its
+// reduce bits and two dims merge only where every output's pattern agrees.
 //
 // MergeForReduction is the same idea for sum_to (TVM's broadcast backward):
 // an adjoint of the full output shape is reduced to an input's shape, and

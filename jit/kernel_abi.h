@@ -8,6 +8,9 @@
 //
 // Output slots are the Function's outputs in order; a slot whose pointer is
 // null is not written (the spec's `write` mask says which are compiled in).
+// A reduced output's slot (KernelSpec::output_reduce) is a double scratch
+// buffer that the kernel adds into, with strides 0 along the summed dims
+// (LaunchCpu(spec) provides it and stores the result).
 //
 // Threading: the launcher splits the outermost merged dim into [begin, end)
 // chunks; a kernel processes only indices with begin <= i0 < end (for R == 0,

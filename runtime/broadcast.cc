@@ -11,6 +11,7 @@
 #include "dualcast/detail/lazy.hpp"
 #include "jit/broadcast_layout.h"
 #include "jit/error.h"
+#include "runtime/grad_kernels.h"
 #include "runtime/cuda_runtime.h"
 
 namespace dualcast {
@@ -23,7 +24,6 @@ Unfused::~Unfused() { --unfused_depth; }
 bool Unfused::active() { return unfused_depth > 0; }
 
 namespace detail {
-namespace {
 
 // A rank-0 array holding a number operand. Written on the host and copied in
 // bulk to a GPU: a host pointer write into device memory would crash.
@@ -37,6 +37,8 @@ std::shared_ptr<ArrayImpl> NumberArray(double value, DType dtype, Device device)
   if (device.is_cuda()) return CudaTransfer(*a, device);
   return a;
 }
+
+namespace {
 
 // The first array argument, after checking handles, element types and devices.
 size_t CheckOperands(const std::string& name, const std::vector<Operand>& operands, DType dtype) {

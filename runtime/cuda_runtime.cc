@@ -4,14 +4,13 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "dualcast/detail/execute.hpp"
 #include "jit/error.h"
 #include "jit/ir.h"
+#include "runtime/grad_kernels.h"
 
 #ifdef DUALCAST_HAVE_NVRTC
 #include "jit/cuda/cublas_api.h"
@@ -113,19 +112,18 @@ void CudaExecute(const std::string& kernel_name, const jit::KernelSpec& spec,
 }
 
 namespace {
-// f(x) = x, or f(x) = 0 (x never read), one per element type.
-std::shared_ptr<const jit::Function> Unary(DType dtype, bool zero) {
-  auto make = [](jit::Type t, bool z) {
-    auto f = std::make_shared<jit::Function>(z ? "zeros" : "copy");
+// zeros(x) = 0 (x never read), one per element type.
+std::shared_ptr<const jit::Function> Zeros(DType dtype) {
+  auto make = [](jit::Type t) {
+    auto f = std::make_shared<jit::Function>("zeros");
     jit::Builder b(*f);
-    const jit::ValueId x = b.Input(t);
-    b.Return({z ? b.Const(t, 0) : x});
+    b.Input(t);
+    b.Return({b.Const(t, 0)});
     return std::shared_ptr<const jit::Function>(std::move(f));
   };
-  static const auto fns = new std::shared_ptr<const jit::Function>[4]{
-      make(jit::Type::kF32, false), make(jit::Type::kF32, true), make(jit::Type::kF64, false),
-      make(jit::Type::kF64, true)};
-  return fns[(dtype == DType::kF32 ? 0 : 2) + (zero ? 1 : 0)];
+  static const auto f32 = make(jit::Type::kF32);
+  static const auto f64 = make(jit::Type::kF64);
+  return dtype == DType::kF32 ? f32 : f64;
 }
 
 // How cuBLAS reads one operand (a contiguous copy when neither row- nor column-major).
@@ -146,7 +144,7 @@ DeviceOperand DescribeOperand(const std::shared_ptr<ArrayImpl>& a) {
     op.m.ld = c <= 1 ? std::max<int64_t>(r, 1) : s1;
     if (op.m.ld >= std::max<int64_t>(r, 1)) return op;
   }
-  op.keep = Execute("matmul.copy", Unary(a->dtype, false), {a})[0];
+  op.keep = CopyArray(*a);  // a generated copy kernel on the device
   op.m = {reinterpret_cast<uint64_t>(op.keep->data()), std::max<int64_t>(c, 1), false};
   return op;
 }
@@ -180,104 +178,6 @@ std::shared_ptr<ArrayImpl> CudaGemm(const std::shared_ptr<ArrayImpl>& a,
   return out;
 }
 
-namespace {
-std::shared_ptr<ArrayImpl> Shared(const ArrayImpl& a) { return ViewOf(a, a.shape, a.strides); }
-
-// Σ_t a_t (* b_t), t in order, over 2 inputs per term with a b, 1 without
-// (`with_b` bit t); one Function per (dtype, pattern), kept for the process.
-std::shared_ptr<const jit::Function> SumOfProducts(DType dtype, const std::vector<bool>& with_b) {
-  static std::mutex mu;
-  static auto* cache = new std::map<std::pair<DType, std::vector<bool>>,
-                                    std::shared_ptr<const jit::Function>>;
-  std::lock_guard<std::mutex> lock(mu);
-  auto& slot = (*cache)[{dtype, with_b}];
-  if (slot == nullptr) {
-    const jit::Type t = dtype == DType::kF32 ? jit::Type::kF32 : jit::Type::kF64;
-    auto f = std::make_shared<jit::Function>("sum_of_products");
-    jit::Builder b(*f);
-    jit::ValueId total{};
-    for (size_t k = 0; k < with_b.size(); ++k) {
-      jit::ValueId term = b.Input(t);
-      if (with_b[k]) term = b.Mul(term, b.Input(t));
-      total = k == 0 ? term : b.Add(total, term);
-    }
-    b.Return({total});
-    slot = std::move(f);
-  }
-  return slot;
-}
-
-// f(x, y) = x + y and f(x, s) = x * s.
-std::shared_ptr<const jit::Function> Binary(DType dtype, jit::Op op) {
-  auto make = [](jit::Type t, jit::Op o) {
-    auto f = std::make_shared<jit::Function>(o == jit::Op::kAdd ? "add" : "scale");
-    jit::Builder b(*f);
-    const jit::ValueId x = b.Input(t), y = b.Input(t);
-    b.Return({b.Emit(o, {x, y})});
-    return std::shared_ptr<const jit::Function>(std::move(f));
-  };
-  static const auto fns = new std::shared_ptr<const jit::Function>[4]{
-      make(jit::Type::kF32, jit::Op::kAdd), make(jit::Type::kF32, jit::Op::kMul),
-      make(jit::Type::kF64, jit::Op::kAdd), make(jit::Type::kF64, jit::Op::kMul)};
-  return fns[(dtype == DType::kF32 ? 0 : 2) + (op == jit::Op::kMul ? 1 : 0)];
-}
-
-// A rank-0 array on `device` holding `value` (one bulk copy from the host).
-std::shared_ptr<ArrayImpl> DeviceScalar(DType dtype, double value, Device device) {
-  auto host = NewArray(dtype, {}, Device::cpu());
-  if (dtype == DType::kF32) {
-    *static_cast<float*>(host->data()) = static_cast<float>(value);
-  } else {
-    *static_cast<double*>(host->data()) = value;
-  }
-  return CudaTransfer(*host, device);
-}
-}  // namespace
-
-std::shared_ptr<ArrayImpl> CudaReduceProducts(DType dtype, const std::vector<ProductTerm>& terms,
-                                              const std::vector<int64_t>& full,
-                                              const std::vector<int64_t>& target, Device device) {
-  if (terms.empty()) return CudaFilled(dtype, target, 0.0, device);
-  std::vector<std::shared_ptr<ArrayImpl>> in;
-  std::vector<bool> with_b;
-  for (const ProductTerm& t : terms) {
-    in.push_back(Shared(*t.a));
-    if (t.b != nullptr) in.push_back(Shared(*t.b));
-    with_b.push_back(t.b != nullptr);
-  }
-  ExecuteOptions o;
-  o.output_shapes = {target};
-  o.iteration_shape = full;
-  return Execute("sum_to", SumOfProducts(dtype, with_b), in, o)[0];
-}
-
-std::shared_ptr<ArrayImpl> CudaCopy(const ArrayImpl& a) {
-  return Execute("copy", Unary(a.dtype, false), {Shared(a)})[0];
-}
-
-void CudaAddInto(ArrayImpl& dst, const ArrayImpl& src) {
-  ExecuteOptions o;
-  o.destinations = {Shared(dst)};
-  o.accumulate = {true};
-  Execute("gradient accumulation", Unary(dst.dtype, false), {Shared(src)}, o);
-}
-
-std::shared_ptr<ArrayImpl> CudaAdd(const ArrayImpl& a, const ArrayImpl& b) {
-  return Execute("gradient accumulation", Binary(a.dtype, jit::Op::kAdd), {Shared(a), Shared(b)})[0];
-}
-
-std::shared_ptr<ArrayImpl> CudaScaled(const ArrayImpl& a, double factor) {
-  return Execute("scale", Binary(a.dtype, jit::Op::kMul),
-                 {Shared(a), DeviceScalar(a.dtype, factor, a.device)})[0];
-}
-
-std::shared_ptr<ArrayImpl> CudaFilled(DType dtype, const std::vector<int64_t>& shape, double value,
-                                      Device device) {
-  ExecuteOptions o;
-  o.iteration_shape = shape;
-  return Execute("fill", Unary(dtype, false), {DeviceScalar(dtype, value, device)}, o)[0];
-}
-
 void CudaStoreZeros(const std::shared_ptr<ArrayImpl>& dest) {
   if (dest->size() == 0) return;
   RequireDevice(dest->device, "storing an empty sum");
@@ -285,7 +185,7 @@ void CudaStoreZeros(const std::shared_ptr<ArrayImpl>& dest) {
   o.destinations = {dest};
   o.iteration_shape = dest->shape;
   // zeros(x) = 0 over the destination's shape; x (a rank-0 array) is never read.
-  Execute("zeros", Unary(dest->dtype, true), {NewArray(dest->dtype, {}, dest->device)}, o);
+  Execute("zeros", Zeros(dest->dtype), {NewArray(dest->dtype, {}, dest->device)}, o);
 }
 
 #else  // no CUDA toolkit in this build
@@ -314,23 +214,6 @@ std::shared_ptr<ArrayImpl> CudaGemm(const std::shared_ptr<ArrayImpl>& a,
                                     const std::shared_ptr<ArrayImpl>&) {
   NoCuda("matmul on " + a->device.name());
 }
-std::shared_ptr<ArrayImpl> CudaReduceProducts(DType, const std::vector<ProductTerm>&,
-                                              const std::vector<int64_t>&,
-                                              const std::vector<int64_t>&, Device device) {
-  NoCuda("sum_to on " + device.name());
-}
-std::shared_ptr<ArrayImpl> CudaCopy(const ArrayImpl& a) { NoCuda("copy on " + a.device.name()); }
-void CudaAddInto(ArrayImpl& dst, const ArrayImpl&) { NoCuda("add on " + dst.device.name()); }
-std::shared_ptr<ArrayImpl> CudaAdd(const ArrayImpl& a, const ArrayImpl&) {
-  NoCuda("add on " + a.device.name());
-}
-std::shared_ptr<ArrayImpl> CudaScaled(const ArrayImpl& a, double) {
-  NoCuda("scale on " + a.device.name());
-}
-std::shared_ptr<ArrayImpl> CudaFilled(DType, const std::vector<int64_t>&, double, Device device) {
-  NoCuda("fill on " + device.name());
-}
-
 #endif
 
 }  // namespace dualcast::detail

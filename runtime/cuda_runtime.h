@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "dualcast/detail/array_impl.hpp"
-#include "runtime/grad_kernels.h"
 #include "jit/kernel_abi.h"
 #include "jit/kernel_spec.h"
 
@@ -44,21 +43,6 @@ void CudaExecute(const std::string& kernel_name, const jit::KernelSpec& spec,
 // by a generated kernel. Errors: kDevice when there is no GPU or no cuBLAS.
 std::shared_ptr<ArrayImpl> CudaGemm(const std::shared_ptr<ArrayImpl>& a,
                                     const std::shared_ptr<ArrayImpl>& b);
-
-// The reverse sweep's element work on CUDA arrays (grad_kernels.h has the
-// CPU loops and the contracts): each is ONE generated kernel through Execute
-// (reductions deterministic, summed in double). Scalars (a scale factor, a
-// fill value) reach the device as a one-element copy, never a host write
-// into device memory.
-std::shared_ptr<ArrayImpl> CudaReduceProducts(DType dtype, const std::vector<ProductTerm>& terms,
-                                              const std::vector<int64_t>& full,
-                                              const std::vector<int64_t>& target, Device device);
-std::shared_ptr<ArrayImpl> CudaCopy(const ArrayImpl& a);
-void CudaAddInto(ArrayImpl& dst, const ArrayImpl& src);
-std::shared_ptr<ArrayImpl> CudaAdd(const ArrayImpl& a, const ArrayImpl& b);
-std::shared_ptr<ArrayImpl> CudaScaled(const ArrayImpl& a, double factor);
-std::shared_ptr<ArrayImpl> CudaFilled(DType dtype, const std::vector<int64_t>& shape, double value,
-                                      Device device);
 
 // Zeros into every element of `dest` (a CUDA array, any strides): a sum over
 // nothing. Runs a generated kernel through Execute, never a host write.

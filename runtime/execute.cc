@@ -180,12 +180,22 @@ bool BroadcastsTo(const std::vector<int64_t>& target, const std::vector<int64_t>
   return true;
 }
 
+// Whether an output stored as `target` is summed along some dim of `full` (a dim of size > 1).
+bool Summed(const std::vector<int64_t>& target, const std::vector<int64_t>& full) {
+  const size_t lead = full.size() - target.size();
+  for (size_t d = 0; d < full.size(); ++d) {
+    const int64_t t = d < lead ? 1 : target[d - lead];
+    if (full[d] != 1 && t == 1) return true;
+  }
+  return false;
+}
+
 struct Plan {
   std::vector<bool> write;
   std::vector<bool> accumulate;
   std::vector<int64_t> full;                 // the iteration shape
   std::vector<std::vector<int64_t>> shapes;  // per output: its stored shape
-  bool reduces = false;                      // some output is reduced or accumulated
+  bool reduces = false;                      // some output is summed or accumulated
 };
 
 Plan MakePlan(const std::string& name, const jit::Function& fn,
@@ -218,7 +228,6 @@ Plan MakePlan(const std::string& name, const jit::Function& fn,
                                "; give an iteration shape every argument broadcasts to"));
     }
     plan.full = o.iteration_shape;
-    plan.reduces = true;
   }
   for (size_t m = 0; m < n_out; ++m) {
     std::vector<int64_t> shape =
@@ -240,7 +249,7 @@ Plan MakePlan(const std::string& name, const jit::Function& fn,
                   absl::StrCat(name, ": output ", m + 1,
                                " accumulates into its destination, but none was given"));
     }
-    if (shape != plan.full || plan.accumulate[m]) plan.reduces = true;
+    if (Summed(shape, plan.full) || plan.accumulate[m]) plan.reduces = true;
     plan.shapes.push_back(std::move(shape));
   }
   return plan;
@@ -297,16 +306,6 @@ void CheckDestination(const std::string& kernel_name, size_t m, ArrayImpl& dest,
                                "; every output needs its own memory"));
     }
   }
-}
-
-// Whether an output stored as `target` is summed along some dim of `full` (a dim of size > 1).
-bool Summed(const std::vector<int64_t>& target, const std::vector<int64_t>& full) {
-  const size_t lead = full.size() - target.size();
-  for (size_t d = 0; d < full.size(); ++d) {
-    const int64_t t = d < lead ? 1 : target[d - lead];
-    if (full[d] != 1 && t == 1) return true;
-  }
-  return false;
 }
 
 // Zeros into every element of `a` (a reduction over nothing).

@@ -1,15 +1,15 @@
 // Private helpers of the reverse sweep: fused multiply-and-reduce, strided copies and adds (CPU).
 //
 // The tape's reverse rules need a few array primitives that must not be
-// recorded (they run inside the sweep) and must not wait for a JIT compile:
-// x̄_j = sum_to(Σ_m ȳ_m ⊙ P[m][j], shape(x_j)) as ONE pass that never
-// materialises the full-shape product when x_j was broadcast, plus copies,
-// in-place adds and scaling over arbitrary strides. They are plain C++ loops,
-// auto-vectorised where the inner stride is 1, and split over cores with
-// jit::ParallelFor when large.
+// recorded (they run inside the sweep): x̄_j = sum_to(Σ_m ȳ_m ⊙ P[m][j],
+// shape(x_j)) as ONE pass that never materialises the full-shape product
+// when x_j was broadcast, plus copies, in-place adds, scaling and fills over
+// arbitrary strides. Each is a generated kernel run through Execute (a tiny
+// IR function, built once): reductions are Execute's reduced outputs, the
+// in-place add its accumulating output.
 //
 // Accumulation: every reduction accumulates in double (float arrays too), in
-// fixed-size blocks, so results do not depend on the thread count.
+// an order fixed by the sizes, so results do not depend on the thread count.
 //
 // Example:
 //   // x̄ (shape {n, 1}) from ȳ and P (shape {n, n}):
@@ -61,8 +61,12 @@ std::shared_ptr<ArrayImpl> AddArrays(const ArrayImpl& a, const ArrayImpl& b);
 // A new contiguous array a * factor.
 std::shared_ptr<ArrayImpl> Scaled(const ArrayImpl& a, double factor);
 
-// A new contiguous array of `shape` filled with `value`.
-std::shared_ptr<ArrayImpl> Filled(DType dtype, const std::vector<int64_t>& shape, double value);
+// A rank-0 array holding `value` on `device` (defined in broadcast.cc).
+std::shared_ptr<ArrayImpl> NumberArray(double value, DType dtype, Device device);
+
+// A new contiguous array of `shape` filled with `value`, on `device`.
+std::shared_ptr<ArrayImpl> Filled(DType dtype, const std::vector<int64_t>& shape, double value,
+                                  Device device = Device::cpu());
 
 // While the tape sweep runs one node's Backward: whether that node's input
 // `j` leads to a requested gradient (a node may skip computing the others;
@@ -81,5 +85,8 @@ class NeededInputsScope {
 
 // Throws Error(kDevice) unless `a` is a materialised CPU array (`what` names the op).
 void CheckHostArray(const ArrayImpl& a, const char* what);
+// Throws Error(kInternal) unless `a` is materialised (any device: for the
+// helpers above, which run generated kernels where the array lives).
+void CheckComputed(const ArrayImpl& a, const char* what);
 
 }  // namespace dualcast::detail

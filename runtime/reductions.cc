@@ -67,7 +67,7 @@ Array<T> Reduce(const char* what, const Array<T>& a, const std::vector<int>& axe
                 bool is_mean) {
   a.eval();
   const std::shared_ptr<ArrayImpl>& in = a.impl();
-  if (in->device.is_cpu()) detail::CheckHostArray(*in, what);  // [CUDA path] ReduceProducts
+  detail::CheckComputed(*in, what);  // [CUDA path] any device: ReduceProducts runs it there
   std::vector<bool> mask = AxisMask(what, in->shape, axes);
   std::vector<int64_t> keep_shape = in->shape, out_shape;
   int64_t count = 1;

@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "jit/broadcast_layout.h"
 #include "jit/error.h"
-#include "runtime/cuda_runtime.h"  // [CUDA path]
 #include "runtime/grad_kernels.h"
 
 namespace dualcast {
@@ -341,9 +340,7 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
   if (!reaches.contains(loss_key)) return result;
 
   AdjointMap adjoints;
-  adjoints.emplace(loss_key, loss->device.is_cuda()  // [CUDA path]
-                                 ? detail::CudaFilled(loss->dtype, loss->shape, 1.0, loss->device)
-                                 : detail::Filled(loss->dtype, loss->shape, 1.0));
+  adjoints.emplace(loss_key, detail::Filled(loss->dtype, loss->shape, 1.0, loss->device));
   for (size_t i = steps.size(); i-- > 0;) {
     if (!relevant[i]) continue;
     const Step& step = steps[i];
@@ -479,7 +476,7 @@ void Tape::accumulate_gradient(const Array<T>& loss, const std::vector<Array<T>>
                                " is a read-only view of const memory; pass a writable array"));
     }
     grads[i].eval();
-    if (grads[i].device().is_cpu()) detail::CheckHostArray(*grads[i].impl(), what);  // [CUDA path]
+    detail::CheckComputed(*grads[i].impl(), what);  // [CUDA path] AddInto runs on any device
   }
   auto loss_impl = CheckedLoss(loss, what);
   std::vector<std::shared_ptr<detail::ArrayImpl>> adjoints =

@@ -5,6 +5,9 @@
 //   sum(x)                all elements of a plain array
 //   sum(x * y, {1})       per-row sums into (n, 1): sum_to over a broadcast column axis
 //   sum(x * y, {0})       per-column sums into (1, n): sum_to over a broadcast row axis
+//   fused ...             the same through Execute's reduced outputs: ONE generated kernel
+//                         computes x * y and sums it (the product never materialises)
+//   fused sum_to(x) ...   a plain axis sum_to of x through the same path
 // GB/s counts the bytes the inputs must be read (4 n² per operand); the
 // STREAM read figure is what a read-only pass can reach on this machine.
 // Each result is checked against a float64 sum (relative error printed).
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include <dualcast/dualcast.hpp>
+#include <dualcast/detail/execute.hpp>
 
 #include "absl/strings/numbers.h"
 #include "bench/hmlstm/roofline.h"
@@ -91,7 +95,7 @@ int main(int argc, char** argv) {
   std::printf("%s\n", dc::bench::FormatBandwidth(bw).c_str());
   std::printf("n = %lld, float32, %d reps (median); machine may be shared: figures are noisy\n",
               static_cast<long long>(n), reps);
-  std::printf("%-22s %10s %10s %8s %8s %10s\n", "reduction", "cold ms", "median ms", "GB/s", "%read", "rel err");
+  std::printf("%-24s %10s %10s %8s %8s %10s\n", "reduction", "cold ms", "median ms", "GB/s", "%read", "rel err");
 
   struct Case {
     const char* name;
@@ -99,11 +103,35 @@ int main(int argc, char** argv) {
     std::function<dc::Array<float>()> run;
     std::vector<double> ref;
   };
+  // x * y (or x alone) with its output stored reduced to `shape`, as one kernel.
+  auto fused = [&](bool product, std::vector<int64_t> shape) {
+    auto f = std::make_shared<dc::jit::Function>(product ? "bench_xy" : "bench_x");
+    dc::jit::Builder b(*f);
+    dc::jit::ValueId v = b.Input(dc::jit::Type::kF32);
+    if (product) v = b.Mul(v, b.Input(dc::jit::Type::kF32));
+    b.Return({v});
+    std::shared_ptr<const dc::jit::Function> fn = std::move(f);
+    return [fn, product, shape = std::move(shape), &x, &y] {
+      dc::detail::ExecuteOptions o;
+      o.output_shapes = {shape};
+      std::vector<std::shared_ptr<dc::detail::ArrayImpl>> in = {x.impl()};
+      if (product) in.push_back(y.impl());
+      return dc::Array<float>(dc::detail::Execute(fn->name, fn, in, o)[0]);
+    };
+  };
+  std::vector<double> cols_x(static_cast<size_t>(n), 0);
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t c = 0; c < n; ++c) cols_x[c] += xv[r * n + c];
+  }
   std::vector<Case> cases = {
       {"sum(x * y)", 2, [&] { return dc::sum(x * y); }, all_xy},
       {"sum(x)", 1, [&] { return dc::sum(x); }, all_x},
       {"sum(x * y, {1}) (n,1)", 2, [&] { return dc::sum(x * y, {1}, true); }, rows},
       {"sum(x * y, {0}) (1,n)", 2, [&] { return dc::sum(x * y, {0}, true); }, cols},
+      {"fused sum(x * y)", 2, fused(true, {1, 1}), all_xy},
+      {"fused x * y -> (n,1)", 2, fused(true, {n, 1}), rows},
+      {"fused x * y -> (1,n)", 2, fused(true, {1, n}), cols},
+      {"fused sum_to(x) (1,n)", 1, fused(false, {1, n}), cols_x},
   };
   for (Case& c : cases) {
     auto t0 = std::chrono::steady_clock::now();
@@ -118,7 +146,7 @@ int main(int argc, char** argv) {
     std::sort(times.begin(), times.end());
     const double median = times[times.size() / 2];
     const double gbps = c.operands * 4.0 * static_cast<double>(nn) / (median * 1e-3) / 1e9;
-    std::printf("%-22s %10.3f %10.3f %8.1f %8.0f %10.1e\n", c.name, cold, median, gbps,
+    std::printf("%-24s %10.3f %10.3f %8.1f %8.0f %10.1e\n", c.name, cold, median, gbps,
                 100.0 * gbps / bw.read_gbps, MaxRelError(got, c.ref));
   }
   return 0;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 
 #include "jit/cpu/thread_pool.h"
 #include "jit/stats.h"
@@ -39,27 +40,46 @@ void LaunchCpu(KernelEntry entry, const KernelArgs& args, int rank) {
 
 namespace {
 
-// Adds the partials of one reduced output (in chunk order) and stores them
-// into its destination, element by element in row-major order.
+// Elements a worker finishes at a time, and the tile in which partials are
+// added partial by partial (partials sit a power of two apart and would share
+// cache sets if walked element by element).
+constexpr int64_t kFinishGrain = 16 * 1024;
+constexpr int64_t kFinishTile = 512;
+
+// Elements [begin, end) (row-major over the kept dims) of one reduced output:
+// its partials added in chunk order, rounded once, stored or added into the
+// destination.
 template <class T>
-void Finish(const std::vector<double>& scratch, int64_t kept, int64_t partials, bool accumulate,
-            const ReducedDestination& dest) {
-  T* out = static_cast<T*>(dest.data);
+void Finish(const double* scratch, int64_t kept, int64_t partials, bool accumulate,
+            const ReducedDestination& dest, int64_t begin, int64_t end) {
   const size_t rank = dest.shape.size();
   std::vector<int64_t> index(rank, 0);
   int64_t offset = 0;
-  for (int64_t e = 0; e < kept; ++e) {
-    double sum = scratch[static_cast<size_t>(e)];
-    for (int64_t c = 1; c < partials; ++c) sum += scratch[static_cast<size_t>(c * kept + e)];
-    const T value = static_cast<T>(sum);
-    out[offset] = accumulate ? static_cast<T>(out[offset] + value) : value;
-    for (size_t d = rank; d-- > 0;) {
-      if (++index[d] < dest.shape[d]) {
-        offset += dest.strides[d];
-        break;
+  for (size_t d = rank, rest = static_cast<size_t>(begin); d-- > 0;) {
+    index[d] = static_cast<int64_t>(rest % static_cast<size_t>(dest.shape[d]));
+    rest /= static_cast<size_t>(dest.shape[d]);
+    offset += index[d] * dest.strides[d];
+  }
+  T* out = static_cast<T*>(dest.data);
+  double sum[kFinishTile];
+  for (int64_t t0 = begin; t0 < end; t0 += kFinishTile) {
+    const int64_t n = std::min(kFinishTile, end - t0);
+    std::copy(scratch + t0, scratch + t0 + n, sum);
+    for (int64_t c = 1; c < partials; ++c) {
+      const double* part = scratch + c * kept + t0;
+      for (int64_t e = 0; e < n; ++e) sum[e] += part[e];
+    }
+    for (int64_t e = 0; e < n; ++e) {
+      const T value = static_cast<T>(sum[e]);
+      out[offset] = accumulate ? static_cast<T>(out[offset] + value) : value;
+      for (size_t d = rank; d-- > 0;) {
+        if (++index[d] < dest.shape[d]) {
+          offset += dest.strides[d];
+          break;
+        }
+        offset -= dest.strides[d] * (dest.shape[d] - 1);
+        index[d] = 0;
       }
-      offset -= dest.strides[d] * (dest.shape[d] - 1);
-      index[d] = 0;
     }
   }
 }
@@ -82,15 +102,10 @@ void LaunchCpu(KernelEntry entry, const KernelArgs& args, const KernelSpec& spec
   const int64_t outer = args.sizes[0];
   const int64_t elements = outer * inner;
   if (elements > 0) {
-    const int64_t rows = std::max({int64_t{1}, (kMinElementsPerChunk + inner - 1) / inner,
-                                   (outer + kMaxPartials - 1) / kMaxPartials});
-    const int64_t chunks = (outer + rows - 1) / rows;
-
-    // Scratch per reduced output: strides over its kept dims, per-chunk copies
-    // when it is reduced along dim 0.
-    std::vector<std::vector<double>> scratch(n_out);
-    std::vector<int64_t> kept(n_out, 1), partials(n_out, 1);
+    // Scratch layout per reduced output: contiguous over its kept dims.
+    std::vector<int64_t> kept(n_out, 0);
     std::vector<int64_t> out_strides(args.out_strides, args.out_strides + n_out * rank);
+    int64_t widest_split = 0;  // the most kept elements of an output summed along dim 0
     for (size_t m = 0; m < n_out; ++m) {
       const uint32_t bits = spec.reduces(m);
       if (bits == 0 || !spec.writes(m)) continue;
@@ -101,31 +116,57 @@ void LaunchCpu(KernelEntry entry, const KernelArgs& args, const KernelSpec& spec
         if (!summed) step *= args.sizes[d];
       }
       kept[m] = step;
-      partials[m] = (bits & 1u) ? chunks : 1;
-      scratch[m].assign(static_cast<size_t>(kept[m] * partials[m]), 0.0);
+      if (bits & 1u) widest_split = std::max(widest_split, step);
+    }
+    // Chunks fixed by the sizes: about kMinElementsPerChunk elements, at most
+    // kMaxPartials, and (when partials are per chunk) no more partials than
+    // keep their memory under half the elements' count in doubles.
+    int64_t max_chunks = kMaxPartials;
+    if (widest_split > 0) max_chunks = std::clamp<int64_t>(elements / (2 * widest_split), 1, max_chunks);
+    const int64_t rows = std::max({int64_t{1}, (kMinElementsPerChunk + inner - 1) / inner,
+                                   (outer + max_chunks - 1) / max_chunks});
+    const int64_t chunks = (outer + rows - 1) / rows;
+
+    std::vector<std::unique_ptr<double[]>> scratch(n_out);
+    std::vector<int64_t> partials(n_out, 1);
+    for (size_t m = 0; m < n_out; ++m) {
+      if (kept[m] == 0) continue;
+      partials[m] = (spec.reduces(m) & 1u) ? chunks : 1;
+      // Zeroed by the chunks below, in parallel.
+      scratch[m] = std::make_unique_for_overwrite<double[]>(static_cast<size_t>(kept[m] * partials[m]));
     }
     ParallelFor(chunks, 1, [&](int64_t c_begin, int64_t c_end) {
       for (int64_t c = c_begin; c < c_end; ++c) {
-        std::vector<void*> outputs(args.outputs, args.outputs + n_out);
-        for (size_t m = 0; m < n_out; ++m) {
-          if (spec.reduces(m) == 0 || !spec.writes(m)) continue;
-          outputs[m] = scratch[m].data() + (partials[m] > 1 ? c * kept[m] : 0);
-        }
         KernelArgs chunk = args;
-        chunk.outputs = outputs.data();
-        chunk.out_strides = out_strides.data();
         chunk.begin = c * rows;
         chunk.end = std::min(outer, chunk.begin + rows);
+        std::vector<void*> outputs(args.outputs, args.outputs + n_out);
+        for (size_t m = 0; m < n_out; ++m) {
+          if (kept[m] == 0) continue;
+          // This chunk's partial, or (kept along dim 0) its rows of the one buffer.
+          const bool per_chunk = spec.reduces(m) & 1u;
+          const int64_t stride0 = out_strides[m * rank];
+          double* mine = per_chunk ? scratch[m].get() + c * kept[m]
+                                   : scratch[m].get() + chunk.begin * stride0;
+          std::fill_n(mine, per_chunk ? kept[m] : (chunk.end - chunk.begin) * stride0, 0.0);
+          outputs[m] = per_chunk ? mine : scratch[m].get();
+        }
+        chunk.outputs = outputs.data();
+        chunk.out_strides = out_strides.data();
         entry(&chunk);
       }
     });
     for (size_t m = 0; m < n_out; ++m) {
-      if (spec.reduces(m) == 0 || !spec.writes(m)) continue;
-      if (spec.dtype == Type::kF32) {
-        Finish<float>(scratch[m], kept[m], partials[m], spec.accumulates(m), destinations[m]);
-      } else {
-        Finish<double>(scratch[m], kept[m], partials[m], spec.accumulates(m), destinations[m]);
-      }
+      if (kept[m] == 0) continue;
+      ParallelFor(kept[m], kFinishGrain, [&](int64_t begin, int64_t end) {
+        if (spec.dtype == Type::kF32) {
+          Finish<float>(scratch[m].get(), kept[m], partials[m], spec.accumulates(m), destinations[m],
+                        begin, end);
+        } else {
+          Finish<double>(scratch[m].get(), kept[m], partials[m], spec.accumulates(m), destinations[m],
+                         begin, end);
+        }
+      });
     }
   }
   const double ms =

@@ -215,9 +215,67 @@ class KernelEmitter {
   }
 
   // The loops over dims 0..R-2 step by 1; the innermost steps by W lanes.
-  void EmitLoop(llvm::IRBuilder<>& b, int d, const std::vector<llvm::Value*>& in_off,
-                const std::vector<llvm::Value*>& out_off) {
-    const bool inner = d + 1 == rank_;
+  // Offsets of every input and output at the start of one row of the inner dim.
+  struct Row {
+    std::vector<llvm::Value*> in, out;
+  };
+
+  // Outputs summed along the dim outside the inner one but kept along the
+  // inner one: their scratch row is read and written once per kRowBlock
+  // rows instead of once per row (the double scratch traffic, not the
+  // arithmetic, bounds such column sums). Only when no output is summed along
+  // the inner dim, whose per-row accumulators the block would multiply.
+  static constexpr int kRowBlock = 4;
+  std::vector<bool> BlockedOutputs() const {
+    std::vector<bool> blocked(f_.num_outputs(), false);
+    if (rank_ < 2) return blocked;
+    bool any = false;
+    for (size_t m = 0; m < blocked.size(); ++m) {
+      if (out_ptr_[m] < 0) continue;
+      if (ReducedAlong(m, rank_ - 1)) return std::vector<bool>(blocked.size(), false);
+      blocked[m] = ReducedAlong(m, rank_ - 2);
+      any |= blocked[m];
+    }
+    return any ? blocked : std::vector<bool>(blocked.size(), false);
+  }
+
+  // Dim rank-2 in blocks of kRowBlock rows from `lo` (so the grouping
+  // depends only on the chunk's begin, which the sizes fix), the rows left
+  // over one at a time. In a block, a blocked output's row values are added
+  // in row order, then into the scratch once.
+  void EmitBlockedRows(llvm::IRBuilder<>& b, int d, const std::vector<llvm::Value*>& in_off,
+                       const std::vector<llvm::Value*>& out_off, const std::vector<bool>& blocked) {
+    llvm::Value* lo = d == 0 ? Arg(begin_) : b.getInt64(0);
+    llvm::Value* hi = d == 0 ? Arg(end_) : Arg(size_[d]);
+    llvm::BasicBlock* preheader = b.GetInsertBlock();
+    auto* header = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d, ".blocks"), body_);
+    auto* body = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d, ".block"), body_);
+    auto* rest = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d, ".rest"), body_);
+    b.CreateBr(header);
+    b.SetInsertPoint(header);
+    llvm::PHINode* i = b.CreatePHI(i64_, 2, absl::StrCat("i", d, ".block"));
+    i->addIncoming(lo, preheader);
+    llvm::Value* block_end = b.CreateAdd(i, b.getInt64(kRowBlock), "", false, /*HasNSW=*/true);
+    b.CreateCondBr(b.CreateICmpSLE(block_end, hi), body, rest);
+    b.SetInsertPoint(body);
+    std::vector<Row> rows(kRowBlock);
+    for (int r = 0; r < kRowBlock; ++r) {
+      llvm::Value* row = r == 0 ? i : b.CreateAdd(i, b.getInt64(r), "", false, /*HasNSW=*/true);
+      for (size_t k = 0; k < in_off.size(); ++k) rows[r].in.push_back(Advance(b, in_off[k], row, in_stride_[k][d]));
+      for (size_t m = 0; m < out_off.size(); ++m) {
+        rows[r].out.push_back(Advance(b, out_off[m], row, out_stride_[m][d]));
+      }
+    }
+    EmitInnerLoop(b, rows, blocked);
+    i->addIncoming(block_end, b.GetInsertBlock());
+    b.CreateBr(header);
+    b.SetInsertPoint(rest);
+    EmitLoop(b, d, in_off, out_off, /*lo=*/i);
+  }
+
+  // The inner dim for one row, or for a block of rows (see EmitBlockedRows).
+  void EmitInnerLoop(llvm::IRBuilder<>& b, const std::vector<Row>& rows, const std::vector<bool>& blocked) {
+    const int d = rank_ - 1;
     llvm::Value* lo = d == 0 ? Arg(begin_) : b.getInt64(0);
     llvm::Value* hi = d == 0 ? Arg(end_) : Arg(size_[d]);
     llvm::BasicBlock* preheader = b.GetInsertBlock();
@@ -232,42 +290,80 @@ class KernelEmitter {
     // row, lane k summing elements k, k + W, ... in order.
     std::vector<llvm::PHINode*> acc(f_.num_outputs(), nullptr);
     llvm::Type* acc_type = LlvmType(ctx_, Type::kF64, lanes_);
-    if (inner) {
-      for (size_t m = 0; m < acc.size(); ++m) {
-        if (out_ptr_[m] < 0 || !ReducedAlong(m, d)) continue;
-        acc[m] = b.CreatePHI(acc_type, 2, absl::StrCat("acc", m));
-        acc[m]->addIncoming(llvm::Constant::getNullValue(acc_type), preheader);
-      }
+    for (size_t m = 0; m < acc.size(); ++m) {
+      if (out_ptr_[m] < 0 || !ReducedAlong(m, d)) continue;
+      acc[m] = b.CreatePHI(acc_type, 2, absl::StrCat("acc", m));
+      acc[m]->addIncoming(llvm::Constant::getNullValue(acc_type), preheader);
     }
     b.CreateCondBr(b.CreateICmpSLT(i, hi), body, exit);
     b.SetInsertPoint(body);
+    // Lanes i .. i+W-1; those at or past `hi` are masked off (the tail).
+    llvm::Value* lanes = b.CreateAdd(b.CreateVectorSplat(lanes_, i), LaneSteps(b), "lanes",
+                                     false, /*HasNSW=*/true);
+    llvm::Value* active = b.CreateICmpSLT(lanes, b.CreateVectorSplat(lanes_, hi), "active");
+    llvm::Value* full = b.CreateICmpSLE(
+        b.CreateAdd(i, b.getInt64(lanes_), "", false, /*HasNSW=*/true), hi, "full");
+    std::vector<llvm::Value*> sums;
+    for (const Row& row : rows) {
+      std::vector<llvm::Value*> values = EmitElement(b, row.in, row.out, i, d, active, full, blocked);
+      if (sums.empty()) {
+        sums = values;
+        continue;
+      }
+      for (size_t m = 0; m < sums.size(); ++m) {
+        if (blocked[m]) sums[m] = b.CreateFAdd(sums[m], values[m]);
+      }
+    }
+    for (size_t m = 0; m < sums.size(); ++m) {
+      if (blocked[m]) EmitScratchAdd(b, m, sums[m], rows[0].out[m], i, d, active, full);
+    }
+    llvm::Value* next = b.CreateAdd(i, b.getInt64(lanes_), "", false, /*HasNSW=*/true);
+    for (size_t m = 0; m < acc.size(); ++m) {
+      if (acc[m] != nullptr) acc[m]->addIncoming(b.CreateFAdd(acc[m], sums[m]), b.GetInsertBlock());
+    }
+    i->addIncoming(next, b.GetInsertBlock());
+    b.CreateBr(header);
+    b.SetInsertPoint(exit);
+    // The row's sum, lanes added in order (an ordered reduction: no
+    // reassociation), added once into the output's scratch element.
+    for (size_t m = 0; m < acc.size(); ++m) {
+      if (acc[m] == nullptr) continue;
+      llvm::Type* f64 = b.getDoubleTy();
+      llvm::Value* sum = b.CreateFAddReduce(llvm::ConstantFP::get(f64, 0.0), acc[m]);
+      const std::vector<llvm::Value*>& out_off = rows[0].out;
+      llvm::Value* addr =
+          out_off[m] == nullptr ? Arg(out_ptr_[m]) : b.CreateInBoundsGEP(f64, Arg(out_ptr_[m]), out_off[m]);
+      b.CreateStore(b.CreateFAdd(b.CreateLoad(f64, addr), sum), addr);
+    }
+  }
+
+  void EmitLoop(llvm::IRBuilder<>& b, int d, const std::vector<llvm::Value*>& in_off,
+                const std::vector<llvm::Value*>& out_off, llvm::Value* lo_from = nullptr) {
+    const bool inner = d + 1 == rank_;
     if (inner) {
-      // Lanes i .. i+W-1; those at or past `hi` are masked off (the tail).
-      llvm::Value* lanes = b.CreateAdd(b.CreateVectorSplat(lanes_, i), LaneSteps(b), "lanes",
-                                       false, /*HasNSW=*/true);
-      llvm::Value* active = b.CreateICmpSLT(lanes, b.CreateVectorSplat(lanes_, hi), "active");
-      llvm::Value* full = b.CreateICmpSLE(
-          b.CreateAdd(i, b.getInt64(lanes_), "", false, /*HasNSW=*/true), hi, "full");
-      std::vector<llvm::Value*> row_values = EmitElement(b, in_off, out_off, i, d, active, full);
-      llvm::Value* next = b.CreateAdd(i, b.getInt64(lanes_), "", false, /*HasNSW=*/true);
-      for (size_t m = 0; m < acc.size(); ++m) {
-        if (acc[m] != nullptr) acc[m]->addIncoming(b.CreateFAdd(acc[m], row_values[m]), b.GetInsertBlock());
-      }
-      i->addIncoming(next, b.GetInsertBlock());
-      b.CreateBr(header);
-      b.SetInsertPoint(exit);
-      // The row's sum, lanes added in order (an ordered reduction: no
-      // reassociation), added once into the output's scratch element.
-      for (size_t m = 0; m < acc.size(); ++m) {
-        if (acc[m] == nullptr) continue;
-        llvm::Type* f64 = b.getDoubleTy();
-        llvm::Value* sum = b.CreateFAddReduce(llvm::ConstantFP::get(f64, 0.0), acc[m]);
-        llvm::Value* addr =
-            out_off[m] == nullptr ? Arg(out_ptr_[m]) : b.CreateInBoundsGEP(f64, Arg(out_ptr_[m]), out_off[m]);
-        b.CreateStore(b.CreateFAdd(b.CreateLoad(f64, addr), sum), addr);
-      }
+      EmitInnerLoop(b, {Row{in_off, out_off}}, std::vector<bool>(f_.num_outputs(), false));
       return;
     }
+    if (d + 2 == rank_ && lo_from == nullptr) {
+      const std::vector<bool> blocked = BlockedOutputs();
+      for (bool x : blocked) {
+        if (!x) continue;
+        EmitBlockedRows(b, d, in_off, out_off, blocked);
+        return;
+      }
+    }
+    llvm::Value* lo = lo_from != nullptr ? lo_from : d == 0 ? Arg(begin_) : b.getInt64(0);
+    llvm::Value* hi = d == 0 ? Arg(end_) : Arg(size_[d]);
+    llvm::BasicBlock* preheader = b.GetInsertBlock();
+    auto* header = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d), body_);
+    auto* body = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d, ".body"), body_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d, ".exit"), body_);
+    b.CreateBr(header);
+    b.SetInsertPoint(header);
+    llvm::PHINode* i = b.CreatePHI(i64_, 2, absl::StrCat("i", d));
+    i->addIncoming(lo, preheader);
+    b.CreateCondBr(b.CreateICmpSLT(i, hi), body, exit);
+    b.SetInsertPoint(body);
     std::vector<llvm::Value*> next_in(in_off.size()), next_out(out_off.size());
     for (size_t k = 0; k < in_off.size(); ++k) next_in[k] = Advance(b, in_off[k], i, in_stride_[k][d]);
     for (size_t m = 0; m < out_off.size(); ++m) {
@@ -278,6 +374,58 @@ class KernelEmitter {
     i->addIncoming(next, b.GetInsertBlock());
     b.CreateBr(header);
     b.SetInsertPoint(exit);
+  }
+
+  // Plain and masked variants of the contiguous operands (`full`: all W lanes
+  // active; null: rank 0, masked only), joined by phis of what they return.
+  template <class Plain, class Masked>
+  std::vector<llvm::Value*> Split(llvm::IRBuilder<>& b, llvm::Value* full, const char* what,
+                                  Plain&& plain, Masked&& masked) {
+    if (full == nullptr) return masked();
+    auto* plain_block = llvm::BasicBlock::Create(ctx_, absl::StrCat(what, ".full"), body_);
+    auto* masked_block = llvm::BasicBlock::Create(ctx_, absl::StrCat(what, ".tail"), body_);
+    auto* join = llvm::BasicBlock::Create(ctx_, absl::StrCat(what, ".done"), body_);
+    b.CreateCondBr(full, plain_block, masked_block);
+    b.SetInsertPoint(plain_block);
+    std::vector<llvm::Value*> a = plain();
+    b.CreateBr(join);
+    b.SetInsertPoint(masked_block);
+    std::vector<llvm::Value*> m = masked();
+    b.CreateBr(join);
+    b.SetInsertPoint(join);
+    std::vector<llvm::Value*> joined;
+    for (size_t k = 0; k < a.size(); ++k) {
+      llvm::PHINode* phi = b.CreatePHI(a[k]->getType(), 2);
+      phi->addIncoming(a[k], plain_block);
+      phi->addIncoming(m[k], masked_block);
+      joined.push_back(phi);
+    }
+    return joined;
+  }
+
+  // scratch[lanes] += value for reduced output m, kept (unit stride) along
+  // the inner dim `d`; the tail's masked load and store skip inactive lanes.
+  void EmitScratchAdd(llvm::IRBuilder<>& b, size_t m, llvm::Value* value, llvm::Value* offset,
+                      llvm::Value* i, int d, llvm::Value* active, llvm::Value* full) {
+    llvm::Type* f64 = b.getDoubleTy();
+    llvm::Type* vec = LlvmType(ctx_, Type::kF64, lanes_);
+    const llvm::Align align(8);
+    offset = Advance(b, offset, i, out_stride_[m][d]);
+    llvm::Value* address =
+        offset == nullptr ? Arg(out_ptr_[m]) : b.CreateInBoundsGEP(f64, Arg(out_ptr_[m]), offset);
+    Split(
+        b, full, "scratch",
+        [&] {
+          b.CreateAlignedStore(b.CreateFAdd(b.CreateAlignedLoad(vec, address, align), value),
+                               address, align);
+          return std::vector<llvm::Value*>{};
+        },
+        [&] {
+          llvm::Value* old =
+              b.CreateMaskedLoad(vec, address, align, active, llvm::Constant::getNullValue(vec));
+          b.CreateMaskedStore(b.CreateFAdd(old, value), address, align, active);
+          return std::vector<llvm::Value*>{};
+        });
   }
 
   // <0, 1, ..., W-1> as i64.
@@ -303,18 +451,19 @@ class KernelEmitter {
   // (widened to double, inactive lanes 0) is returned at its index for the
   // loop's accumulator (null elsewhere). One reduced along other dims adds
   // into its double scratch; an accumulating one adds into its destination.
+  // Outputs marked `deferred` are returned too (widened to double, inactive
+  // lanes unspecified) and not stored: the caller adds them (EmitScratchAdd).
   std::vector<llvm::Value*> EmitElement(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& in_off,
                                         const std::vector<llvm::Value*>& out_off, llvm::Value* i,
-                                        int d, llvm::Value* active, llvm::Value* full) {
+                                        int d, llvm::Value* active, llvm::Value* full,
+                                        const std::vector<bool>& deferred = {}) {
     const llvm::Align align(spec_.dtype == Type::kF32 ? 4 : 8);
     llvm::Type* vec = LlvmType(ctx_, spec_.dtype, lanes_);
     llvm::Constant* zeros = llvm::Constant::getNullValue(vec);
     // The address of lane 0, and for a strided operand the vector of lane addresses.
-    auto lane0 = [&](int ptr_param, llvm::Value* offset, int stride,
-                     llvm::Type* elem = nullptr) -> llvm::Value* {
+    auto lane0 = [&](int ptr_param, llvm::Value* offset, int stride) -> llvm::Value* {
       if (d >= 0) offset = Advance(b, offset, i, stride);
-      return offset == nullptr ? Arg(ptr_param)
-                               : b.CreateInBoundsGEP(elem ? elem : elem_, Arg(ptr_param), offset);
+      return offset == nullptr ? Arg(ptr_param) : b.CreateInBoundsGEP(elem_, Arg(ptr_param), offset);
     };
     auto lane_addresses = [&](llvm::Value* base, int stride) -> llvm::Value* {
       llvm::Value* offsets =
@@ -324,28 +473,8 @@ class KernelEmitter {
     auto stride_of = [&](const std::vector<std::vector<int>>& strides, size_t k) {
       return d >= 0 ? strides[k][d] : kZeroStride;
     };
-    // Plain and masked variants of the contiguous operands, joined by phis.
     auto split = [&](const char* what, auto&& plain, auto&& masked) {
-      if (full == nullptr) return masked();
-      auto* plain_block = llvm::BasicBlock::Create(ctx_, absl::StrCat(what, ".full"), body_);
-      auto* masked_block = llvm::BasicBlock::Create(ctx_, absl::StrCat(what, ".tail"), body_);
-      auto* join = llvm::BasicBlock::Create(ctx_, absl::StrCat(what, ".done"), body_);
-      b.CreateCondBr(full, plain_block, masked_block);
-      b.SetInsertPoint(plain_block);
-      std::vector<llvm::Value*> a = plain();
-      b.CreateBr(join);
-      b.SetInsertPoint(masked_block);
-      std::vector<llvm::Value*> m = masked();
-      b.CreateBr(join);
-      b.SetInsertPoint(join);
-      std::vector<llvm::Value*> joined;
-      for (size_t k = 0; k < a.size(); ++k) {
-        llvm::PHINode* phi = b.CreatePHI(a[k]->getType(), 2);
-        phi->addIncoming(a[k], plain_block);
-        phi->addIncoming(m[k], masked_block);
-        joined.push_back(phi);
-      }
-      return joined;
+      return Split(b, full, what, plain, masked);
     };
 
     // Loads, all before the Function.
@@ -402,26 +531,27 @@ class KernelEmitter {
     struct ContiguousStore {
       llvm::Value* value;
       llvm::Value* address;
-      llvm::Type* type;  // the vector type in memory
-      bool add;          // add into what is there
+      bool add;  // add into what is there
     };
     std::vector<ContiguousStore> contiguous_stores;
     std::vector<llvm::Value*> row_values(outputs.size(), nullptr);
-    llvm::Type* f64 = b.getDoubleTy();
+    std::vector<std::pair<size_t, llvm::Value*>> scratch_adds;  // output, widened value
     llvm::Type* f64_vec = LlvmType(ctx_, Type::kF64, lanes_);
-    const llvm::Align f64_align(8);
     for (size_t m = 0; m < outputs.size(); ++m) {
       if (out_ptr_[m] < 0) continue;
       llvm::Value* v = Convert(printer, outputs[m], f_.output_type(m), spec_.dtype);
       const int stride = stride_of(out_stride_, m);
       if (Reduced(m)) {
         llvm::Value* wide = Convert(printer, v, spec_.dtype, Type::kF64);
-        wide = b.CreateSelect(active, wide, llvm::Constant::getNullValue(f64_vec));
-        if (ReducedAlong(m, d)) {
+        if (m < deferred.size() && deferred[m]) {
           row_values[m] = wide;
           continue;
         }
-        contiguous_stores.push_back({wide, lane0(out_ptr_[m], out_off[m], stride, f64), f64_vec, true});
+        if (ReducedAlong(m, d)) {  // inactive lanes must add 0 (their values may be NaN)
+          row_values[m] = b.CreateSelect(active, wide, llvm::Constant::getNullValue(f64_vec));
+          continue;
+        }
+        scratch_adds.emplace_back(m, wide);
         continue;
       }
       const bool add = spec_.accumulates(m);
@@ -431,22 +561,21 @@ class KernelEmitter {
         if (add) x = b.CreateFAdd(b.CreateLoad(elem_, base), x);
         b.CreateStore(x, base);
       } else if (stride == kUnitStride) {
-        contiguous_stores.push_back({v, base, vec, add});
+        contiguous_stores.push_back({v, base, add});
       } else {
         llvm::Value* addresses = lane_addresses(base, stride);
         if (add) v = b.CreateFAdd(b.CreateMaskedGather(vec, addresses, align, active, zeros), v);
         b.CreateMaskedScatter(v, addresses, align, active);
       }
     }
-    auto align_of = [&](const ContiguousStore& s) { return s.type == vec ? align : f64_align; };
     if (!contiguous_stores.empty()) {
       split(
           "store",
           [&] {
             for (const ContiguousStore& s : contiguous_stores) {
               llvm::Value* x = s.value;
-              if (s.add) x = b.CreateFAdd(b.CreateAlignedLoad(s.type, s.address, align_of(s)), x);
-              b.CreateAlignedStore(x, s.address, align_of(s));
+              if (s.add) x = b.CreateFAdd(b.CreateAlignedLoad(vec, s.address, align), x);
+              b.CreateAlignedStore(x, s.address, align);
             }
             return std::vector<llvm::Value*>{};
           },
@@ -454,16 +583,14 @@ class KernelEmitter {
             for (const ContiguousStore& s : contiguous_stores) {
               llvm::Value* x = s.value;
               if (s.add) {
-                x = b.CreateFAdd(b.CreateMaskedLoad(s.type, s.address, align_of(s), active,
-                                                    llvm::Constant::getNullValue(s.type)),
-                                 x);
+                x = b.CreateFAdd(b.CreateMaskedLoad(vec, s.address, align, active, zeros), x);
               }
-              b.CreateMaskedStore(x, s.address, align_of(s), active);
+              b.CreateMaskedStore(x, s.address, align, active);
             }
             return std::vector<llvm::Value*>{};
           });
     }
-    (void)f64;
+    for (auto& [m, wide] : scratch_adds) EmitScratchAdd(b, m, wide, out_off[m], i, d, active, full);
     return row_values;
   }
 

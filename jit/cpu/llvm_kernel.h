@@ -26,6 +26,15 @@
 // value never depends on where in the array it sits. Rank 0 is lane 0 alone
 // of one step, done when begin <= 0 < end. A size-0 dim runs nothing.
 //
+// Reduced outputs (spec.output_reduce; see launch.h for the scratch the
+// launcher passes): summed along the inner dim, a W-lane double accumulator
+// per row (inactive lanes add 0), its lanes added in order at the row's end
+// into the scratch element; kept along the inner dim, the row's values
+// widened to double and added into the scratch row — in blocks of 4 rows
+// summed in registers first when the dim outside the inner one is summed
+// (and no output is summed along the inner dim). An accumulating output
+// loads its destination and adds the value in the element type.
+//
 // Example:
 //   llvm::LLVMContext ctx;
 //   auto module = BuildKernelModule(spec, "dc_cell_1a2b", ctx);   // StatusOr

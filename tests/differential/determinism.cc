@@ -38,6 +38,10 @@ std::string Digest() {
   auto w = Array<T>::uniform({rows, cols}, 17, T(-1), T(1));
   std::string bytes;
   Mix(bytes, broadcast(cell, z, zb, c, f, i, g));
+  // Axis sums: generated kernels with reduced outputs (columns, rows, all).
+  Mix(bytes, sum(c * w, {0}, true));
+  Mix(bytes, sum(g, {1}));
+  Mix(bytes, mean(i));
   Partials<T> p = partials(cell, {z, zb, c, f, i, g});
   for (int j = 0; j < 6; ++j) Mix(bytes, p.d(0, j));
   for (PartialsMode mode : {PartialsMode::kCache, PartialsMode::kRecompute}) {

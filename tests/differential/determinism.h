@@ -7,8 +7,9 @@
 // different counts and compares the digests. The workload is large enough
 // (about 10 launch chunks of 32K elements) that the launcher really splits
 // it, and covers the forward kernel, partials, and both reverse-sweep modes
-// with broadcast inputs (whose gradients are reductions: sum_to accumulates
-// in double in fixed blocks, so its order does not depend on the threads).
+// with broadcast inputs (whose gradients are reductions), and axis sums:
+// reductions are generated kernels that accumulate in double in chunks fixed
+// by the sizes, so their order does not depend on the threads.
 //
 // Example:
 //   std::string d = DeterminismDigest();   // "f64 ... 9c0f...; f32 ... 1a2b..."

@@ -219,7 +219,8 @@ TEST_CASE("with a tape, a held intermediate stays fused; its own gradient cuts t
     Array<double> y = broadcast(f, x, 2.0);
     jit::ResetStats();
     Array<double> loss = sum(broadcast(g, y, 0.0));  // sum(exp(y))
-    CHECK(jit::GetStats().launches == 1);
+    // The fused broadcast, then sum's own generated kernel (eager for now).
+    CHECK(jit::GetStats().launches == 2);
     std::vector<double> gx = tape.gradient(loss, {x})[0].to_vector();
     for (int i = 0; i < 5; ++i) {
       const double e = 1e-6;

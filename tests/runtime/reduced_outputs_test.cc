@@ -236,6 +236,43 @@ TEST_CASE("reduced outputs: a strided destination is written in place") {
   CHECK(At(*big, 3 * 29 + 2) == before[2]);
 }
 
+// A transposed view (strides swapped) of a fresh (cols, rows) array: shape (rows, cols), not contiguous.
+std::shared_ptr<ArrayImpl> Transposed(DType dtype, int64_t rows, int64_t cols, int seed) {
+  auto t = Filled(dtype, {cols, rows}, seed);
+  t->shape = {rows, cols};
+  t->strides = {1, rows};
+  return t;
+}
+
+TEST_CASE("reduced outputs: strided (gathered) inputs, an accumulating strided destination, unwritten outputs") {
+  for (DType dtype : {DType::kF32, DType::kF64}) {
+    const double tol = dtype == DType::kF32 ? 2e-6 : 1e-13;
+    auto fn = TestFunction(dtype);
+    std::vector<std::shared_ptr<ArrayImpl>> in = {Transposed(dtype, 21, 35, 1),
+                                                  Filled(dtype, {21, 1}, 2),
+                                                  Transposed(dtype, 21, 35, 3)};
+    // Output 1 not reduced, added into a transposed destination (gather + scatter);
+    // output 2 column sums.
+    auto dest = Transposed(dtype, 21, 35, 4);
+    std::vector<double> base;
+    ForEachElement(dest->shape, dest->strides, [&](int64_t, int64_t off) { base.push_back(At(*dest, off)); });
+    ExecuteOptions o;
+    o.output_shapes = {{}, {1, 35}};
+    o.destinations = {dest, nullptr};
+    o.accumulate = {true, false};
+    auto outs = Execute("reduce_test", fn, in, o);
+    CheckClose(*dest, Reference(in, {21, 35}, {21, 35}, 0), base, tol, "accumulate, strided");
+    CheckClose(*outs[1], Reference(in, {21, 35}, {1, 35}, 1), {}, tol, "columns of strided inputs");
+    // Only output 2 written, reduced to a scalar-like (1, 1).
+    ExecuteOptions only;
+    only.write = {false, true};
+    only.output_shapes = {{}, {1, 1}};
+    outs = Execute("reduce_test", fn, in, only);
+    CHECK(outs[0] == nullptr);
+    CheckClose(*outs[1], Reference(in, {21, 35}, {1, 1}, 1), {}, tol, "total of strided inputs");
+  }
+}
+
 std::vector<char> Bytes(const ArrayImpl& a) {
   std::vector<char> b(static_cast<size_t>(a.size()) * SizeOf(a.dtype));
   if (!b.empty()) std::memcpy(b.data(), a.data(), b.size());
@@ -249,6 +286,10 @@ TEST_CASE("reduced outputs are bitwise the same under 1, 2 and 8 threads") {
       {{1025, 77}, {{1}, {1025, 1}}},
       {{7, 130, 129}, {{7, 1, 1}, {1, 130, 1}}},
       {{5000, 3, 5}, {{1, 3, 5}, {3, 1}}},
+      {{1030, 257}, {{1, 257}, {1030, 257}}},       // column sums in blocks of rows
+      {{9, 301, 130}, {{9, 1, 130}, {1, 1, 130}}},  // the same inside an outer dim
+      {{40, 50001}, {{1, 50001}, {40, 1}}},   // wide partials, finished in parallel
+      {{3, 70001}, {{1, 70001}, {3, 70001}}},  // partials capped by memory: one chunk
   };
   for (DType dtype : {DType::kF32, DType::kF64}) {
     auto fn = TestFunction(dtype);

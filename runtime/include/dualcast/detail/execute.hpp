@@ -10,7 +10,9 @@
 //
 // Reduced outputs (ExecuteOptions::output_shapes) are summed over the axes
 // where their shape broadcasts to the iteration shape inside the generated
-// kernel; `accumulate` adds a result into its destination.
+// kernel; `accumulate` adds a result into its destination. CPU only for now:
+// on a CUDA device such outputs are an Error(kDevice) (an iteration shape
+// alone is fine there).
 //
 // Example:
 //   auto outs = Execute("axpy", fn, {a, x, y});  // fn: 3 inputs, 1 output
@@ -34,15 +36,17 @@ struct ExecuteOptions {
   // outputs come back as null.
   std::vector<bool> write;
   // Optional destination per output (null = allocate a new contiguous array
-  // of the broadcast shape). A destination must have the broadcast shape and
-  // must not alias any input.
+  // of the output's shape). A destination must have the output's shape (the
+  // broadcast shape, or its `output_shapes` entry), must not alias any input
+  // or another destination, and is written only if no error is raised.
   std::vector<std::shared_ptr<ArrayImpl>> destinations;
   // Optional per output: the shape it is stored in. Empty = the broadcast (iteration) shape.
   // Otherwise a shape that broadcasts to the iteration shape (NumPy rules, same rank or fewer dims);
   // the output is the SUM of the function's value over the axes where it broadcasts (sum_to).
-  // A destination for such an output must have this shape. (Empty means "not reduced", so a sum
-  // of everything is stored as (1,) or (1, ..., 1) and viewed as () by the caller.) Sums are formed in double (f32 too)
-  // in an order fixed by the sizes alone: bitwise the same for any thread count.
+  // A destination for such an output must have this shape. (Empty means "not reduced", so a
+  // sum of everything is stored as (1,) or (1, ..., 1) and viewed as () by the caller.) Sums
+  // are formed in double (f32 too) in an order fixed by the sizes alone: bitwise the same
+  // for any thread count.
   std::vector<std::vector<int64_t>> output_shapes;
   // Optional per output: add the result into the destination (which must be given) instead of
   // overwriting it. The sum is formed first, then added once in the element type
