@@ -91,7 +91,7 @@ uint64_t KernelSpec::Key() const {
   m.Mix(inner_contiguous ? 1 : 0);
   // Mixed only when present, so specs without reductions keep their keys (and on-disk objects).
   if (HasReductions()) {
-    m.Mix(0x7265647563650003ULL);  // "reduce" + the reduced-output codegen version (bump on change)
+    m.Mix(0x7265647563650004ULL);  // "reduce" + the reduced-output codegen version (bump on change)
     m.Mix(output_reduce.size());
     for (uint32_t bits : output_reduce) m.Mix(bits);
     m.Mix(accumulate.size());

@@ -404,10 +404,11 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
   spec.write = write;
   if (plan.reduces) {
     spec.output_reduce.assign(n_out, 0);
-    spec.accumulate = plan.accumulate;
+    spec.accumulate.assign(n_out, false);
     size_t operand = n_in;
     for (size_t m = 0; m < n_out; ++m) {
       if (!write[m]) continue;
+      spec.accumulate[m] = plan.accumulate[m];
       if (summed[m]) spec.output_reduce[m] = merged->in_broadcast[operand];
       ++operand;
     }

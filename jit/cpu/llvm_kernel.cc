@@ -324,12 +324,22 @@ class KernelEmitter {
     i->addIncoming(next, b.GetInsertBlock());
     b.CreateBr(header);
     b.SetInsertPoint(exit);
-    // The row's sum, lanes added in order (an ordered reduction: no
-    // reassociation), added once into the output's scratch element.
+    // The row's sum, its lanes added in a fixed pairwise tree (log2 W steps,
+    // not W dependent adds: narrow rows stay cheap), added once into the
+    // output's scratch element.
     for (size_t m = 0; m < acc.size(); ++m) {
       if (acc[m] == nullptr) continue;
       llvm::Type* f64 = b.getDoubleTy();
-      llvm::Value* sum = b.CreateFAddReduce(llvm::ConstantFP::get(f64, 0.0), acc[m]);
+      llvm::Value* sum = acc[m];
+      for (int width = lanes_; width > 1; width /= 2) {
+        std::vector<int> lo(width / 2), hi(width / 2);
+        for (int k = 0; k < width / 2; ++k) {
+          lo[k] = k;
+          hi[k] = k + width / 2;
+        }
+        sum = b.CreateFAdd(b.CreateShuffleVector(sum, lo), b.CreateShuffleVector(sum, hi));
+      }
+      sum = b.CreateExtractElement(sum, uint64_t{0});
       const std::vector<llvm::Value*>& out_off = rows[0].out;
       llvm::Value* addr =
           out_off[m] == nullptr ? Arg(out_ptr_[m]) : b.CreateInBoundsGEP(f64, Arg(out_ptr_[m]), out_off[m]);

@@ -264,9 +264,10 @@ TEST_CASE("reduced outputs: strided (gathered) inputs, an accumulating strided d
     CheckClose(*dest, Reference(in, {21, 35}, {21, 35}, 0), base, tol, "accumulate, strided");
     CheckClose(*outs[1], Reference(in, {21, 35}, {1, 35}, 1), {}, tol, "columns of strided inputs");
     // Only output 2 written, reduced to a scalar-like (1, 1).
-    ExecuteOptions only;
+    ExecuteOptions only;  // flags of an unwritten output are ignored
     only.write = {false, true};
     only.output_shapes = {{}, {1, 1}};
+    only.accumulate = {true, false};
     outs = Execute("reduce_test", fn, in, only);
     CHECK(outs[0] == nullptr);
     CheckClose(*outs[1], Reference(in, {21, 35}, {1, 1}, 1), {}, tol, "total of strided inputs");
