@@ -185,15 +185,17 @@ CUresult cuModuleLoadData(CUmodule* module, const void* image) {
     fprintf(stderr, "emulated CUDA driver: dlopen: %s\n", dlerror());
     return CUDA_ERROR_INVALID_IMAGE;
   }
+  // The loaded library stays mapped: the folder goes now (kernels live until exit),
+  // unless DUALCAST_CUDA_HOST_KEEP=1 asks to keep it for inspection.
+  if (const char* keep = getenv("DUALCAST_CUDA_HOST_KEEP"); keep == nullptr || *keep != '1') {
+    if (system(("rm -rf '" + dir + "'").c_str()) != 0) fprintf(stderr, "cannot remove %s\n", dir.c_str());
+  }
   *module = reinterpret_cast<CUmodule>(m);
   return CUDA_SUCCESS;
 }
 CUresult cuModuleUnload(CUmodule module) {
   auto* m = reinterpret_cast<Module*>(module);
   dlclose(m->handle);
-  if (const char* keep = getenv("DUALCAST_CUDA_HOST_KEEP"); keep == nullptr || *keep != '1') {
-    system(("rm -rf '" + m->dir + "'").c_str());
-  }
   delete m;
   return CUDA_SUCCESS;
 }
