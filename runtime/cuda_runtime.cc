@@ -1,13 +1,19 @@
 // The runtime's GPU path: Storage on cuda:i through the caching allocator, transfers, and Execute's launch.
 #include "cuda_runtime.h"
 
+#include <algorithm>
+#include <climits>
 #include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "dualcast/detail/execute.hpp"
 #include "jit/error.h"
+#include "jit/ir.h"
+#include "runtime/grad_kernels.h"
 
 #ifdef DUALCAST_HAVE_NVRTC
+#include "jit/cuda/cublas_api.h"
 #include "jit/cuda/cuda_backend.h"
 #include "jit/cuda/driver.h"
 #endif
@@ -105,6 +111,83 @@ void CudaExecute(const std::string& kernel_name, const jit::KernelSpec& spec,
   ThrowIfError(jit::cuda::LaunchCudaKernel(**kernel, args, spec.rank));
 }
 
+namespace {
+// zeros(x) = 0 (x never read), one per element type.
+std::shared_ptr<const jit::Function> Zeros(DType dtype) {
+  auto make = [](jit::Type t) {
+    auto f = std::make_shared<jit::Function>("zeros");
+    jit::Builder b(*f);
+    b.Input(t);
+    b.Return({b.Const(t, 0)});
+    return std::shared_ptr<const jit::Function>(std::move(f));
+  };
+  static const auto f32 = make(jit::Type::kF32);
+  static const auto f64 = make(jit::Type::kF64);
+  return dtype == DType::kF32 ? f32 : f64;
+}
+
+// How cuBLAS reads one operand (a contiguous copy when neither row- nor column-major).
+struct DeviceOperand {
+  std::shared_ptr<ArrayImpl> keep;
+  jit::cuda::GemmMatrix m;
+};
+DeviceOperand DescribeOperand(const std::shared_ptr<ArrayImpl>& a) {
+  const int64_t r = a->shape[0], c = a->shape[1], s0 = a->strides[0], s1 = a->strides[1];
+  DeviceOperand op;
+  op.m.address = reinterpret_cast<uint64_t>(a->data());
+  if (c <= 1 || s1 == 1) {
+    op.m.ld = r <= 1 ? std::max<int64_t>(c, 1) : s0;
+    if (op.m.ld >= std::max<int64_t>(c, 1)) return op;
+  }
+  if (r <= 1 || s0 == 1) {
+    op.m.transposed = true;
+    op.m.ld = c <= 1 ? std::max<int64_t>(r, 1) : s1;
+    if (op.m.ld >= std::max<int64_t>(r, 1)) return op;
+  }
+  op.keep = CopyArray(*a);  // a generated copy kernel on the device
+  op.m = {reinterpret_cast<uint64_t>(op.keep->data()), std::max<int64_t>(c, 1), false};
+  return op;
+}
+}  // namespace
+
+std::shared_ptr<ArrayImpl> CudaGemm(const std::shared_ptr<ArrayImpl>& a,
+                                    const std::shared_ptr<ArrayImpl>& b) {
+  const int64_t m = a->shape[0], k = a->shape[1], n = b->shape[1];
+  const std::string what = absl::StrCat("matmul on ", a->device.name());
+  RequireDevice(a->device, what);
+  ThrowIfBad(jit::cuda::CublasStatus(), what);
+  auto out = NewArray(a->dtype, {m, n}, a->device);
+  if (m == 0 || n == 0) return out;
+  if (k == 0) {
+    ThrowIfBad(jit::cuda::FillZero(a->device.index(), reinterpret_cast<uint64_t>(out->data()),
+                                   static_cast<size_t>(m * n) * SizeOf(a->dtype)),
+               what);
+    return out;
+  }
+  DeviceOperand pa = DescribeOperand(a), pb = DescribeOperand(b);
+  for (int64_t s : {m, n, k, pa.m.ld, pb.m.ld}) {
+    if (s > INT_MAX) {
+      throw Error(ErrorKind::kShape, absl::StrCat(what, ": size or stride ", s,
+                                                  " exceeds the 32-bit cuBLAS interface"));
+    }
+  }
+  ThrowIfBad(jit::cuda::CublasGemm(a->device.index(), a->dtype == DType::kF64, pa.m, pb.m, m, n, k,
+                                   reinterpret_cast<uint64_t>(out->data()), n),
+             what);
+  // The copies in pa/pb die here; their blocks go back to the cache, reused in stream order.
+  return out;
+}
+
+void CudaStoreZeros(const std::shared_ptr<ArrayImpl>& dest) {
+  if (dest->size() == 0) return;
+  RequireDevice(dest->device, "storing an empty sum");
+  ExecuteOptions o;
+  o.destinations = {dest};
+  o.iteration_shape = dest->shape;
+  // zeros(x) = 0 over the destination's shape; x (a rank-0 array) is never read.
+  Execute("zeros", Zeros(dest->dtype), {NewArray(dest->dtype, {}, dest->device)}, o);
+}
+
 #else  // no CUDA toolkit in this build
 
 namespace {
@@ -126,7 +209,11 @@ void CudaExecute(const std::string& kernel_name, const jit::KernelSpec&, const j
                  Device) {
   NoCuda(kernel_name);
 }
-
+void CudaStoreZeros(const std::shared_ptr<ArrayImpl>& dest) { NoCuda(dest->device.name()); }
+std::shared_ptr<ArrayImpl> CudaGemm(const std::shared_ptr<ArrayImpl>& a,
+                                    const std::shared_ptr<ArrayImpl>&) {
+  NoCuda("matmul on " + a->device.name());
+}
 #endif
 
 }  // namespace dualcast::detail

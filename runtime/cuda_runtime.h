@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "dualcast/detail/array_impl.hpp"
 #include "jit/kernel_abi.h"
@@ -35,5 +36,16 @@ std::shared_ptr<ArrayImpl> CudaTransfer(const ArrayImpl& src, Device to);
 // `device` over `args` (device addresses). Asynchronous on dualcast's stream.
 void CudaExecute(const std::string& kernel_name, const jit::KernelSpec& spec,
                  const jit::KernelArgs& args, Device device);
+
+// A new contiguous (m, n) CUDA array a·b for 2-D CUDA arrays a (m, k) and b
+// (k, n), any strides, through cuBLAS (jit/cuda/cublas_api.h). Row- or
+// column-major views go to cuBLAS as they are; other views are first copied
+// by a generated kernel. Errors: kDevice when there is no GPU or no cuBLAS.
+std::shared_ptr<ArrayImpl> CudaGemm(const std::shared_ptr<ArrayImpl>& a,
+                                    const std::shared_ptr<ArrayImpl>& b);
+
+// Zeros into every element of `dest` (a CUDA array, any strides): a sum over
+// nothing. Runs a generated kernel through Execute, never a host write.
+void CudaStoreZeros(const std::shared_ptr<ArrayImpl>& dest);
 
 }  // namespace dualcast::detail

@@ -371,14 +371,6 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
                      device, inputs, outputs);
     outputs[m] = options.destinations[m];
   }
-  if (plan.reduces) {  // [CUDA path] the CUDA backend also refuses such specs
-    if (device.is_cuda()) {
-      throw Error(ErrorKind::kDevice,
-                  absl::StrCat(kernel_name, ": reduced or accumulated outputs on ", device.name(),
-                               ": reductions on CUDA are not generated yet; move the arrays to "
-                               "the CPU with .to(dualcast::Device::cpu())"));
-    }
-  }
   std::vector<std::vector<int64_t>> shapes;
   for (const auto& in : inputs) shapes.push_back(in->shape);
 
@@ -395,7 +387,9 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
     summed[m] = Summed(plan.shapes[m], out_shape);
     if (outputs[m] == nullptr) outputs[m] = NewArray(dtype, plan.shapes[m], device);
     shapes.push_back(plan.shapes[m]);
-    strides.push_back(summed[m] ? ContiguousStrides(plan.shapes[m]) : outputs[m]->strides);
+    // [CUDA path] the CUDA kernel stores sums straight into the destination: its real strides.
+    strides.push_back(summed[m] && !device.is_cuda() ? ContiguousStrides(plan.shapes[m])
+                                                     : outputs[m]->strides);
   }
   if (!options.iteration_shape.empty()) {  // read nowhere: broadcast everywhere, merges anything
     shapes.push_back(out_shape);
@@ -405,7 +399,13 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
   if (!merged.ok()) ThrowStatus(merged.status());
   if (merged->num_elements == 0) {  // nothing to compute: a sum over nothing is 0
     for (size_t m = 0; m < n_out; ++m) {
-      if (summed[m] && !plan.accumulate[m] && outputs[m]->size() > 0) StoreZeros(*outputs[m]);
+      if (summed[m] && !plan.accumulate[m] && outputs[m]->size() > 0) {
+        if (device.is_cuda()) {
+          CudaStoreZeros(outputs[m]);  // [CUDA path]
+        } else {
+          StoreZeros(*outputs[m]);
+        }
+      }
     }
     return outputs;
   }

@@ -52,6 +52,13 @@ void CheckSameShape(const ArrayImpl& a, const ArrayImpl& b, const char* what) {
 
 }  // namespace
 
+// [CUDA path] the helpers below run generated kernels (Execute), on any device.
+void CheckComputed(const ArrayImpl& a, const char* what) {
+  if (a.storage == nullptr) {
+    throw Error(ErrorKind::kInternal, absl::StrCat(what, ": array is not computed yet"));
+  }
+}
+
 void CheckHostArray(const ArrayImpl& a, const char* what) {
   if (a.storage == nullptr) {
     throw Error(ErrorKind::kInternal, absl::StrCat(what, ": array is not computed yet"));
@@ -95,19 +102,19 @@ std::shared_ptr<ArrayImpl> BroadcastView(const ArrayImpl& a, const std::vector<i
 }
 
 std::shared_ptr<ArrayImpl> CopyArray(const ArrayImpl& a) {
-  CheckHostArray(a, "copy");
+  CheckComputed(a, "copy");
   return Execute("copy", ElementwiseFunction(Elementwise::kCopy, a.dtype), {Borrow(a)})[0];
 }
 
 std::shared_ptr<ArrayImpl> Contiguous(const std::shared_ptr<ArrayImpl>& a) {
-  CheckHostArray(*a, "contiguous");
+  CheckComputed(*a, "contiguous");
   return Dense(*a) ? a : CopyArray(*a);
 }
 
 void AddInto(ArrayImpl& dst, const ArrayImpl& src) {
   CheckSameShape(dst, src, "gradient accumulation");
-  CheckHostArray(dst, "gradient accumulation");
-  CheckHostArray(src, "gradient accumulation");
+  CheckComputed(dst, "gradient accumulation");
+  CheckComputed(src, "gradient accumulation");
   ExecuteOptions options;
   options.destinations = {Borrow(dst)};
   options.accumulate = {true};
@@ -116,21 +123,22 @@ void AddInto(ArrayImpl& dst, const ArrayImpl& src) {
 
 std::shared_ptr<ArrayImpl> AddArrays(const ArrayImpl& a, const ArrayImpl& b) {
   CheckSameShape(a, b, "gradient accumulation");
-  CheckHostArray(a, "gradient accumulation");
-  CheckHostArray(b, "gradient accumulation");
+  CheckComputed(a, "gradient accumulation");
+  CheckComputed(b, "gradient accumulation");
   return Execute("add", ElementwiseFunction(Elementwise::kAdd, a.dtype), {Borrow(a), Borrow(b)})[0];
 }
 
 std::shared_ptr<ArrayImpl> Scaled(const ArrayImpl& a, double factor) {
-  CheckHostArray(a, "scale");
+  CheckComputed(a, "scale");
   return Execute("scale", ElementwiseFunction(Elementwise::kMul, a.dtype),
-                 {Borrow(a), NumberArray(factor, a.dtype, Device::cpu())})[0];
+                 {Borrow(a), NumberArray(factor, a.dtype, a.device)})[0];
 }
 
-std::shared_ptr<ArrayImpl> Filled(DType dtype, const std::vector<int64_t>& shape, double value) {
+std::shared_ptr<ArrayImpl> Filled(DType dtype, const std::vector<int64_t>& shape, double value,
+                                  Device device) {
   ExecuteOptions options;
   options.iteration_shape = shape;
-  return Execute("fill", ElementwiseFunction(Elementwise::kCopy, dtype), {NumberArray(value, dtype, Device::cpu())},
+  return Execute("fill", ElementwiseFunction(Elementwise::kCopy, dtype), {NumberArray(value, dtype, device)},
                  options)[0];
 }
 

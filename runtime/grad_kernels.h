@@ -64,8 +64,9 @@ std::shared_ptr<ArrayImpl> Scaled(const ArrayImpl& a, double factor);
 // A rank-0 array holding `value` on `device` (defined in broadcast.cc).
 std::shared_ptr<ArrayImpl> NumberArray(double value, DType dtype, Device device);
 
-// A new contiguous array of `shape` filled with `value`.
-std::shared_ptr<ArrayImpl> Filled(DType dtype, const std::vector<int64_t>& shape, double value);
+// A new contiguous array of `shape` filled with `value`, on `device`.
+std::shared_ptr<ArrayImpl> Filled(DType dtype, const std::vector<int64_t>& shape, double value,
+                                  Device device = Device::cpu());
 
 // While the tape sweep runs one node's Backward: whether that node's input
 // `j` leads to a requested gradient (a node may skip computing the others;
@@ -84,5 +85,8 @@ class NeededInputsScope {
 
 // Throws Error(kDevice) unless `a` is a materialised CPU array (`what` names the op).
 void CheckHostArray(const ArrayImpl& a, const char* what);
+// Throws Error(kInternal) unless `a` is materialised (any device: for the
+// helpers above, which run generated kernels where the array lives).
+void CheckComputed(const ArrayImpl& a, const char* what);
 
 }  // namespace dualcast::detail

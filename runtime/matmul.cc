@@ -5,6 +5,7 @@
 // CblasTrans); anything else (stride-0 broadcast views such as the adjoint
 // of a sum) is copied to a contiguous array first. Without OpenBLAS at build
 // time a plain loop (double accumulation) stands in, correct but slow.
+// CUDA arrays go to cuBLAS, loaded at run time (detail::CudaGemm).
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "dualcast/tape.hpp"
 #include "jit/broadcast_layout.h"
 #include "jit/error.h"
+#include "runtime/cuda_runtime.h"
 #include "runtime/grad_kernels.h"
 
 #if DUALCAST_HAVE_CBLAS
@@ -96,6 +98,7 @@ void GemmTyped(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const Gemm
 
 // A new (m, n) array a·b for 2-D a (m, k) and b (k, n), any strides.
 std::shared_ptr<ArrayImpl> Gemm(const std::shared_ptr<ArrayImpl>& a, const std::shared_ptr<ArrayImpl>& b) {
+  if (a->device.is_cuda()) return detail::CudaGemm(a, b);  // [CUDA path] cuBLAS
   const int64_t m = a->shape[0], k = a->shape[1], n = b->shape[1];
   auto out = detail::NewArray(a->dtype, {m, n}, a->device);
   if (m == 0 || n == 0) return out;
@@ -150,8 +153,10 @@ Array<T> matmul(const Array<T>& a, const Array<T>& b) {
   }
   a.eval();
   b.eval();
-  detail::CheckHostArray(*a.impl(), "matmul");
-  detail::CheckHostArray(*b.impl(), "matmul");
+  if (a.device().is_cpu()) {  // [CUDA path] CUDA arrays go to cuBLAS (detail::CudaGemm)
+    detail::CheckHostArray(*a.impl(), "matmul");
+    detail::CheckHostArray(*b.impl(), "matmul");
+  }
   std::shared_ptr<ArrayImpl> out = Gemm(a.impl(), b.impl());
   detail::NoteOrigin("matmul", {a.impl(), b.impl()}, {out});
   if (detail::TapeActive()) {

@@ -70,7 +70,7 @@ std::shared_ptr<ArrayImpl> ReduceProducts(DType dtype, const std::vector<Product
     if (t.a == nullptr) throw Error(ErrorKind::kInternal, "sum_to: a term without operand");
     for (const ArrayImpl* a : {t.a, t.b}) {
       if (a == nullptr) continue;
-      CheckHostArray(*a, "sum_to");
+      CheckComputed(*a, "sum_to");  // [CUDA path] any device: Execute runs it there
       if (a->dtype != dtype) {
         throw Error(ErrorKind::kInternal, absl::StrCat("sum_to: operand is ", DTypeName(a->dtype),
                                                        ", expected ", DTypeName(dtype)));
@@ -122,7 +122,7 @@ std::shared_ptr<ArrayImpl> ReduceProducts(DType dtype, const std::vector<Product
 }
 
 std::shared_ptr<ArrayImpl> SumTo(const ArrayImpl& full, const std::vector<int64_t>& shape) {
-  CheckHostArray(full, "sum_to");
+  CheckComputed(full, "sum_to");
   if (full.shape == shape) return ViewOf(full, full.shape, full.strides);
   return ReduceProducts(full.dtype, {ProductTerm{&full, nullptr}}, full.shape, shape);
 }

@@ -372,7 +372,7 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
   if (!reaches.contains(loss_key)) return result;
 
   AdjointMap adjoints;
-  adjoints.emplace(loss_key, detail::Filled(loss->dtype, loss->shape, 1.0));
+  adjoints.emplace(loss_key, detail::Filled(loss->dtype, loss->shape, 1.0, loss->device));
   for (size_t i = steps.size(); i-- > 0;) {
     if (!relevant[i]) continue;
     const Step& step = steps[i];
@@ -527,7 +527,7 @@ void Tape::accumulate_gradient(const Array<T>& loss, const std::vector<Array<T>>
                                " is a read-only view of const memory; pass a writable array"));
     }
     grads[i].eval();
-    detail::CheckHostArray(*grads[i].impl(), what);
+    detail::CheckComputed(*grads[i].impl(), what);  // [CUDA path] AddInto runs on any device
   }
   auto loss_impl = CheckedLoss(loss, what);
   std::vector<std::shared_ptr<detail::ArrayImpl>> adjoints;

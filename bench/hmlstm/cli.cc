@@ -28,7 +28,7 @@ constexpr char kUsageTail[] =
     "\n"
     "  --peers              also run the framework peers (install them once with scripts/peers)\n"
     "  --python PATH        the peers' Python (default $DUALCAST_PEERS_PYTHON, else <build>/peers-venv)\n"
-    "  --device cpu|cuda    cuda: the paper variant on GPU 0 (exits 1 with the reason when there is none)\n"
+    "  --device cpu|cuda    cuda: paper and full variants (and --peers) on GPU 0 (exits 1 with the reason when there is none)\n"
     "  --json FILE          results and machine metadata as JSON\n"
     "  --csv FILE           the same rows as CSV (metadata as leading '# key: value' lines)\n"
     "  --plot FILE.svg      log-scale grouped bars, one panel per variant and layout\n"

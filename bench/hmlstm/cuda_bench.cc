@@ -3,8 +3,13 @@
 
 #include <dlfcn.h>
 
+#include <stdlib.h>
+
 #include <chrono>
+#include <fstream>
+#include <functional>
 #include <iostream>
+#include <memory>
 
 #include <dualcast/dualcast.hpp>
 
@@ -12,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "bench/hmlstm/implementations.h"
 #include "bench/hmlstm/metadata.h"
+#include "bench/hmlstm/peers.h"
 #include "bench/hmlstm/report.h"
 
 #ifdef DUALCAST_HAVE_NVRTC
@@ -80,6 +86,43 @@ class EventTimer {
 
 }  // namespace
 
+namespace {
+
+// Milliseconds per call of `step` over kIterations calls queued back to back
+// (one event interval: per-call events would time the launch gaps too).
+double TimePerCall(EventTimer& events, const std::function<void()>& step,
+                   const std::function<void()>& wait) {
+  auto t = std::chrono::steady_clock::now();
+  if (events.ok()) events.Start();
+  for (int k = 0; k < kIterations; ++k) step();
+  if (events.ok()) return events.Stop() / kIterations;
+  wait();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count() /
+         kIterations;
+}
+
+// The full variant on the device: c and the gradients of sum(cbar .* c)
+// wrt all six inputs through the tape (fused cell, reductions, sweep on cuda:0).
+struct FullOnGpu {
+  std::vector<Array<float>> in;
+  Array<float> cbar, c;
+  std::vector<Array<float>> grads;
+  void Run() {
+    Tape tape;
+    c = broadcast(HmlstmCell(), in[0], in[1], in[2], in[3], in[4], in[5]);
+    grads = tape.gradient(sum(c * cbar), in);
+  }
+  Results Collect() const {
+    Results r;
+    r.c = c.to(Device::cpu()).to_vector();
+    std::vector<float>* slots[] = {&r.d_z, &r.d_zb, &r.d_cprev, &r.d_f, &r.d_i, &r.d_g};
+    for (int j = 0; j < 6; ++j) *slots[j] = grads[static_cast<size_t>(j)].to(Device::cpu()).to_vector();
+    return r;
+  }
+};
+
+}  // namespace
+
 int RunCuda(const Options& o) {
   const Device gpu = Device::cuda();
   if (!gpu.available()) {
@@ -93,69 +136,119 @@ int RunCuda(const Options& o) {
   meta.reps = kIterations;
   meta.warmup = o.warmup;
   meta.rounds = 1;
-  meta.notes = "GPU path: paper variant only, through dc::partials on CUDA arrays; this code path was "
-               "written without a GPU to test on.";
+  meta.notes = "GPU path: paper = dc::partials, full = Tape::gradient of sum(cbar * c), on CUDA "
+               "arrays; peers (with --peers) on the same GPU, host-timed per synchronised call. "
+               "Written without a GPU to test on (run through the emulated device in CI).";
   EventTimer events;
-  std::cout << "HM-LSTM paper variant on " << gpu.name() << ", " << kIterations << " iterations per row ("
+  std::cout << "HM-LSTM on " << gpu.name() << ", " << kIterations << " iterations per row ("
             << (events.ok() ? "CUDA events" : "host clock around a synchronising copy") << ")\n";
+  std::unique_ptr<PeerProcess> peers;
   std::vector<Row> rows;
-  bool failed = false;
-  for (Layout layout : o.layouts) {
-    for (long n : o.sizes) {
-      Problem p = MakeProblem(n, layout);
-      Reference ref = ComputeReference(p, Variant::kPaper);
-      const Shape nn = {p.n, p.n};
-      std::vector<Array<float>> in = {
-          Array<float>::from(p.z, p.flag_shape(), gpu), Array<float>::from(p.zb, p.flag_shape(), gpu),
-          Array<float>::from(p.c_prev, nn, gpu),        Array<float>::from(p.f, nn, gpu),
-          Array<float>::from(p.i, nn, gpu),             Array<float>::from(p.g, nn, gpu)};
-      PartialsOptions<float> options;
-      options.wrt = {2, 3, 4, 5};
-      options.values = false;
-      for (int k = 0; k < 4; ++k) options.partial_out.push_back(Array<float>::zeros(nn, gpu));
-      Row row;
-      row.impl = "dualcast-fused";
-      row.variant = "paper";
-      row.layout = LayoutName(layout);
-      row.n = n;
-      row.device = gpu.name();
-      auto t0 = std::chrono::steady_clock::now();
-      partials(HmlstmCell(), in, options);
-      (void)options.partial_out[0].to(Device::cpu());  // waits for the device
-      row.first_call_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      Results got;
-      got.d_cprev = options.partial_out[0].to(Device::cpu()).to_vector();
-      got.d_f = options.partial_out[1].to(Device::cpu()).to_vector();
-      got.d_i = options.partial_out[2].to(Device::cpu()).to_vector();
-      got.d_g = options.partial_out[3].to(Device::cpu()).to_vector();
-      row.max_error = MaxError(got, ref, Variant::kPaper);
-      if (!(row.max_error <= kTolerance)) {
-        row.status = "FAILED";
-        failed = true;
-        rows.push_back(row);
-        continue;
-      }
-      for (int w = 0; w < o.warmup; ++w) partials(HmlstmCell(), in, options);
-      // One interval over all iterations (launches queue back to back), as
-      // per-call events would time the launch gaps too.
-      double total_ms;
-      if (events.ok()) {
-        events.Start();
-        for (int k = 0; k < kIterations; ++k) partials(HmlstmCell(), in, options);
-        total_ms = events.Stop();
-      } else {
-        auto t = std::chrono::steady_clock::now();
-        for (int k = 0; k < kIterations; ++k) partials(HmlstmCell(), in, options);
-        (void)options.partial_out[0].to(Device::cpu());
-        total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-      }
-      row.times_ms.assign(1, total_ms / kIterations);
-      FillStats(row);
-      row.gbps = FloorBytes(n, Variant::kPaper) / (row.median_ms * 1e-3) / 1e9;
-      rows.push_back(row);
+  if (o.peers) {
+    std::string why;
+    setenv("DUALCAST_PEER_DEVICE", "cuda", 1);  // the peers place their arrays on the GPU
+    peers = PeerProcess::Start(PeersPython(o.python), meta.threads, &why);
+    if (peers) {
+      meta.peer_versions = peers->versions();
+    } else {
+      std::cout << "framework peers not run: " << why << "\n";
     }
   }
+  bool failed = false;
+  for (Variant variant : o.variants) {
+    for (Layout layout : o.layouts) {
+      for (long n : o.sizes) {
+        Problem p = MakeProblem(n, layout);
+        Reference ref = ComputeReference(p, variant);
+        const Shape nn = {p.n, p.n};
+        std::vector<Array<float>> in = {
+            Array<float>::from(p.z, p.flag_shape(), gpu), Array<float>::from(p.zb, p.flag_shape(), gpu),
+            Array<float>::from(p.c_prev, nn, gpu),        Array<float>::from(p.f, nn, gpu),
+            Array<float>::from(p.i, nn, gpu),             Array<float>::from(p.g, nn, gpu)};
+        Row row;
+        row.impl = "dualcast-fused";
+        row.variant = VariantName(variant);
+        row.layout = LayoutName(layout);
+        row.n = n;
+        row.device = gpu.name();
+        std::function<void()> step, wait;
+        std::function<Results()> collect;
+        PartialsOptions<float> options;
+        FullOnGpu full;
+        if (variant == Variant::kPaper) {
+          options.wrt = {2, 3, 4, 5};
+          options.values = false;
+          for (int k = 0; k < 4; ++k) options.partial_out.push_back(Array<float>::zeros(nn, gpu));
+          step = [&] { partials(HmlstmCell(), in, options); };
+          wait = [&] { (void)options.partial_out[0].to(Device::cpu()); };
+          collect = [&] {
+            Results got;
+            got.d_cprev = options.partial_out[0].to(Device::cpu()).to_vector();
+            got.d_f = options.partial_out[1].to(Device::cpu()).to_vector();
+            got.d_i = options.partial_out[2].to(Device::cpu()).to_vector();
+            got.d_g = options.partial_out[3].to(Device::cpu()).to_vector();
+            return got;
+          };
+        } else {
+          full.in = in;
+          full.cbar = Array<float>::from(p.cbar, nn, gpu);
+          step = [&] { full.Run(); };
+          wait = [&] { (void)full.grads[2].to(Device::cpu()); };
+          collect = [&] { return full.Collect(); };
+        }
+        try {
+          auto t0 = std::chrono::steady_clock::now();
+          step();
+          wait();
+          row.first_call_ms =
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+          row.max_error = MaxError(collect(), ref, variant);
+          if (!(row.max_error <= kTolerance)) {
+            row.status = absl::StrCat("FAILED: max rel error ", row.max_error);
+          } else {
+            for (int w = 0; w < o.warmup; ++w) step();
+            row.times_ms.assign(1, TimePerCall(events, step, wait));
+            FillStats(row);
+            row.gbps = FloorBytes(n, variant) / (row.median_ms * 1e-3) / 1e9;
+          }
+        } catch (const Error& e) {
+          row.status = absl::StrCat("FAILED: ", e.what());
+        }
+        failed |= row.status != "ok";
+        rows.push_back(row);
+        if (!peers) continue;
+        for (PeerCase& pc : peers->SetUp(p, variant)) {
+          Row r;
+          r.variant = row.variant;
+          r.layout = row.layout;
+          r.n = n;
+          r.impl = pc.impl;
+          r.device = gpu.name() + ", python peer";
+          r.status = pc.status;
+          r.first_call_ms = pc.first_call_ms;
+          if (pc.status == "ok") {
+            r.max_error = MaxError(pc.results, ref, variant);
+            std::vector<double> t;
+            if (!(r.max_error <= kTolerance)) {
+              r.status = absl::StrCat("FAILED: max rel error ", r.max_error);
+            } else if (!peers->Warmup(pc.impl, o.warmup) ||
+                       (t = peers->Time(pc.impl, kIterations)).size() != size_t{kIterations}) {
+              r.status = "error: peer process stopped (log: " + peers->log_path() + ")";
+            } else {
+              r.times_ms = t;
+              FillStats(r);
+              r.gbps = FloorBytes(n, variant) / (r.median_ms * 1e-3) / 1e9;
+              r.compile_ms = std::max(0.0, r.first_call_ms - r.median_ms);
+            }
+          }
+          rows.push_back(r);
+        }
+      }
+    }
+  }
+  FillRatios(rows);
   std::cout << FormatTable(rows, meta);
+  if (!o.json.empty()) std::ofstream(o.json) << FormatJson(rows, meta);
   return failed ? 1 : 0;
 }
 

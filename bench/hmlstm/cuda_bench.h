@@ -1,7 +1,9 @@
-// dualcast-hmlstm --device cuda: the paper variant through dc::partials on CUDA arrays, timed with CUDA events.
+// dualcast-hmlstm --device cuda: paper (dc::partials) and full (Tape::gradient) variants on CUDA arrays, timed with CUDA events, peers on the same GPU.
 //
-// UNTESTED on a GPU (written on a machine without one): only the no-device
-// path ("no CUDA device: <reason>", exit 1) is exercised by the tests.
+// NOT YET RUN ON A GPU (written on machines without one): the no-device path
+// ("no CUDA device: <reason>", exit 1) is tested, and the whole run was
+// exercised by hand on the emulated device of tests/cuda_host/emulated
+// (host memory and host-compiled kernels: correctness of the path, no timing).
 #pragma once
 
 #include "bench/hmlstm/cli.h"

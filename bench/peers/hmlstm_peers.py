@@ -26,12 +26,16 @@ frameworks express a data-dependent branch on arrays):
   drjit-llvm-select   Dr.Jit LLVM backend, dr.select, dr.backward_from
 The loss is sum(cbar * c) (full) or sum(c) (paper); z and zb only steer the
 branch, so their gradients are zero (a framework that returns None gets zeros).
+DUALCAST_PEER_DEVICE=cuda (set by `dualcast-hmlstm --device cuda --peers`)
+puts the torch and JAX arrays on the GPU (each call synchronises before it
+returns); Dr.Jit's peer is the LLVM (CPU) backend and is then not run.
 """
 import os
 import sys
 import time
 import traceback
 
+DEVICE = os.environ.get("DUALCAST_PEER_DEVICE", "cpu")
 PEERS = ["torch-eager-where", "torch-compile", "jax-jit-where", "jax-vmap-cond", "drjit-llvm-select"]
 
 
@@ -89,8 +93,10 @@ def torch_paper(z, zb, cp, f, i, g, cbar):
 
 def make_torch(case, compiled):
     import torch
-    xs = [torch.from_numpy(a.copy()) for a in (case.z, case.zb, case.cp, case.f, case.i, case.g)]
-    cbar = torch.from_numpy(case.cbar.copy())
+    if DEVICE == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("torch has no CUDA device (a CPU-only torch build?)")
+    xs = [torch.from_numpy(a.copy()).to(DEVICE) for a in (case.z, case.zb, case.cp, case.f, case.i, case.g)]
+    cbar = torch.from_numpy(case.cbar.copy()).to(DEVICE)
     for x in xs:
         x.requires_grad_(True)
     wrt = xs[2:] + xs[:2] if case.full else xs[2:]
@@ -106,6 +112,8 @@ def make_torch(case, compiled):
         loss, c = fn(*xs, cbar)
         grads = torch.autograd.grad(loss, wrt, allow_unused=True)
         grads = [torch.zeros_like(x) if gr is None else gr for gr, x in zip(grads, wrt)]
+        if DEVICE == "cuda":
+            torch.cuda.synchronize()
         return ([c.detach()] if case.full else []) + list(grads)
 
     return run
@@ -140,7 +148,8 @@ def make_jax(case, vmap_cond):
 
     argnums = (2, 3, 4, 5, 0, 1) if case.full else (2, 3, 4, 5)
     step = jax.jit(jax.value_and_grad(loss, argnums=argnums, has_aux=True))
-    args = [jnp.asarray(a) for a in (z, zb, case.cp, case.f, case.i, case.g, case.cbar)]
+    where = jax.devices("gpu")[0] if DEVICE == "cuda" else jax.devices("cpu")[0]
+    args = [jax.device_put(jnp.asarray(a), where) for a in (z, zb, case.cp, case.f, case.i, case.g, case.cbar)]
 
     def run():
         (_, c), grads = step(*args)
@@ -196,7 +205,7 @@ MAKERS = {
 def to_numpy(x):
     import numpy as np
     if hasattr(x, "detach"):  # torch
-        return x.detach().numpy().astype(np.float32).reshape(-1)
+        return x.detach().cpu().numpy().astype(np.float32).reshape(-1)
     return np.asarray(x, dtype=np.float32).reshape(-1)
 
 
@@ -246,6 +255,9 @@ def main():
             case = Case(variant, layout, n, path)
             for name in PEERS:
                 framework, make = MAKERS[name]
+                if framework == "drjit" and DEVICE != "cpu":
+                    say(f"peer {name} unavailable the Dr.Jit peer is its LLVM (CPU) backend; not run on {DEVICE}")
+                    continue
                 if found[framework].startswith("missing:"):
                     say(f"peer {name} unavailable {framework} not importable ({found[framework][8:]})")
                     continue

@@ -21,6 +21,14 @@ std::string KernelName(const KernelSpec& spec) {
   return spec.function != nullptr ? spec.function->name : std::string("<null>");
 }
 
+absl::Status CheckLaunch(CUresult result, const CudaKernel& kernel, int64_t n, int64_t grid,
+                         int block) {
+  if (result == CUDA_SUCCESS) return absl::OkStatus();
+  return CheckCu(result, "cuLaunchKernel",
+                 absl::StrFormat("launch of %s on cuda:%d (%d elements, grid %d x block %d)",
+                                 kernel.symbol, kernel.ordinal, n, grid, block));
+}
+
 }  // namespace
 
 std::string CudaObjectKey(const KernelSpec& spec, const NvrtcTarget& target) {
@@ -38,6 +46,8 @@ absl::StatusOr<CudaImage> CompileCudaImage(const KernelSpec& spec, const NvrtcTa
   image.target = target;
   image.symbol = src->symbol;
   image.params = src->params;
+  image.output_reduce = src->output_reduce;
+  image.has_finish = src->has_finish;
   const std::string key = store != nullptr ? CudaObjectKey(spec, target) : std::string();
   if (store != nullptr) {
     if (std::optional<std::string> bytes = store->Load(key); bytes && !bytes->empty()) {
@@ -79,6 +89,7 @@ absl::StatusOr<CompiledKernel> CompileCudaKernel(const KernelSpec& spec, ObjectS
   kernel->element_bytes = spec.dtype == Type::kF32 ? 4 : 8;
   kernel->symbol = image->symbol;
   kernel->params = image->params;
+  kernel->output_reduce = image->output_reduce;
   kernel->target = target;
   struct Entry {
     const char* suffix;
@@ -98,6 +109,15 @@ absl::StatusOr<CompiledKernel> CompileCudaKernel(const KernelSpec& spec, ObjectS
         cu.cuOccupancyMaxPotentialBlockSize(e.min_grid, e.block, fn, nullptr, 0, 0),
         "cuOccupancyMaxPotentialBlockSize", where);
     *e.function = fn;
+    // Reductions assign work per warp: a block must be whole warps.
+    *e.block = std::max(32, *e.block / 32 * 32);
+  }
+  if (image->has_finish) {
+    const std::string name = image->symbol + "_fin";
+    CUfunction fn = nullptr;
+    DC_RETURN_IF_CU_ERROR(cu.cuModuleGetFunction(&fn, module, name.c_str()),
+                          "cuModuleGetFunction", where);
+    kernel->function_fin = fn;
   }
   CompiledKernel out;
   out.entry = kernel.get();
@@ -135,27 +155,63 @@ absl::StatusOr<std::shared_ptr<const CudaKernel>> GetCudaKernel(const KernelSpec
 }
 
 absl::Status LaunchCudaKernel(const CudaKernel& kernel, const KernelArgs& args, int rank) {
-  CudaLaunchValues launch = MarshalCudaLaunch(kernel.params, kernel.element_bytes, args, rank);
+  const bool reduced = kernel.function_fin != nullptr;
+  if (reduced && rank > 0 && (args.begin != 0 || args.end != args.sizes[0])) {
+    return MakeStatus(ErrorKind::kInternal,
+                      absl::StrFormat("launch of %s: a kernel with reduced outputs must cover all "
+                                      "of dim 0 (got rows [%d, %d) of %d)",
+                                      kernel.symbol, args.begin, args.end, args.sizes[0]));
+  }
+  CudaReductionPlan plan;
+  uint64_t scratch = 0;
+  if (reduced) {
+    plan = PlanCudaReduction(kernel.output_reduce, args.sizes, rank);
+    absl::StatusOr<uint64_t> buffer =
+        DeviceAlloc(kernel.ordinal, static_cast<size_t>(plan.scratch_doubles) * sizeof(double));
+    if (!buffer.ok()) return buffer.status();
+    scratch = *buffer;
+  }
+  // The scratch goes back to the cache once the launches are queued (stream-ordered reuse).
+  struct ScratchGuard {
+    int ordinal;
+    uint64_t address;
+    size_t bytes;
+    ~ScratchGuard() {
+      if (address != 0) DeviceFree(ordinal, address, bytes);
+    }
+  } guard{kernel.ordinal, scratch, static_cast<size_t>(plan.scratch_doubles) * sizeof(double)};
+  CudaLaunchValues launch =
+      MarshalCudaLaunch(kernel.params, kernel.element_bytes, args, rank, &plan, scratch);
   const int64_t n = launch.n;
-  if (n == 0) return absl::OkStatus();
+  if (n == 0 && (!reduced || plan.max_kept == 0)) return absl::OkStatus();
   std::vector<uint64_t>& values = launch.values;
   std::vector<void*> pointers;
   for (uint64_t& v : values) pointers.push_back(&v);
-
-  const bool narrow = launch.narrow;
-  CUfunction fn = static_cast<CUfunction>(narrow ? kernel.function_i32 : kernel.function_i64);
-  const int block = std::max(32, narrow ? kernel.block_i32 : kernel.block_i64);
-  const int64_t grid =
-      CudaGridSize(n, block, narrow ? kernel.min_grid_i32 : kernel.min_grid_i64);
   absl::StatusOr<void*> stream = DeviceStream(kernel.ordinal);
   if (!stream.ok()) return stream.status();
-  DC_RETURN_IF_CU_ERROR(
-      LoadedDriver()->cuLaunchKernel(fn, static_cast<unsigned>(grid), 1, 1,
-                                     static_cast<unsigned>(block), 1, 1, 0,
-                                     static_cast<CUstream>(*stream), pointers.data(), nullptr),
-      "cuLaunchKernel",
-      absl::StrFormat("launch of %s on cuda:%d (%d elements, grid %d x block %d)", kernel.symbol,
-                      kernel.ordinal, n, grid, block));
+  auto launch_one = [&](void* fn, int64_t grid, int block) {
+    return CheckLaunch(LoadedDriver()->cuLaunchKernel(
+                           static_cast<CUfunction>(fn), static_cast<unsigned>(grid), 1, 1,
+                           static_cast<unsigned>(block), 1, 1, 0, static_cast<CUstream>(*stream),
+                           pointers.data(), nullptr),
+                       kernel, n, grid, block);
+  };
+  if (n > 0) {
+    const bool narrow = launch.narrow;
+    const int block = std::max(32, narrow ? kernel.block_i32 : kernel.block_i64);
+    const int64_t grid =
+        CudaGridSize(n, block, narrow ? kernel.min_grid_i32 : kernel.min_grid_i64);
+    if (absl::Status s = launch_one(narrow ? kernel.function_i32 : kernel.function_i64, grid,
+                                    block);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (reduced) {
+    const int64_t grid = std::max<int64_t>(
+        1, std::min<int64_t>(plan.max_kept, 4 * int64_t{std::max(1, kernel.min_grid_i64)}));
+    return launch_one(kernel.function_fin, grid, kCudaFinishBlock);
+  }
   return absl::OkStatus();
 }
 

@@ -46,6 +46,8 @@ struct CudaImage {
   NvrtcTarget target;
   std::string symbol;              // entry points symbol + "_i32" / "_i64"
   std::vector<CudaParam> params;
+  std::vector<uint32_t> output_reduce;  // per output (CudaKernelSource)
+  bool has_finish = false;              // entry point symbol + "_fin" (reduced outputs)
   std::string source;              // the CUDA C (empty when loaded from the store)
   double compile_ms = 0;           // source generation + NVRTC; 0 from the store
   bool from_object_store = false;
@@ -64,8 +66,10 @@ struct CudaKernel {
   int element_bytes = 4;  // of the spec's dtype
   std::string symbol;
   std::vector<CudaParam> params;
+  std::vector<uint32_t> output_reduce;
   void* function_i32 = nullptr;  // CUfunction
   void* function_i64 = nullptr;
+  void* function_fin = nullptr;  // reduced outputs' finish (null when none)
   int block_i32 = 0, block_i64 = 0;        // threads per block (occupancy-chosen)
   int min_grid_i32 = 0, min_grid_i64 = 0;  // blocks that fill the device
   NvrtcTarget target;
@@ -86,7 +90,11 @@ absl::StatusOr<std::shared_ptr<const CudaKernel>> GetCudaKernel(const KernelSpec
 
 // Launches over the whole index space described by `args` (sizes, and
 // begin/end along the outermost merged dim; rank from the spec the kernel was
-// built for). Pointers in `args` are device addresses.
+// built for). Pointers in `args` are device addresses. A kernel with reduced
+// outputs takes a scratch buffer from the caching allocator (returned after
+// the launches are queued: every use is ordered on dualcast's one stream),
+// launches its main entry point (skipped when there are no elements) and its
+// finish, and must be given the whole of dim 0.
 absl::Status LaunchCudaKernel(const CudaKernel& kernel, const KernelArgs& args, int rank);
 
 }  // namespace dualcast::jit::cuda

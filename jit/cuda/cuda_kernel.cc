@@ -19,11 +19,16 @@ namespace {
 class SourceWriter {
  public:
   explicit SourceWriter(const KernelSpec& spec)
-      : spec_(spec), f_(*spec.function), rank_(spec.rank), elem_(CudaType(spec.dtype)) {}
+      : spec_(spec), f_(*spec.function), rank_(spec.rank), elem_(CudaType(spec.dtype)) {
+    for (size_t m = 0; m < f_.num_outputs(); ++m) reduce_.push_back(Reduced(m) ? spec.reduces(m) : 0);
+    any_reduced_ = std::any_of(reduce_.begin(), reduce_.end(), [](uint32_t b) { return b != 0; });
+  }
 
   CudaKernelSource Write() {
     CudaKernelSource out;
     out.symbol = CudaKernelSymbol(spec_);
+    out.output_reduce = reduce_;
+    out.has_finish = any_reduced_;
     PlanParams(out.params);
     std::string& s = out.text;
     absl::StrAppend(&s, "// dualcast CUDA kernel: ", spec_.Describe(), "\n",
@@ -32,25 +37,12 @@ class SourceWriter {
                     "__device__ __forceinline__ void ", out.symbol, "_body(", ParamList(out.params),
                     ") {\n");
     absl::StrAppend(&s, "  const I count = (I)n;\n",
-                    "  const I step = (I)gridDim.x * (I)blockDim.x;\n",
-                    "  for (I idx = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; idx < count; "
-                    "idx += step) {\n");
-    WriteIndices(s);
-    WriteOffsets(s);
-    CudaPrinter printer(2, [&](CudaPrinter& p, uint32_t index, Type type) {
-      std::string load = absl::StrCat("in", index, "[", Offset("in", index), "]");
-      if (type != spec_.dtype) load = absl::StrCat("(", CudaType(type), ")", load);
-      return p.Declare(type, load);
-    });
-    std::vector<std::string> results = CodegenWalk<CudaPrinter>(f_, printer).Run();
-    s += printer.text();
-    for (size_t m = 0; m < results.size(); ++m) {
-      if (!spec_.writes(m)) continue;
-      std::string value = results[m];
-      if (f_.output_type(m) != spec_.dtype) value = absl::StrCat("(", elem_, ")", value);
-      absl::StrAppend(&s, "    out", m, "[", Offset("out", m), "] = ", value, ";\n");
+                    "  const I step = (I)gridDim.x * (I)blockDim.x;\n");
+    if (AnyElementwiseStore()) WriteElementwisePass(s);
+    for (size_t m = 0; m < reduce_.size(); ++m) {
+      if (reduce_[m] != 0) WriteReducePass(s, m);
     }
-    absl::StrAppend(&s, "  }\n}\n\n");
+    absl::StrAppend(&s, "}\n\n");
     std::vector<std::string> names;
     for (const CudaParam& p : out.params) names.push_back(ParamName(p));
     for (const char* variant : {"i32", "i64"}) {
@@ -59,6 +51,7 @@ class SourceWriter {
                       variant[1] == '3' ? "unsigned int" : "long long", ">(",
                       absl::StrJoin(names, ", "), ");\n}\n");
     }
+    if (any_reduced_) WriteFinish(s, out);
     return out;
   }
 
@@ -67,6 +60,14 @@ class SourceWriter {
     return !spec_.input_broadcast.empty() && ((spec_.input_broadcast[input] >> dim) & 1u);
   }
   bool UnitInner(int dim) const { return spec_.inner_contiguous && dim == rank_ - 1; }
+  bool Reduced(size_t m) const { return spec_.writes(m) && spec_.reduces(m) != 0; }
+  bool ReducedAlong(size_t m, int d) const { return (reduce_[m] >> d) & 1u; }
+  bool AnyElementwiseStore() const {
+    for (size_t m = 0; m < f_.num_outputs(); ++m) {
+      if (spec_.writes(m) && reduce_[m] == 0) return true;
+    }
+    return false;
+  }
 
   void PlanParams(std::vector<CudaParam>& params) {
     using K = CudaParam::Kind;
@@ -76,7 +77,8 @@ class SourceWriter {
       if (spec_.writes(m)) params.push_back({K::kOutputPtr, m, 0});
     }
     params.push_back({K::kCount, 0, 0});
-    for (int d = 1; d < rank_; ++d) params.push_back({K::kSize, 0, d});
+    // Reductions split the space into kept x reduced dims, so they need dim 0's size too.
+    for (int d = any_reduced_ ? 0 : 1; d < rank_; ++d) params.push_back({K::kSize, 0, d});
     for (int i = 0; i < n_in; ++i) {
       for (int d = 0; d < rank_; ++d) {
         if (!Broadcast(i, d) && !UnitInner(d)) params.push_back({K::kInStride, i, d});
@@ -85,8 +87,15 @@ class SourceWriter {
     for (int m = 0; m < n_out; ++m) {
       if (!spec_.writes(m)) continue;
       for (int d = 0; d < rank_; ++d) {
-        if (!UnitInner(d)) params.push_back({K::kOutStride, m, d});
+        if (!UnitInner(d) && !ReducedAlong(m, d)) params.push_back({K::kOutStride, m, d});
       }
+    }
+    if (!any_reduced_) return;
+    params.push_back({K::kScratch, 0, 0});
+    for (int m = 0; m < n_out; ++m) {
+      if (reduce_[m] == 0) continue;
+      params.push_back({K::kSplits, m, 0});
+      params.push_back({K::kScratchBase, m, 0});
     }
   }
 
@@ -99,6 +108,9 @@ class SourceWriter {
       case K::kSize: return absl::StrCat("size", p.dim);
       case K::kInStride: return absl::StrCat("in", p.operand, "_s", p.dim);
       case K::kOutStride: return absl::StrCat("out", p.operand, "_s", p.dim);
+      case K::kScratch: return "scratch";
+      case K::kSplits: return absl::StrCat("red", p.operand, "_splits");
+      case K::kScratchBase: return absl::StrCat("red", p.operand, "_base");
     }
     return "?";
   }
@@ -114,61 +126,222 @@ class SourceWriter {
         case K::kOutputPtr:
           decls.push_back(absl::StrCat(elem_, "* __restrict__ ", ParamName(p)));
           break;
+        case K::kScratch: decls.push_back("double* __restrict__ scratch"); break;
         default: decls.push_back(absl::StrCat("const dc_i64 ", ParamName(p))); break;
       }
     }
     return absl::StrJoin(decls, ", ");
   }
 
-  // i<d> for every merged dim, inner dim fastest; dim 0 takes what remains.
-  void WriteIndices(std::string& s) const {
+  // i<d> for every merged dim from the linear idx, inner dim fastest; dim 0 takes what remains.
+  void WriteIndices(std::string& s, const std::string& pad) const {
     if (rank_ == 0) return;
     if (rank_ == 1) {
-      s += "    const I i0 = idx;\n";
+      absl::StrAppend(&s, pad, "const I i0 = idx;\n");
       return;
     }
-    s += "    I rem = idx;\n";
+    absl::StrAppend(&s, pad, "I rem = idx;\n");
     for (int d = rank_ - 1; d >= 1; --d) {
-      absl::StrAppend(&s, "    const I i", d, " = rem % (I)size", d, ";\n", "    rem /= (I)size",
-                      d, ";\n");
+      absl::StrAppend(&s, pad, "const I i", d, " = rem % (I)size", d, ";\n", pad,
+                      "rem /= (I)size", d, ";\n");
     }
-    s += "    const I i0 = rem;\n";
+    absl::StrAppend(&s, pad, "const I i0 = rem;\n");
   }
 
-  // One 64-bit element offset per operand (views may span more than 2^31 elements).
-  void WriteOffsets(std::string& s) const {
-    auto term = [&](const std::string& stride_name, int d, bool unit) {
-      return unit ? absl::StrCat("(dc_i64)i", d)
-                  : absl::StrCat("(dc_i64)i", d, " * ", stride_name);
-    };
+  // i<d> for the dims in `dims` (outer first) from the linear `from`, the last dim fastest.
+  void WriteSplitIndices(std::string& s, const std::string& pad, const std::vector<int>& dims,
+                         const std::string& from) const {
+    if (dims.empty()) return;
+    const std::string rem = from + "_rem";
+    absl::StrAppend(&s, pad, "I ", rem, " = ", from, ";\n");
+    for (size_t k = dims.size(); k-- > 0;) {
+      const int d = dims[k];
+      if (k == 0) {
+        absl::StrAppend(&s, pad, "const I i", d, " = ", rem, ";\n");
+      } else {
+        absl::StrAppend(&s, pad, "const I i", d, " = ", rem, " % (I)size", d, ";\n", pad, rem,
+                        " /= (I)size", d, ";\n");
+      }
+    }
+  }
+
+  std::string Term(const std::string& stride_name, int d) const {
+    return UnitInner(d) ? absl::StrCat("(dc_i64)i", d)
+                        : absl::StrCat("(dc_i64)i", d, " * ", stride_name);
+  }
+
+  // One 64-bit element offset per input (views may span more than 2^31 elements).
+  void WriteInputOffsets(std::string& s, const std::string& pad) const {
     for (size_t i = 0; i < f_.num_inputs(); ++i) {
       std::vector<std::string> terms;
       for (int d = 0; d < rank_; ++d) {
-        if (Broadcast(i, d)) continue;
-        terms.push_back(term(absl::StrCat("in", i, "_s", d), d, UnitInner(d)));
+        if (!Broadcast(i, d)) terms.push_back(Term(absl::StrCat("in", i, "_s", d), d));
       }
-      absl::StrAppend(&s, "    const dc_i64 o_in", i, " = ",
-                      terms.empty() ? "0" : absl::StrJoin(terms, " + "), ";\n");
-    }
-    for (size_t m = 0; m < f_.num_outputs(); ++m) {
-      if (!spec_.writes(m)) continue;
-      std::vector<std::string> terms;
-      for (int d = 0; d < rank_; ++d) {
-        terms.push_back(term(absl::StrCat("out", m, "_s", d), d, UnitInner(d)));
-      }
-      absl::StrAppend(&s, "    const dc_i64 o_out", m, " = ",
+      absl::StrAppend(&s, pad, "const dc_i64 o_in", i, " = ",
                       terms.empty() ? "0" : absl::StrJoin(terms, " + "), ";\n");
     }
   }
 
-  static std::string Offset(const char* kind, size_t operand) {
-    return absl::StrCat("o_", kind, operand);
+  // Output m's offset over its kept dims (a reduced output has no stride along the others).
+  std::string OutputOffset(size_t m) const {
+    std::vector<std::string> terms;
+    for (int d = 0; d < rank_; ++d) {
+      if (!ReducedAlong(m, d)) terms.push_back(Term(absl::StrCat("out", m, "_s", d), d));
+    }
+    return terms.empty() ? "0" : absl::StrJoin(terms, " + ");
+  }
+
+  // The printed Function at the current indices; returns its output values.
+  std::vector<std::string> WriteBody(std::string& s, int indent) const {
+    CudaPrinter printer(indent, [&](CudaPrinter& p, uint32_t index, Type type) {
+      std::string load = absl::StrCat("in", index, "[o_in", index, "]");
+      if (type != spec_.dtype) load = absl::StrCat("(", CudaType(type), ")", load);
+      return p.Declare(type, load);
+    });
+    std::vector<std::string> results = CodegenWalk<CudaPrinter>(f_, printer).Run();
+    s += printer.text();
+    return results;
+  }
+
+  std::string AsElement(size_t m, const std::string& value) const {
+    return f_.output_type(m) != spec_.dtype ? absl::StrCat("(", elem_, ")", value) : value;
+  }
+
+  // dest = value, or dest = dest + value for an accumulating output.
+  std::string Store(size_t m, const std::string& dest, const std::string& value) const {
+    return spec_.accumulates(m) ? absl::StrCat(dest, " = ", dest, " + ", value, ";\n")
+                                : absl::StrCat(dest, " = ", value, ";\n");
+  }
+
+  // Grid-stride loop over every element; stores the outputs that are not reduced.
+  void WriteElementwisePass(std::string& s) const {
+    absl::StrAppend(&s,
+                    "  for (I idx = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; idx < count; "
+                    "idx += step) {\n");
+    WriteIndices(s, "    ");
+    WriteInputOffsets(s, "    ");
+    std::vector<std::string> results = WriteBody(s, 2);
+    for (size_t m = 0; m < results.size(); ++m) {
+      if (!spec_.writes(m) || reduce_[m] != 0) continue;
+      absl::StrAppend(&s, "    const dc_i64 o_out", m, " = ", OutputOffset(m), ";\n    ",
+                      Store(m, absl::StrCat("out", m, "[o_out", m, "]"), AsElement(m, results[m])));
+    }
+    absl::StrAppend(&s, "  }\n");
+  }
+
+  std::string Product(const std::vector<int>& dims) const {
+    if (dims.empty()) return "(I)1";
+    std::vector<std::string> f;
+    for (int d : dims) f.push_back(absl::StrCat("(I)size", d));
+    return absl::StrJoin(f, " * ");
+  }
+  std::vector<int> Dims(size_t m, bool reduced) const {
+    std::vector<int> dims;
+    for (int d = 0; d < rank_; ++d) {
+      if (ReducedAlong(m, d) == reduced) dims.push_back(d);
+    }
+    return dims;
+  }
+
+  // Output m's partial sums into scratch, one per (kept element k, split s of
+  // the reduced range), wherever the work runs: each partial depends on (k, s)
+  // and the sizes only, never on the grid, so sums are the same run to run.
+  // Inner dim REDUCED (row sums): one warp per item; lanes stride the split
+  // (consecutive lanes, consecutive addresses), summing in double, then fold
+  // with shuffles in a fixed tree. Inner dim KEPT (column sums): one warp per
+  // (32 consecutive kept elements, split); each lane sums its own element's
+  // split in order, so a warp reads 32 consecutive addresses per step.
+  void WriteReducePass(std::string& s, size_t m) const {
+    const std::vector<int> kept = Dims(m, false), red = Dims(m, true);
+    const bool lanes_over_kept = CudaReductionLanesOverKept(reduce_[m], rank_);
+    absl::StrAppend(
+        &s, "  {  // output ", m, ": partial sums over its reduced dims into scratch (",
+        lanes_over_kept ? "lanes over kept elements" : "lanes over the reduced range", ")\n",
+        "    const I lane = (I)threadIdx.x % 32;\n", "    const I kept = ", Product(kept), ";\n",
+        "    const I red = ", Product(red), ";\n", "    const I splits = (I)red", m, "_splits;\n",
+        "    const I chunk = splits == 0 ? 0 : (red + splits - 1) / splits;\n",
+        "    const I groups = ", lanes_over_kept ? "(kept + 31) / 32" : "kept", ";\n",
+        "    for (I item = ((I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x) / 32; item < groups * "
+        "splits; item += step / 32) {\n",
+        "      const I group = item % groups, split = item / groups;\n",
+        "      const I stop = (split + 1) * chunk < red ? (split + 1) * chunk : red;\n");
+    if (lanes_over_kept) {
+      absl::StrAppend(&s, "      const I k = group * 32 + lane;\n",
+                      "      if (k >= kept) continue;\n", "      double acc = 0.0;\n",
+                      "      for (I r = split * chunk; r < stop; ++r) {\n");
+    } else {
+      absl::StrAppend(&s, "      const I k = group;\n", "      double acc = 0.0;\n",
+                      "      for (I r = split * chunk + lane; r < stop; r += 32) {\n");
+    }
+    WriteSplitIndices(s, "        ", kept, "k");
+    WriteSplitIndices(s, "        ", red, "r");
+    WriteInputOffsets(s, "        ");
+    std::vector<std::string> results = WriteBody(s, 4);
+    absl::StrAppend(&s, "        acc += (double)", results[m], ";\n", "      }\n");
+    if (!lanes_over_kept) {
+      absl::StrAppend(&s,
+                      "      for (int d = 16; d > 0; d /= 2) acc += __shfl_down_sync(0xffffffffu, "
+                      "acc, d);\n",
+                      "      if (lane != 0) continue;\n");
+    }
+    absl::StrAppend(&s, "      scratch[red", m, "_base + (dc_i64)split * (dc_i64)kept + ",
+                    "(dc_i64)k] = acc;\n", "    }\n", "  }\n");
+  }
+
+  // <symbol>_fin: adds each reduced output's partials in split order and
+  // stores (or accumulates) the element-type result. Few splits: one thread
+  // per output element, sequentially. Many: one block per element, threads
+  // striding the splits, shuffles, then warp totals in shared memory added
+  // by thread 0 in warp order (the order depends on blockDim, which the
+  // launcher fixes at kCudaFinishBlock).
+  void WriteFinish(std::string& s, const CudaKernelSource& out) const {
+    absl::StrAppend(&s, "\nextern \"C\" __global__ void ", out.symbol, "_fin(",
+                    ParamList(out.params), ") {\n", "  typedef long long I;\n",
+                    "  __shared__ double warp_total[32];\n");
+    for (size_t m = 0; m < reduce_.size(); ++m) {
+      if (reduce_[m] == 0) continue;
+      const std::vector<int> kept = Dims(m, false);
+      auto store = [&](const std::string& pad, const std::string& total) {
+        std::string t;
+        WriteSplitIndices(t, pad, kept, "k");
+        absl::StrAppend(&t, pad, "const dc_i64 o_out", m, " = ", OutputOffset(m), ";\n", pad,
+                        Store(m, absl::StrCat("out", m, "[o_out", m, "]"),
+                              absl::StrCat("(", elem_, ")", total)));
+        return t;
+      };
+      absl::StrAppend(&s, "  {  // output ", m, "\n", "    const I kept = ", Product(kept), ";\n",
+                      "    const I splits = red", m, "_splits;\n",
+                      "    const double* part = scratch + red", m, "_base;\n",
+                      "    if (splits <= ", kCudaFinishSerialSplits, ") {\n",
+                      "      for (I k = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; k < kept; "
+                      "k += (I)gridDim.x * (I)blockDim.x) {\n",
+                      "        double total = 0.0;\n",
+                      "        for (I split = 0; split < splits; ++split) total += part[split * "
+                      "kept + k];\n",
+                      store("        ", "total"), "      }\n", "    } else {\n",
+                      "      for (I k = blockIdx.x; k < kept; k += gridDim.x) {\n",
+                      "        double acc = 0.0;\n",
+                      "        for (I split = threadIdx.x; split < splits; split += blockDim.x) "
+                      "acc += part[split * kept + k];\n",
+                      "        for (int d = 16; d > 0; d /= 2) acc += "
+                      "__shfl_down_sync(0xffffffffu, acc, d);\n",
+                      "        if (threadIdx.x % 32 == 0) warp_total[threadIdx.x / 32] = acc;\n",
+                      "        __syncthreads();\n", "        if (threadIdx.x == 0) {\n",
+                      "          double total = 0.0;\n",
+                      "          for (unsigned w = 0; w < blockDim.x / 32; ++w) total += "
+                      "warp_total[w];\n",
+                      store("          ", "total"), "        }\n", "        __syncthreads();\n",
+                      "      }\n", "    }\n", "  }\n");
+    }
+    absl::StrAppend(&s, "}\n");
   }
 
   const KernelSpec& spec_;
   const Function& f_;
   int rank_;
   const char* elem_;
+  std::vector<uint32_t> reduce_;  // per output: reduce bits when written and reduced, else 0
+  bool any_reduced_ = false;
 };
 
 }  // namespace
@@ -177,8 +350,37 @@ std::string CudaKernelSymbol(const KernelSpec& spec) {
   return spec.Symbol(0x64635f637564ull);  // format tag "dc_cud": bump when the source changes meaning
 }
 
+bool CudaReductionLanesOverKept(uint32_t reduce_bits, int rank) {
+  return rank > 0 && ((reduce_bits >> (rank - 1)) & 1u) == 0;
+}
+
+int64_t CudaReductionSplits(int64_t red, bool lanes_over_kept) {
+  if (red <= 0) return 0;
+  // A lane sums its chunk alone when lanes run over kept elements: shorter chunks.
+  const int64_t chunk = std::max<int64_t>(lanes_over_kept ? 64 : 1024, (red + 8191) / 8192);
+  return (red + chunk - 1) / chunk;
+}
+
+CudaReductionPlan PlanCudaReduction(const std::vector<uint32_t>& output_reduce,
+                                    const int64_t* sizes, int rank) {
+  CudaReductionPlan plan;
+  plan.splits.assign(output_reduce.size(), 0);
+  plan.base.assign(output_reduce.size(), 0);
+  for (size_t m = 0; m < output_reduce.size(); ++m) {
+    if (output_reduce[m] == 0) continue;
+    int64_t kept = 1, red = 1;
+    for (int d = 0; d < rank; ++d) ((output_reduce[m] >> d) & 1u ? red : kept) *= sizes[d];
+    plan.splits[m] = CudaReductionSplits(red, CudaReductionLanesOverKept(output_reduce[m], rank));
+    plan.base[m] = plan.scratch_doubles;
+    plan.scratch_doubles += plan.splits[m] * kept;
+    plan.max_kept = std::max(plan.max_kept, kept);
+  }
+  return plan;
+}
+
 CudaLaunchValues MarshalCudaLaunch(const std::vector<CudaParam>& params, int element_bytes,
-                                   const KernelArgs& args, int rank) {
+                                   const KernelArgs& args, int rank,
+                                   const CudaReductionPlan* plan, uint64_t scratch) {
   CudaLaunchValues out;
   const int64_t rows = rank == 0 ? (args.begin <= 0 && 0 < args.end ? 1 : 0)
                                  : std::max<int64_t>(0, args.end - args.begin);
@@ -209,6 +411,13 @@ CudaLaunchValues MarshalCudaLaunch(const std::vector<CudaParam>& params, int ele
       case K::kOutStride:
         out.values.push_back(static_cast<uint64_t>(args.out_strides[p.operand * rank + p.dim]));
         break;
+      case K::kScratch: out.values.push_back(scratch); break;
+      case K::kSplits:
+        out.values.push_back(plan ? static_cast<uint64_t>(plan->splits[p.operand]) : 0);
+        break;
+      case K::kScratchBase:
+        out.values.push_back(plan ? static_cast<uint64_t>(plan->base[p.operand]) : 0);
+        break;
     }
   }
   return out;
@@ -221,12 +430,6 @@ int64_t CudaGridSize(int64_t n, int block, int min_grid) {
 
 absl::StatusOr<CudaKernelSource> BuildCudaKernelSource(const KernelSpec& spec) {
   if (absl::Status s = spec.Validate("cuda"); !s.ok()) return s;
-  if (spec.HasReductions()) {
-    return MakeStatus(ErrorKind::kDevice,
-                      absl::StrCat("cuda kernel '", spec.function->name, "' (", spec.Describe(),
-                                   "): reductions on CUDA are not generated yet (reduced or "
-                                   "accumulated outputs); run it on the CPU"));
-  }
   return SourceWriter(spec).Write();
 }
 

@@ -21,6 +21,26 @@
 // `long long`, every pointer a device address. Pointers are `__restrict__`:
 // the runtime never lets an output overlap an input or another output.
 //
+// Reduced and accumulating outputs (KernelSpec::output_reduce / accumulate):
+// an accumulating output stores dest = dest + value. A REDUCED output (summed
+// over the merged dims of its reduce bits) is never summed with atomics, so
+// its bits are the same run to run: the main entry points write partial sums
+// in double to a scratch buffer, one per (kept element k, split s of the
+// reduced range), each summed in a fixed order (by a warp: lanes stride the
+// split, then a fixed shuffle tree; or, when the inner dim is kept, by one
+// lane of a warp covering 32 consecutive k); a second entry point <symbol>_fin, launched after it
+// with the SAME parameters and kCudaFinishBlock threads per block, adds each
+// element's partials in split order (serially when there are few splits,
+// else one block per element: shuffles + shared-memory warp totals) and
+// stores dest = T(sum) or dest = dest + T(sum). The splits and the scratch
+// layout come from the sizes alone (PlanCudaReduction), never from the grid.
+// Reduced specs take every size (dim 0 too), a scratch pointer and per
+// reduced output its split count and scratch offset; a launch must cover the
+// whole of dim 0 (begin 0, end sizes[0]), and a main block must be a whole
+// number of warps. Coalescing: with the inner dim reduced a warp's lanes
+// stride the reduced range; with it kept, they take 32 consecutive kept
+// elements (see WriteReducePass). Not tuned on a GPU yet.
+//
 // Example:
 //   absl::StatusOr<CudaKernelSource> src = BuildCudaKernelSource(spec);
 //   // src->text holds "for (I idx = ...; idx < count; idx += step)" and the body.
@@ -39,7 +59,12 @@ namespace dualcast::jit::cuda {
 
 // One kernel parameter and where its value comes from in KernelArgs.
 struct CudaParam {
-  enum class Kind { kInputPtr, kOutputPtr, kCount, kSize, kInStride, kOutStride };
+  enum class Kind {
+    kInputPtr, kOutputPtr, kCount, kSize, kInStride, kOutStride,
+    kScratch,      // double* partial sums (reduced specs)
+    kSplits,       // reduced output `operand`: splits of its reduced range
+    kScratchBase,  // reduced output `operand`: its first double in scratch
+  };
   Kind kind;
   int operand = 0;  // input or output index (pointers and strides)
   int dim = 0;      // merged dim (sizes and strides)
@@ -49,7 +74,34 @@ struct CudaKernelSource {
   std::string text;                // the whole translation unit
   std::string symbol;              // entry points are symbol + "_i32" / "_i64"
   std::vector<CudaParam> params;   // in parameter order
+  // Per output: its reduce bits when written and reduced, else 0.
+  std::vector<uint32_t> output_reduce;
+  bool has_finish = false;         // <symbol>_fin exists (some output is reduced)
 };
+
+// Threads per block of <symbol>_fin (its summation order depends on it).
+inline constexpr int kCudaFinishBlock = 256;
+// Up to this many splits, <symbol>_fin sums an element's partials in one thread.
+inline constexpr int kCudaFinishSerialSplits = 16;
+
+// The scratch layout of one launch: per output, splits and first double
+// (0 for outputs that are not reduced); partial (s, k) of output m lives at
+// base[m] + s * kept_m + k.
+struct CudaReductionPlan {
+  std::vector<int64_t> splits, base;
+  int64_t scratch_doubles = 0;
+  int64_t max_kept = 0;  // the largest output element count (the finish's work)
+};
+// Whether an output with these reduce bits keeps the innermost merged dim
+// (then a warp's lanes take 32 consecutive kept elements, else 32 strides of
+// the reduced range).
+bool CudaReductionLanesOverKept(uint32_t reduce_bits, int rank);
+// Splits of a reduced range of `red` elements: at most 8192, of at least 1024
+// elements (lanes over the range: 32 per lane) or 64 (lanes over kept
+// elements: each lane sums a chunk alone).
+int64_t CudaReductionSplits(int64_t red, bool lanes_over_kept);
+CudaReductionPlan PlanCudaReduction(const std::vector<uint32_t>& output_reduce,
+                                    const int64_t* sizes, int rank);
 
 // One launch's parameter values, in plan order (what cuLaunchKernel's
 // kernelParams point at: every value is 8 bytes, a device address or a
@@ -61,8 +113,10 @@ struct CudaLaunchValues {
   bool narrow = true;            // n < 2^31: the _i32 entry point runs
   std::vector<uint64_t> values;  // one per CudaParam
 };
+// Reduced specs pass their plan and the scratch buffer's device address.
 CudaLaunchValues MarshalCudaLaunch(const std::vector<CudaParam>& params, int element_bytes,
-                                   const KernelArgs& args, int rank);
+                                   const KernelArgs& args, int rank,
+                                   const CudaReductionPlan* plan = nullptr, uint64_t scratch = 0);
 
 // Blocks for `n` elements at `block` threads each: min(ceil(n / block),
 // 4 * min_grid), min_grid being the occupancy calculator's grid that fills

@@ -209,14 +209,7 @@ TEST_CASE("GPU runtime: arrays on cuda:0, fused broadcast values and partials ma
   RuntimeOnGpu<double>();
 }
 
-TEST_CASE("GPU runtime: gradients through the tape on cuda:0") {
-  DC_REQUIRE_GPU();
-  // The reverse sweep's sum-over-broadcast-axes (grad_kernels.cc) and matmul
-  // still run on host memory only; until they have device versions a tape
-  // over CUDA arrays is not supported, so this case says so instead of
-  // pretending to pass.
-  MESSAGE("SKIPPED: the reverse sweep on CUDA arrays is not implemented yet (issue 7, item 4)");
-}
+// Gradients through the tape on CUDA arrays: gpu_reduce_test.cc.
 
 }  // namespace
 }  // namespace dualcast::testing

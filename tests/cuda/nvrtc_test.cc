@@ -48,6 +48,7 @@ void CompileEverywhere(const jit::KernelSpec& spec, const std::vector<NvrtcTarge
     } else {
       CHECK(Has(image->bytes, ".entry " + src->symbol + "_i32"));
       CHECK(Has(image->bytes, ".entry " + src->symbol + "_i64"));
+      if (src->has_finish) CHECK(Has(image->bytes, ".entry " + src->symbol + "_fin"));
       bool ran = false;
       const std::string ptxas = PtxasCheck(image->bytes, "sm_" + std::to_string(target.arch), &ran);
       CHECK_MESSAGE(ptxas.empty(), spec.Describe(), "\n", ptxas, "\nsource:\n", src->text);
@@ -118,6 +119,41 @@ TEST_CASE("fused runtime-style kernels compile for every target, with outputs ma
       std::vector<int>{0, 1, 2, 3}).function));
   CompileEverywhere(MakeSpec(chain, Type::kF32, 1, {}), kAllTargets);
   CompileEverywhere(MakeSpec(chain, Type::kF32, 0, {}), {{90, NvrtcKind::kPtx}});
+}
+
+TEST_CASE("reduced and accumulating outputs compile for every target: every axes combination of rank 1-3, f32 and f64") {
+  for (Type t : {Type::kF32, Type::kF64}) {
+    CAPTURE(jit::TypeName(t));
+    // One-pass-gradient-like: values elementwise, two partials times an adjoint, reduced.
+    auto f = std::make_shared<Function>(jit::Optimize(jit::Trace(
+        "onepass_like",
+        [](auto x, auto y, auto ybar) {
+          using namespace dualcast::math;
+          return std::tuple{x * y + sin(x), ybar * (y + cos(x)), ybar * x};
+        },
+        std::vector<Type>(3, t))));
+    for (int rank = 1; rank <= 3; ++rank) {
+      const uint32_t all = (1u << rank) - 1;
+      for (uint32_t axes = 1; axes <= all; ++axes) {
+        CAPTURE(rank);
+        CAPTURE(axes);
+        jit::KernelSpec spec = MakeSpec(f, t, rank, {axes, all & ~axes, 0}, axes % 2 == 0);
+        spec.output_reduce = {0, axes, all & ~axes};
+        spec.accumulate = {false, axes % 2 == 1, true};
+        // Each combination meets one target (CUBIN costs ~2.5x a PTX); all meet compute_90 PTX.
+        CompileEverywhere(spec, {{90, NvrtcKind::kPtx}});
+        if (axes == all) CompileEverywhere(spec, {{90, NvrtcKind::kCubin}, {80, NvrtcKind::kCubin}});
+      }
+    }
+    // Accumulate without any reduction: no finish kernel.
+    jit::KernelSpec acc = MakeSpec(f, t, 2, {0b10, 0b01, 0});
+    acc.accumulate = {true, true, false};
+    absl::StatusOr<jit::cuda::CudaKernelSource> src = jit::cuda::BuildCudaKernelSource(acc);
+    REQUIRE(src.ok());
+    CHECK(!src->has_finish);
+    CHECK(Has(src->text, "out0[o_out0] = out0[o_out0] + "));
+    CompileEverywhere(acc, {{90, NvrtcKind::kPtx}});
+  }
 }
 
 TEST_CASE("the emitted source has the grid-stride loop, the strides, the broadcast bits and real branches") {

@@ -34,18 +34,22 @@ std::string Launcher(const jit::cuda::CudaKernelSource& src, const char* variant
       case CudaParam::Kind::kOutputPtr:
         args.push_back(absl::StrCat("(", elem, "*)(unsigned long)v[", k, "]"));
         break;
+      case CudaParam::Kind::kScratch:
+        args.push_back(absl::StrCat("(double*)(unsigned long)v[", k, "]"));
+        break;
       default: args.push_back(absl::StrCat("(long long)v[", k, "]")); break;
     }
   }
-  return absl::StrCat("extern \"C\" void dc_host_", src.symbol, "_", variant,
+  // Kernels with barriers run a block's threads as fibers (cuda_host_shim.h).
+  const bool barriers = src.text.find("__syncthreads") != std::string::npos ||
+                        src.text.find("__shfl_") != std::string::npos ||
+                        src.text.find("__syncwarp") != std::string::npos;
+  return absl::StrCat("extern \"C\" int dc_host_", src.symbol, "_", variant,
                       "(long long grid, int block, const unsigned long long* v) {\n"
-                      "  gridDim.x = (unsigned)grid; blockDim.x = (unsigned)block;\n"
-                      "  for (long long b = grid - 1; b >= 0; --b) {\n"
-                      "    blockIdx.x = (unsigned)b;\n"
-                      "    for (int t = 0; t < block; ++t) {\n"
-                      "      threadIdx.x = (unsigned)t;\n      ",
-                      src.symbol, "_", variant, "(", absl::StrJoin(args, ", "),
-                      ");\n    }\n  }\n}\n");
+                      "  auto thread = [v] { ",
+                      src.symbol, "_", variant, "(", absl::StrJoin(args, ", "), "); };\n",
+                      "  return ", barriers ? "dc_host_run_grid" : "dc_host_run_grid_plain",
+                      "(grid, block, thread);\n}\n");
 }
 
 std::string ReadFile(const std::string& path) {
@@ -70,7 +74,9 @@ HostCudaModule::HostCudaModule(const std::vector<jit::cuda::CudaKernelSource>& s
   std::string text;
   for (const auto& src : sources) {
     absl::StrAppend(&text, src.text, "\n");
-    for (const char* variant : {"i32", "i64"}) absl::StrAppend(&text, Launcher(src, variant, elem));
+    for (const char* variant : {"i32", "i64", "fin"}) {
+      if (variant[0] != 'f' || src.has_finish) absl::StrAppend(&text, Launcher(src, variant, elem));
+    }
   }
   const std::string source = dir_ + "/kernels.cc", library = dir_ + "/kernels.so",
                     log = dir_ + "/compile.log";
@@ -108,11 +114,20 @@ HostCudaModule::~HostCudaModule() {
 
 void HostCudaModule::Launch(const std::string& symbol, bool wide, int64_t grid, int block,
                             const std::vector<uint64_t>& values) const {
-  using Fn = void (*)(long long, int, const unsigned long long*);
-  const std::string name = absl::StrCat("dc_host_", symbol, wide ? "_i64" : "_i32");
+  LaunchEntry(absl::StrCat(symbol, wide ? "_i64" : "_i32"), grid, block, values);
+}
+
+void HostCudaModule::LaunchEntry(const std::string& entry, int64_t grid, int block,
+                                 const std::vector<uint64_t>& values) const {
+  using Fn = int (*)(long long, int, const unsigned long long*);
+  const std::string name = "dc_host_" + entry;
   auto fn = reinterpret_cast<Fn>(dlsym(handle_, name.c_str()));
   if (fn == nullptr) throw std::runtime_error("cuda_host: no launcher " + name);
-  fn(grid, block, reinterpret_cast<const unsigned long long*>(values.data()));
+  if (fn(grid, block, reinterpret_cast<const unsigned long long*>(values.data())) != 0) {
+    auto error = reinterpret_cast<const char* (*)()>(dlsym(handle_, "dc_host_last_error"));
+    throw std::runtime_error(absl::StrCat("cuda_host: launch of ", name, " (grid ", grid,
+                                          ", block ", block, "): ", error ? error() : "?"));
+  }
 }
 
 }  // namespace dualcast::testing

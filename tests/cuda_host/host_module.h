@@ -13,7 +13,9 @@
 // A launcher takes what cuLaunchKernel would: a grid and a block size and the
 // parameter values in plan order (MarshalCudaLaunch), and runs the entry
 // point for every (block, thread) pair, blocks in reverse order (a GPU gives
-// no order either). DUALCAST_CUDA_HOST_KEEP=1 keeps the folder (source,
+// no order either); a kernel with barriers or shuffles runs each block's
+// threads as fibers (cuda_host_shim.h), and a barrier misuse the shim detects
+// (deadlock, partial warp) makes Launch throw with its message. DUALCAST_CUDA_HOST_KEEP=1 keeps the folder (source,
 // library, compiler log) for inspection; a source that fails to compile is
 // always kept.
 //
@@ -41,9 +43,14 @@ class HostCudaModule {
   HostCudaModule(const HostCudaModule&) = delete;
   HostCudaModule& operator=(const HostCudaModule&) = delete;
 
-  // Runs entry point symbol + (wide ? "_i64" : "_i32") over grid x block threads.
+  // Runs entry point symbol + (wide ? "_i64" : "_i32") over grid x block threads;
+  // throws std::runtime_error when the shim reports a barrier misuse.
   void Launch(const std::string& symbol, bool wide, int64_t grid, int block,
               const std::vector<uint64_t>& values) const;
+
+  // Runs any entry point by its full name (e.g. symbol + "_fin").
+  void LaunchEntry(const std::string& entry, int64_t grid, int block,
+                   const std::vector<uint64_t>& values) const;
 
   double compile_seconds() const { return compile_seconds_; }
 

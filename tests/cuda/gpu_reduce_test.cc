@@ -1,0 +1,205 @@
+// GPU: reduced/accumulating Execute outputs, matmul through cuBLAS and the tape's reverse sweep on cuda:0, against the CPU; skipped, visibly, without a GPU.
+//
+// Reduced sums on the GPU add in double in another order than the CPU (warp
+// lanes, a shuffle tree, splits), so they are compared within a relative
+// 1e-5 (f32) / 1e-12 (f64) of the CPU's; two GPU runs must agree BITWISE
+// (the order depends on the sizes only). cuBLAS gemm: relative 1e-4 (f32, k
+// up to 300 products) / 1e-12 (f64) of OpenBLAS. Without a GPU, only the
+// error paths run: cuBLAS without a driver is kDevice "no CUDA device".
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_test_support.h"
+#include "dualcast/dualcast.hpp"
+#include "dualcast/detail/execute.hpp"
+#include "jit/error.h"
+#include "jit/broadcast_layout.h"
+#include "jit/ir.h"
+
+#ifdef DUALCAST_HAVE_NVRTC
+#include "jit/cuda/cublas_api.h"
+#include "jit/cuda/driver.h"
+#endif
+
+namespace dualcast::testing {
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+template <class T>
+void CheckNear(const std::vector<T>& got, const std::vector<T>& want, double rel,
+               const std::string& what) {
+  CAPTURE(what);
+  REQUIRE(got.size() == want.size());
+  int bad = 0;
+  for (size_t e = 0; e < got.size(); ++e) {
+    const double scale = std::max(1.0, std::fabs(static_cast<double>(want[e])));
+    if (!(std::fabs(static_cast<double>(got[e]) - want[e]) <= rel * scale) && bad++ < 3) {
+      FAIL_CHECK("element " << e << ": got " << got[e] << " want " << want[e]);
+    }
+  }
+}
+
+template <class T>
+std::vector<T> Host(const Array<T>& a) {
+  return a.to(Device::cpu()).to_vector();
+}
+
+// f(x, y, z) = (x * y + z, exp(x) - z): two outputs with two reduce patterns in one kernel.
+template <class T>
+std::shared_ptr<const jit::Function> TwoOutputs() {
+  const jit::Type t = sizeof(T) == 4 ? jit::Type::kF32 : jit::Type::kF64;
+  return std::make_shared<const jit::Function>(jit::Trace(
+      "gpu_reduce",
+      [](auto x, auto y, auto z) {
+        using namespace dualcast::math;
+        return std::tuple{x * y + z, exp(x) - z};
+      },
+      std::vector<jit::Type>(3, t)));
+}
+
+template <class T>
+void ReducedOnGpu() {
+  const Device gpu = Device::cuda();
+  const double rel = sizeof(T) == 4 ? 1e-5 : 1e-12;
+  auto fn = TwoOutputs<T>();
+  struct Case {
+    Shape full, x, y, z, out0, out1;
+  };
+  const std::vector<Case> cases = {
+      {{3000}, {3000}, {1}, {3000}, {1}, {3000}},                       // total sum, 3 splits
+      {{40000}, {40000}, {40000}, {1}, {1}, {1}},                       // > 16 splits: block finish
+      {{67, 129}, {67, 1}, {1, 129}, {67, 129}, {67, 1}, {1, 129}},     // row and column sums
+      {{5, 7, 9}, {5, 1, 9}, {7, 1}, {5, 7, 9}, {1, 7, 1}, {5, 1, 9}},  // middle and outer axes
+      {{0, 9}, {0, 9}, {1, 9}, {1}, {1, 9}, {0, 9}},                    // a sum over nothing
+  };
+  for (const Case& c : cases) {
+    CAPTURE(jit::FormatShape(c.full));
+    for (bool acc : {false, true}) {
+      CAPTURE(acc);
+      std::vector<Array<T>> cpu = {Array<T>::uniform(c.x, 1, -1, 1), Array<T>::uniform(c.y, 2, -1, 1),
+                                   Array<T>::uniform(c.z, 3, -1, 1)};
+      auto run = [&](const Device& device) {
+        std::vector<std::shared_ptr<detail::ArrayImpl>> in;
+        for (const auto& a : cpu) in.push_back(a.to(device).impl());
+        detail::ExecuteOptions o;
+        o.output_shapes = {c.out0, c.out1};
+        o.iteration_shape = c.full;
+        if (acc) {
+          o.destinations = {Array<T>::uniform(c.out0, 4, -1, 1).to(device).impl(),
+                            Array<T>::uniform(c.out1, 5, -1, 1).to(device).impl()};
+          o.accumulate = {true, false};
+        }
+        std::vector<std::shared_ptr<detail::ArrayImpl>> outs =
+            detail::Execute("gpu_reduce", fn, in, o);
+        return std::vector<std::vector<T>>{Host(Array<T>(outs[0])), Host(Array<T>(outs[1]))};
+      };
+      const auto want = run(Device::cpu());
+      const auto got = run(gpu), again = run(gpu);
+      for (int m = 0; m < 2; ++m) {
+        CheckNear(got[m], want[m], rel, "output " + std::to_string(m) + " vs the CPU");
+        CHECK_MESSAGE(got[m] == again[m], "two GPU runs differ (not deterministic)");
+      }
+    }
+  }
+}
+
+TEST_CASE("GPU: reduced and accumulating Execute outputs match the CPU and are deterministic") {
+  DC_REQUIRE_GPU();
+  ReducedOnGpu<float>();
+  ReducedOnGpu<double>();
+}
+
+template <class T>
+void MatmulOnGpu() {
+  const Device gpu = Device::cuda();
+  const double rel = sizeof(T) == 4 ? 1e-4 : 1e-12;
+  for (auto [m, k, n] : {std::tuple{5, 7, 3}, std::tuple{64, 300, 33}, std::tuple{1, 1, 1},
+                         std::tuple{4, 0, 6}}) {
+    CAPTURE(m);
+    CAPTURE(k);
+    CAPTURE(n);
+    Array<T> a = Array<T>::uniform({m, k}, 11, -1, 1), b = Array<T>::uniform({k, n}, 12, -1, 1);
+    Array<T> bt = Array<T>::uniform({n, k}, 13, -1, 1);
+    CheckNear(Host(matmul(a.to(gpu), b.to(gpu))), matmul(a, b).to_vector(), rel, "a b");
+    // A transposed view goes to cuBLAS with op T, no copy.
+    CheckNear(Host(matmul(a.to(gpu), bt.to(gpu).transpose())), matmul(a, bt.transpose()).to_vector(),
+              rel, "a btᵀ");
+  }
+}
+
+TEST_CASE("GPU: matmul on CUDA arrays through cuBLAS matches OpenBLAS (f32, f64, transposed views)") {
+  DC_REQUIRE_GPU();
+  MatmulOnGpu<float>();
+  MatmulOnGpu<double>();
+}
+
+template <class T>
+void TapeOnGpu() {
+  const Device gpu = Device::cuda();
+  const double rel = sizeof(T) == 4 ? 1e-4 : 1e-11;
+  const int64_t n = 67;
+  Kernel cell = kernel("gpu_tape_cell", [](auto z, auto c, auto f, auto i, auto g) {
+    using namespace dualcast::math;
+    if (z == 1) return sigmoid(i) * tanh(g);
+    return sigmoid(f) * c + sigmoid(i) * tanh(g);
+  });
+  std::vector<T> zv(n);
+  for (int64_t r = 0; r < n; ++r) zv[r] = static_cast<T>(r % 3 == 0);
+  std::vector<Array<T>> host = {Array<T>::from(zv, {n, 1}), Array<T>::uniform({n, n}, 1, -2, 2),
+                                Array<T>::uniform({n, n}, 2, -3, 3), Array<T>::uniform({1, n}, 3, -3, 3),
+                                Array<T>::uniform({n, n}, 4, -3, 3)};
+  Array<T> w = Array<T>::uniform({n, 5}, 5, -1, 1), cbar = Array<T>::uniform({n, n}, 6, -1, 1);
+  auto grads = [&](const Device& device) {
+    std::vector<Array<T>> x;
+    for (const auto& a : host) x.push_back(a.to(device));
+    Array<T> wd = w.to(device), cb = cbar.to(device);
+    Tape tape;
+    Array<T> c = broadcast(cell, x[0], x[1], x[2], x[3], x[4]);
+    // A fused cell, a weighted sum, and a matmul: every kind of node on the sweep.
+    Array<T> loss = sum(c * cb) + sum(matmul(c, wd));
+    std::vector<Array<T>> g = tape.gradient(loss, x);
+    std::vector<std::vector<T>> out;
+    for (const auto& a : g) out.push_back(Host(a));
+    return out;
+  };
+  const auto want = grads(Device::cpu()), got = grads(gpu);
+  for (size_t j = 0; j < want.size(); ++j) {
+    CheckNear(got[j], want[j], rel, "gradient of input " + std::to_string(j));
+  }
+}
+
+TEST_CASE("GPU: Tape::gradient over CUDA arrays (fused cell, sums, matmul) matches the CPU") {
+  DC_REQUIRE_GPU();
+  TapeOnGpu<float>();
+  TapeOnGpu<double>();
+}
+
+#ifdef DUALCAST_HAVE_NVRTC
+TEST_CASE("cuBLAS is loaded at run time: without a GPU a device gemm is kDevice with the reason") {
+  const absl::Status& blas = jit::cuda::CublasStatus();
+  MESSAGE("cuBLAS: " << (blas.ok() ? std::string("loaded") : std::string(blas.message())));
+  if (!blas.ok()) CHECK(std::string(blas.message()).find("cuBLAS") != std::string::npos);
+  if (jit::cuda::DriverStatus().ok()) {
+    MESSAGE("a GPU is present: the error path needs a machine without one");
+    return;
+  }
+  absl::Status s = jit::cuda::CublasGemm(0, false, {}, {}, 2, 2, 2, 0, 2);
+  CHECK(!s.ok());
+  CHECK(std::string(s.message()).find("no CUDA device") != std::string::npos);
+  // And a CUDA array (hence a CUDA matmul or gradient) cannot even be made: kDevice, same reason.
+  try {
+    (void)Array<float>::zeros({2, 2}, Device::cuda());
+    FAIL("a CUDA array was created without a device");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::kDevice);
+    CHECK(std::string(e.what()).find("no CUDA device") != std::string::npos);
+  }
+}
+#endif
+
+}  // namespace
+}  // namespace dualcast::testing
