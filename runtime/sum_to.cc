@@ -81,7 +81,7 @@ std::shared_ptr<ArrayImpl> ReduceProducts(DType dtype, const std::vector<Product
     }
     has_b.push_back(t.b != nullptr);
   }
-  // Every size 1 (a scalar loss, a 1-element tape step): the generated kernel's
+  // Every size 1 on the CPU (a scalar loss, a 1-element tape step): the generated kernel's
   // arithmetic (one term in T, several summed in double) without planning a
   // layout or launching: the 1-element launch path is dominated by that overhead.
   auto ones = [](const std::vector<int64_t>& shape) {
@@ -89,7 +89,8 @@ std::shared_ptr<ArrayImpl> ReduceProducts(DType dtype, const std::vector<Product
   };
   if (ones(full) && target.size() <= full.size() && ones(target) &&
       std::all_of(terms.begin(), terms.end(), [&](const ProductTerm& t) {
-        return ones(t.a->shape) && (t.b == nullptr || ones(t.b->shape));
+        return ones(t.a->shape) && t.a->device.is_cpu() &&
+               (t.b == nullptr || (ones(t.b->shape) && t.b->device.is_cpu()));
       })) {
     auto out = NewArray(dtype, target, Device::cpu());
     auto one = [&](auto zero) {
