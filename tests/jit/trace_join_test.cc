@@ -1,33 +1,21 @@
 // Tests of re-joining paths: plain sequential `if`s give IR linear in their number, with values and derivatives unchanged.
 #include <doctest/doctest.h>
 
-#include <array>
-#include <cmath>
-#include <random>
 #include <string>
 #include <vector>
 
 #include <dualcast/dual.hpp>
 
 #include "jit/error.h"
-#include "jit/interpret.h"
-#include "jit/jvp.h"
 #include "jit/print.h"
 #include "jit/trace.h"
 #include "jit/verify.h"
+#include "trace_test_support.h"
 
 namespace dualcast::jit {
 namespace {
 
-std::vector<Type> Types(Type t, size_t n) { return std::vector<Type>(n, t); }
-
-int CountOps(const Function& f, Op op) {
-  int n = 0;
-  for (const Inst& inst : f.insts) n += inst.op == op;
-  return n;
-}
-
-bool Same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+using namespace trace_testing;
 
 // k sequential independent conditions on x, each choosing how a changes.
 auto Sequential(int k) {
@@ -42,39 +30,6 @@ auto Sequential(int k) {
     }
     return a;
   };
-}
-
-// Compares the traced IR (interpreted) and its jvp with the lambda run on
-// Dual<double, N> at random points: values and every partial, bit for bit
-// (the IR and the Dual library share their formulas).
-template <size_t N, class F>
-void CheckValuesAndPartials(const std::string& name, F f, const Function& traced, int trials = 300,
-                            double lo = -2, double hi = 2) {
-  REQUIRE(Verify(traced).ok());
-  std::vector<int> wrt;
-  for (size_t i = 0; i < N; ++i) wrt.push_back(static_cast<int>(i));
-  JvpResult jvp = Jvp(traced, wrt);
-  REQUIRE(Verify(jvp.function).ok());
-  const size_t M = traced.num_outputs();
-  std::mt19937_64 rng(7);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  using D = Dual<double, static_cast<int>(N)>;
-  for (int trial = 0; trial < trials; ++trial) {
-    std::array<double, N> x;
-    for (double& xi : x) xi = trial % 5 == 0 ? std::round(dist(rng) * 4) / 4 : dist(rng);
-    std::array<D, N> dx;
-    for (size_t i = 0; i < N; ++i) dx[i] = D::variable(x[i], static_cast<int>(i));
-    D expected = std::apply(f, dx);
-    std::vector<double> got = Interpret(jvp.function, std::span<const double>(x));
-    REQUIRE(M == 1);
-    CAPTURE(name);
-    CAPTURE(x[0]);
-    CAPTURE(x[N - 1]);
-    CHECK(Same(got[0], expected.value()));
-    for (size_t j = 0; j < N; ++j) {
-      CHECK(Same(got[PartialIndex(1, N, 0, j)], expected.partial(static_cast<int>(j))));
-    }
-  }
 }
 
 TEST_CASE("k sequential plain ifs give IR linear in k: one If per condition, one copy of the code") {
