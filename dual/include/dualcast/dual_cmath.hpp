@@ -125,27 +125,21 @@ DUALCAST_DUAL_VALUE_ONLY(bool, signbit)
 
 // fmod(a, b) = a - n b with n = trunc(a/b) (remainder: n = a/b rounded to even), r exact. The
 // quotient n is recovered exactly from the exact r: n = (a - r) / b rounded to an integer.
-template <class A, class B>
-  requires(::dualcast::detail::dual_args<A, B>)
-DUALCAST_HD ::dualcast::detail::common_dual_t<A, B> fmod(const A& a_, const B& b_) {
-  using D = ::dualcast::detail::common_dual_t<A, B>;
-  using T = typename D::value_type;
-  namespace dd = ::dualcast::detail;
-  const D a(a_), b(b_);
-  const T y = fmod(a.value(), b.value());
-  return dd::chain2(a, dd::nan_guard(y, T(1)), b, dd::nan_guard(y, T(-round((a.value() - y) / b.value()))), y);
-}
-
-template <class A, class B>
-  requires(::dualcast::detail::dual_args<A, B>)
-DUALCAST_HD ::dualcast::detail::common_dual_t<A, B> remainder(const A& a_, const B& b_) {
-  using D = ::dualcast::detail::common_dual_t<A, B>;
-  using T = typename D::value_type;
-  namespace dd = ::dualcast::detail;
-  const D a(a_), b(b_);
-  const T y = remainder(a.value(), b.value());
-  return dd::chain2(a, dd::nan_guard(y, T(1)), b, dd::nan_guard(y, T(-round((a.value() - y) / b.value()))), y);
-}
+#define DUALCAST_DUAL_REMAINDER(fn)                                                               \
+  template <class A, class B>                                                                     \
+    requires(::dualcast::detail::dual_args<A, B>)                                                 \
+  DUALCAST_HD ::dualcast::detail::common_dual_t<A, B> fn(const A& a_, const B& b_) {              \
+    using D = ::dualcast::detail::common_dual_t<A, B>;                                            \
+    using T = typename D::value_type;                                                             \
+    namespace dd = ::dualcast::detail;                                                            \
+    const D a(a_), b(b_);                                                                         \
+    const T y = fn(a.value(), b.value());                                                         \
+    return dd::chain2(a, dd::nan_guard(y, T(1)), b,                                               \
+                      dd::nan_guard(y, T(-round((a.value() - y) / b.value()))), y);               \
+  }
+DUALCAST_DUAL_REMAINDER(fmod)
+DUALCAST_DUAL_REMAINDER(remainder)
+#undef DUALCAST_DUAL_REMAINDER
 
 // remquo: remainder's value and derivatives; the quotient bits go to *quo.
 template <class A, class B>
