@@ -90,7 +90,7 @@ TEST_CASE("classification and sign: values and signed zeros") {
   CHECK(m::signbit(var(-0.0)));
   CHECK(m::ilogb(var(10.0)) == 3);
   // Every value-only wrapper, on one level and on nested levels, against std:: on the primal.
-  using DD = Dual<D1, 1, struct OuterTag>;
+  using DD = Dual<D1, 1>;
   for (double x : {2.5, -3.5, 0.0, -0.0, 1e-310, kInf, kNaN}) {
     CAPTURE(x);
     const DD nested(var(x));
