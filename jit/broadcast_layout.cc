@@ -58,7 +58,8 @@ absl::Status CheckArguments(std::span<const std::vector<int64_t>> shapes,
 }  // namespace
 
 absl::StatusOr<std::vector<int64_t>> BroadcastShape(std::span<const std::vector<int64_t>> shapes,
-                                                    std::string_view name) {
+                                                    std::string_view kernel_name) {
+  const std::string name(kernel_name);
   for (size_t i = 0; i < shapes.size(); ++i) {
     for (int64_t size : shapes[i]) {
       if (size < 0) {

@@ -80,7 +80,7 @@ std::string KernelSpec::Symbol(uint64_t format_tag) const {
     if (name.size() >= 40) break;
     name.push_back(std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
   }
-  KeyMixer m;
+  StableMixer m;
   m.Mix(format_tag);
   m.Mix(Key());
   return absl::StrFormat("dc_%s_%s_%016x", name.empty() ? "kernel" : name, TypeName(dtype),

@@ -12,57 +12,10 @@
 #include "jit/verify.h"
 #include "trace_test_support.h"
 
-namespace dualcast::jit {
-namespace {
+// Shapes that mix re-joining with paths that do not re-join. At global scope,
+// as user kernels are: dualcast::math serves doubles, ADL finds jit::Var's overloads.
+namespace join_kernels {
 
-using namespace trace_testing;
-
-// k sequential independent conditions on x, each choosing how a changes.
-auto Sequential(int k) {
-  return [k](auto x, auto y) {
-    auto a = x;
-    for (int i = 0; i < k; ++i) {
-      if (x > -1.5 + 0.3 * i) {
-        a = a * y;
-      } else {
-        a = a + y;
-      }
-    }
-    return a;
-  };
-}
-
-TEST_CASE("k sequential plain ifs give IR linear in k: one If per condition, one copy of the code") {
-  std::vector<size_t> sizes;
-  for (int k = 1; k <= 12; ++k) {
-    CAPTURE(k);
-    Function f = Trace("seq", Sequential(k), Types(Type::kF32, 2));
-    REQUIRE(Verify(f).ok());
-    CHECK(CountOps(f, Op::kIf) == k);
-    CHECK(CountOps(f, Op::kMul) == k);  // each side's op once, not once per path
-    CHECK(CountOps(f, Op::kAdd) == k);
-    sizes.push_back(f.insts.size());
-  }
-  // Exactly linear: every condition adds the same number of instructions.
-  for (size_t i = 2; i < sizes.size(); ++i) CHECK(sizes[i] - sizes[i - 1] == sizes[1] - sizes[0]);
-  // Each If yields one value (the phi of `a`), and its sides hold one op each.
-  Function f4 = Trace("seq4", Sequential(4), Types(Type::kF64, 2));
-  for (ValueId v : f4.entry().body) {
-    if (f4.inst(v).op != Op::kIf) continue;
-    CHECK(f4.num_results(v) == 1);
-    CHECK(f4.blocks[f4.inst(v).then_block].body.size() == 1);
-    CHECK(f4.blocks[f4.inst(v).else_block].body.size() == 1);
-  }
-}
-
-TEST_CASE("re-joined paths compute the lambda's values and partials (interpreter vs Dual)") {
-  for (int k : {1, 2, 5, 9}) {
-    CheckValuesAndPartials<2>("seq" + std::to_string(k), Sequential(k),
-                              Trace("seq", Sequential(k), Types(Type::kF64, 2)));
-  }
-}
-
-// Shapes that mix re-joining with paths that do not re-join.
 inline constexpr auto kEarlyExitThenJoins = [](auto x, auto y) {
   using namespace dualcast::math;
   if (y > 1.5) return exp(x);  // an early return: never re-joins
@@ -108,6 +61,59 @@ inline constexpr auto kNestedThenJoin = [](auto x, auto y) {
   }
   return a * y + x;
 };
+
+}  // namespace join_kernels
+
+namespace dualcast::jit {
+namespace {
+
+using namespace trace_testing;
+using namespace ::join_kernels;
+
+// k sequential independent conditions on x, each choosing how a changes.
+auto Sequential(int k) {
+  return [k](auto x, auto y) {
+    auto a = x;
+    for (int i = 0; i < k; ++i) {
+      if (x > -1.5 + 0.3 * i) {
+        a = a * y;
+      } else {
+        a = a + y;
+      }
+    }
+    return a;
+  };
+}
+
+TEST_CASE("k sequential plain ifs give IR linear in k: one If per condition, one copy of the code") {
+  std::vector<size_t> sizes;
+  for (int k = 1; k <= 12; ++k) {
+    CAPTURE(k);
+    Function f = Trace("seq", Sequential(k), Types(Type::kF32, 2));
+    REQUIRE(Verify(f).ok());
+    CHECK(CountOps(f, Op::kIf) == k);
+    CHECK(CountOps(f, Op::kMul) == k);  // each side's op once, not once per path
+    CHECK(CountOps(f, Op::kAdd) == k);
+    sizes.push_back(f.insts.size());
+  }
+  // Exactly linear: every condition adds the same number of instructions.
+  for (size_t i = 2; i < sizes.size(); ++i) CHECK(sizes[i] - sizes[i - 1] == sizes[1] - sizes[0]);
+  // Each If yields one value (the phi of `a`), and its sides hold one op each.
+  Function f4 = Trace("seq4", Sequential(4), Types(Type::kF64, 2));
+  for (ValueId v : f4.entry().body) {
+    if (f4.inst(v).op != Op::kIf) continue;
+    CHECK(f4.num_results(v) == 1);
+    CHECK(f4.blocks[f4.inst(v).then_block].body.size() == 1);
+    CHECK(f4.blocks[f4.inst(v).else_block].body.size() == 1);
+  }
+}
+
+TEST_CASE("re-joined paths compute the lambda's values and partials (interpreter vs Dual)") {
+  for (int k : {1, 2, 5, 9}) {
+    CheckValuesAndPartials<2>("seq" + std::to_string(k), Sequential(k),
+                              Trace("seq", Sequential(k), Types(Type::kF64, 2)));
+  }
+}
 
 TEST_CASE("mixed shapes: early exits, conditions on joined values, several values, nesting") {
   Function early = Trace("early", kEarlyExitThenJoins, Types(Type::kF64, 2));
