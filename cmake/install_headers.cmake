@@ -5,10 +5,11 @@
 # plus the tracer headers they include, because kernel() traces the user's
 # lambda at compile time in the consumer's code (jit/ir.h, jit/trace.h,
 # jit/var.h, jit/ops.def, jit/stats.h at the time of writing). Those go to
-# <prefix>/include/dualcast/trace/ and every `#include "jit/X"` in an installed
-# header becomes `#include "dualcast/trace/X"`. The set is the include closure
-# of the public headers, computed here on every install, so a new include in
-# a public header is picked up without editing a list; internal headers
+# <prefix>/include/dualcast/trace/ and every `#include "jit/X"` (or
+# "jit/<role>/X") in an installed header becomes `#include
+# "dualcast/trace/X"`. The set is the include closure of the public headers,
+# computed here on every install, so a new include in a public header is
+# picked up without editing a list; internal headers
 # (runtime/include/dualcast/detail/lazy.hpp, jit/cuda/..., the backends) are
 # not installed. The source tree keeps its `jit/` spelling (no churn in code).
 #
@@ -26,15 +27,26 @@ set(_dc_src ${DUALCAST_SOURCE_DIR})
 file(GLOB _dc_roots RELATIVE ${_dc_src}/runtime/include ${_dc_src}/runtime/include/dualcast/*.hpp)
 set(_dc_queue ${_dc_roots})
 set(_dc_done "")
+set(_dc_trace_names "")  # installed dualcast/trace/ names, to catch two sources with one name
 while(_dc_queue)
   list(POP_FRONT _dc_queue _dc_name)
   if(_dc_name IN_LIST _dc_done)
     continue()
   endif()
   list(APPEND _dc_done ${_dc_name})
-  if(_dc_name MATCHES "^jit/(.*)$")
+  if(_dc_name MATCHES "^jit/([^/]+/)?([^/]+)$")
+    # jit/X and jit/<role>/X both install as dualcast/trace/X: the consumer's
+    # tree does not change when jit/ is arranged in role folders.
     set(_dc_from ${_dc_src}/${_dc_name})
-    set(_dc_to ${DUALCAST_INCLUDE_DIR}/dualcast/trace/${CMAKE_MATCH_1})
+    set(_dc_to ${DUALCAST_INCLUDE_DIR}/dualcast/trace/${CMAKE_MATCH_2})
+    if(CMAKE_MATCH_2 IN_LIST _dc_trace_names)
+      message(FATAL_ERROR "dualcast install: two tracer headers named ${CMAKE_MATCH_2} "
+                          "(one is ${_dc_name}); rename one")
+    endif()
+    list(APPEND _dc_trace_names ${CMAKE_MATCH_2})
+  elseif(_dc_name MATCHES "^jit/")
+    message(FATAL_ERROR "dualcast install: public headers include ${_dc_name}; only jit/X and "
+                        "jit/<role>/X can be installed (as dualcast/trace/X)")
   elseif(EXISTS ${_dc_src}/runtime/include/${_dc_name})
     set(_dc_from ${_dc_src}/runtime/include/${_dc_name})
     set(_dc_to ${DUALCAST_INCLUDE_DIR}/${_dc_name})
@@ -55,7 +67,7 @@ while(_dc_queue)
     endif()
     list(APPEND _dc_queue ${_dc_inc})
   endforeach()
-  string(REGEX REPLACE "#include \"jit/([^\"]+)\"" "#include \"dualcast/trace/\\1\""
+  string(REGEX REPLACE "#include \"jit/([^\"/]+/)?([^\"/]+)\"" "#include \"dualcast/trace/\\2\""
          _dc_text "${_dc_text}")
   message(STATUS "Installing: ${_dc_to}")
   file(WRITE ${_dc_to} "${_dc_text}")

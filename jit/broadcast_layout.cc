@@ -20,7 +20,9 @@ std::vector<int64_t> ContiguousStrides(std::span<const int64_t> shape) {
   int64_t step = 1;
   for (size_t d = shape.size(); d-- > 0;) {
     strides[d] = step;
-    step *= shape[d];
+    // A size-0 dim counts as 1 (as in NumPy): no stride of a non-broadcast
+    // dim becomes 0, which would read as a broadcast.
+    step *= std::max<int64_t>(shape[d], 1);
   }
   return strides;
 }
@@ -43,13 +45,6 @@ absl::Status CheckArguments(std::span<const std::vector<int64_t>> shapes,
                                    " stride lists were given to the broadcast layout"));
   }
   for (size_t i = 0; i < shapes.size(); ++i) {
-    for (int64_t size : shapes[i]) {
-      if (size < 0) {
-        return MakeStatus(ErrorKind::kShape,
-                          absl::StrCat(name, ": argument ", i + 1, " has a negative size (shape ",
-                                       FormatShape(shapes[i]), ")"));
-      }
-    }
     if (!strides.empty() && strides[i].size() != shapes[i].size()) {
       return MakeStatus(ErrorKind::kInternal,
                         absl::StrCat(name, ": argument ", i + 1, " has shape ",
@@ -60,9 +55,20 @@ absl::Status CheckArguments(std::span<const std::vector<int64_t>> shapes,
   return absl::OkStatus();
 }
 
-// The broadcast result shape, or the NumPy mismatch error.
+}  // namespace
+
 absl::StatusOr<std::vector<int64_t>> BroadcastShape(std::span<const std::vector<int64_t>> shapes,
-                                                    const std::string& name) {
+                                                    std::string_view kernel_name) {
+  const std::string name(kernel_name);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    for (int64_t size : shapes[i]) {
+      if (size < 0) {
+        return MakeStatus(ErrorKind::kShape,
+                          absl::StrCat(name, ": argument ", i + 1, " has a negative size (shape ",
+                                       FormatShape(shapes[i]), ")"));
+      }
+    }
+  }
   size_t rank = 0;
   for (const auto& s : shapes) rank = std::max(rank, s.size());
   std::vector<int64_t> out(rank, 1);
@@ -88,8 +94,6 @@ absl::StatusOr<std::vector<int64_t>> BroadcastShape(std::span<const std::vector<
   }
   return out;
 }
-
-}  // namespace
 
 absl::StatusOr<BroadcastLayout> MergeBroadcast(std::span<const std::vector<int64_t>> shapes,
                                                std::span<const std::vector<int64_t>> strides,

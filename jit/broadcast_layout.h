@@ -56,6 +56,14 @@ struct BroadcastLayout {
   int rank() const { return static_cast<int>(out_shape.size()); }
 };
 
+// The NumPy broadcast of `shapes` (right-aligned; sizes must match or be 1).
+// A negative size or a mismatch is a kShape status naming `kernel_name`, the
+// arguments (1-based), their sizes, the dimension (0-based, in the result's
+// numbering) and the shapes. The one copy of the rule: the runtime's
+// validation and MergeBroadcast both use it.
+absl::StatusOr<std::vector<int64_t>> BroadcastShape(std::span<const std::vector<int64_t>> shapes,
+                                                    std::string_view kernel_name);
+
 // Broadcasts `shapes` (one per input, any rank) with NumPy rules and merges
 // dims. `strides` are per input in elements (same length as its shape); an
 // empty span means every input is contiguous row-major. A mismatch is a kShape
@@ -67,7 +75,8 @@ absl::StatusOr<BroadcastLayout> MergeBroadcast(std::span<const std::vector<int64
                                                std::span<const std::vector<int64_t>> strides,
                                                std::string_view kernel_name);
 
-// Row-major strides (in elements) of a contiguous array of `shape`.
+// Row-major strides (in elements) of a contiguous array of `shape`; a size-0
+// dim counts as 1 (NumPy's convention).
 std::vector<int64_t> ContiguousStrides(std::span<const int64_t> shape);
 
 struct ReductionLayout {

@@ -350,6 +350,15 @@ void DiskCache::ReleaseClaims(const std::string* key) {
   });
 }
 
+void DiskCache::Abandon(const std::string& key) {
+  const std::thread::id me = std::this_thread::get_id();
+  std::lock_guard<std::mutex> lock(ClaimsMutex());
+  // Only this thread's: another thread of ours may still be compiling the key.
+  ReleaseIfLocked([&](const HeldClaim& c) {
+    return c.cache == this && c.key == key && c.thread == me && c.fd >= 0;
+  });
+}
+
 bool DiskCache::Claim(const std::string& key) {
   const std::thread::id me = std::this_thread::get_id();
   {

@@ -25,14 +25,15 @@
 //
 // Several processes, one directory (MPI ranks on a node): a Load that misses
 // claims the key with an OFD byte-range lock on `<dir>/.lock` (one byte per
-// key hash) until this thread's Save of that key, its next Load, or its exit.
+// key hash) until this thread's Save or Abandon of that key, its next Load, or
+// its exit.
 // Another process missing the same key waits for the claim (up to
 // claim_timeout, default 30 s, then compiles itself) and re-reads the file,
 // so one process compiles and the others load its object. The lock dies with
-// its holder: a crashed compile never blocks anyone beyond that. A compile
-// that fails without a crash keeps its claim until the thread's next Load, so
-// other processes then wait out the timeout (an error path only). Threads of
-// one process never wait for each other's claims (the in-memory kernel cache
+// its holder: a crashed compile never blocks anyone beyond that, and a compile
+// that fails with an error Abandons its claim (OrcJit does on every failure
+// path), so the waiters stop waiting and compile themselves. Threads of one
+// process never wait for each other's claims (the in-memory kernel cache
 // already compiles once per process).
 //
 // A cache that cannot create or write its directory disables itself with one
@@ -87,6 +88,8 @@ class DiskCache : public ObjectStore {
 
   std::optional<std::string> Load(const std::string& key) override;
   void Save(const std::string& key, std::string_view bytes) override;
+  // Releases this thread's claim on `key` (taken by its Load that missed).
+  void Abandon(const std::string& key) override;
 
   // Scans the directory, deletes least recently used objects while the total
   // exceeds the cap (never `keep`, a path), removes temporary files older than

@@ -23,18 +23,8 @@ class Hasher {
   }
 
  private:
-  // splitmix64-style mixing: stable, well distributed, no seed.
-  void Mix(uint64_t x) {
-    h_ ^= x + 0x9e3779b97f4a7c15ULL + (h_ << 6) + (h_ >> 2);
-    h_ *= 0xbf58476d1ce4e5b9ULL;
-    h_ ^= h_ >> 31;
-  }
-  uint64_t Finish() {
-    uint64_t z = h_;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
+  void Mix(uint64_t x) { mixer_.Mix(x); }
+  uint64_t Finish() const { return mixer_.Finish(); }
   void Number(ValueId v) {
     if (number_[v] == 0) number_[v] = ++next_;
   }
@@ -61,7 +51,7 @@ class Hasher {
   const Function& f_;
   std::vector<uint64_t> number_;
   uint64_t next_ = 0;
-  uint64_t h_ = 0x6475616c63617374ULL;  // "dualcast"
+  StableMixer mixer_;
 };
 
 }  // namespace

@@ -1,7 +1,6 @@
 // The op table, type names, and the hash-consing Builder.
 #include "jit/ir.h"
 
-#include <bit>
 #include <cmath>
 #include <string>
 
@@ -47,7 +46,7 @@ ValueId Builder::Append(const Inst& inst) {
 }
 
 ValueId Builder::Intern(const Inst& inst) {
-  Key key{inst.op, inst.type, inst.index, std::bit_cast<uint64_t>(inst.imm), inst.args};
+  const InstKey key = InstKey::Of(inst);
   for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
     if (auto found = it->values.find(key); found != it->values.end()) return found->second;
   }

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <initializer_list>
 #include <span>
@@ -112,6 +113,25 @@ class Function {
   }
 };
 
+// What makes two pure instructions the same value, for hash-consing. The
+// constant is compared by bit pattern so that -0.0 and 0.0 stay distinct.
+struct InstKey {
+  Op op;
+  Type type;
+  uint32_t index;
+  uint64_t imm_bits;
+  std::array<ValueId, 3> args;
+
+  static InstKey Of(const Inst& inst) {
+    return {inst.op, inst.type, inst.index, std::bit_cast<uint64_t>(inst.imm), inst.args};
+  }
+  bool operator==(const InstKey&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const InstKey& k) {
+    return H::combine(std::move(h), k.op, k.type, k.index, k.imm_bits, k.args);
+  }
+};
+
 // Builds a Function in program order: straight-line code into the current
 // block, `BeginIf`/`BeginElse`/`EndIf` for structured branches. Pure
 // instructions are hash-consed against every enclosing scope; constants are
@@ -153,22 +173,10 @@ class Builder {
   void Return(const std::vector<ValueId>& outputs);
 
  private:
-  struct Key {
-    Op op;
-    Type type;
-    uint32_t index;
-    uint64_t imm_bits;
-    std::array<ValueId, 3> args;
-    bool operator==(const Key&) const = default;
-    template <typename H>
-    friend H AbslHashValue(H h, const Key& k) {
-      return H::combine(std::move(h), k.op, k.type, k.index, k.imm_bits, k.args);
-    }
-  };
   struct Scope {
     BlockId block;
     ValueId if_inst = kNoValue;  // the If whose branch this scope is
-    absl::flat_hash_map<Key, ValueId> values;
+    absl::flat_hash_map<InstKey, ValueId> values;
   };
 
   ValueId Append(const Inst& inst);

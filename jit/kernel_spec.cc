@@ -35,30 +35,6 @@ KernelSpec KernelSpec::For(std::shared_ptr<const Function> function, Type dtype,
   return spec;
 }
 
-namespace {
-
-// splitmix64-style mixing, as in hash.cc: no per-process seed, so keys stay
-// valid across runs (absl::Hash is seeded per process and would not).
-class KeyMixer {
- public:
-  void Mix(uint64_t x) {
-    h_ ^= x + 0x9e3779b97f4a7c15ULL + (h_ << 6) + (h_ >> 2);
-    h_ *= 0xbf58476d1ce4e5b9ULL;
-    h_ ^= h_ >> 31;
-  }
-  uint64_t Finish() const {
-    uint64_t z = h_;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-
- private:
-  uint64_t h_ = 0x6475616c63617374ULL;  // "dualcast"
-};
-
-}  // namespace
-
 bool KernelSpec::HasReductions() const {
   for (uint32_t bits : output_reduce) {
     if (bits != 0) return true;
@@ -70,7 +46,8 @@ bool KernelSpec::HasReductions() const {
 }
 
 uint64_t KernelSpec::Key() const {
-  KeyMixer m;
+  // Seedless (hash.h), so keys stay valid across runs: absl::Hash would not.
+  StableMixer m;
   m.Mix(function_hash != 0 || function == nullptr ? function_hash : StructuralHash(*function));
   m.Mix(static_cast<uint64_t>(dtype));
   m.Mix(static_cast<uint64_t>(target));
@@ -131,7 +108,7 @@ std::string KernelSpec::Symbol(uint64_t format_tag) const {
     if (name.size() >= 40) break;
     name.push_back(std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
   }
-  KeyMixer m;
+  StableMixer m;
   m.Mix(format_tag);
   m.Mix(Key());
   return absl::StrFormat("dc_%s_%s_%016x", name.empty() ? "kernel" : name, TypeName(dtype),

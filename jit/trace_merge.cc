@@ -2,7 +2,6 @@
 #include "jit/trace_merge.h"
 
 #include <algorithm>
-#include <bit>
 #include <iterator>
 #include <unordered_map>
 #include <utility>
@@ -214,7 +213,7 @@ class Merger {
 
   // A node made by the merge (hash-consed so that equal generalisations are one node).
   ValueId Intern(const Inst& inst) {
-    Key key{inst.op, inst.type, inst.index, std::bit_cast<uint64_t>(inst.imm), inst.args};
+    const InstKey key = InstKey::Of(inst);
     if (auto it = interned_.find(key); it != interned_.end()) return it->second;
     insts_.push_back(inst);
     ValueId id = static_cast<ValueId>(insts_.size() - 1);
@@ -610,19 +609,6 @@ class Merger {
     return yields;
   }
 
-  struct Key {
-    Op op;
-    Type type;
-    uint32_t index;
-    uint64_t imm_bits;
-    std::array<ValueId, 3> args;
-    bool operator==(const Key&) const = default;
-    template <typename H>
-    friend H AbslHashValue(H h, const Key& k) {
-      return H::combine(std::move(h), k.op, k.type, k.index, k.imm_bits, k.args);
-    }
-  };
-
   const std::vector<DecisionNode>& tree_;
   std::vector<Inst> insts_;         // the DAG, grown by the merge's own nodes
   std::vector<CondGroup> groups_;   // likewise
@@ -634,7 +620,7 @@ class Merger {
   std::vector<Region> regions_;
   int root_ = 0;
   uint32_t placeholders_ = 0;
-  absl::flat_hash_map<Key, ValueId> interned_;
+  absl::flat_hash_map<InstKey, ValueId> interned_;
 
   // One join attempt.
   absl::flat_hash_map<std::pair<ValueId, ValueId>, ValueId> memo_;

@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "cuda_runtime.h"  // [CUDA path]
 #include "dualcast/detail/grad_node.hpp"
+#include "jit/broadcast_layout.h"
 #include "jit/error.h"
 #include "runtime/layout_grad.h"
 
@@ -160,13 +161,7 @@ std::shared_ptr<Storage> Allocate(size_t bytes, Device device) {
 }
 
 std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> strides(shape.size());
-  int64_t s = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    strides[d] = s;
-    s *= std::max<int64_t>(shape[d], 1);
-  }
-  return strides;
+  return jit::ContiguousStrides(shape);
 }
 
 bool ArrayImpl::contiguous() const {

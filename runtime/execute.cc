@@ -138,38 +138,9 @@ void CheckInputs(const std::string& name, const jit::Function& fn,
 
 std::vector<int64_t> BroadcastShape(const std::string& kernel_name,
                                     const std::vector<std::vector<int64_t>>& shapes) {
-  size_t rank = 0;
-  for (const auto& s : shapes) rank = std::max(rank, s.size());
-  std::vector<int64_t> out(rank, 1);
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    for (size_t k = 0; k < shapes[i].size(); ++k) {
-      if (shapes[i][k] < 0) {
-        throw Error(ErrorKind::kShape,
-                    absl::StrCat(kernel_name, ": argument ", i + 1, " has a negative size (shape ",
-                                 jit::FormatShape(shapes[i]), ")"));
-      }
-    }
-  }
-  for (size_t d = 0; d < rank; ++d) {
-    int first = -1;  // the first argument with a size other than 1 here
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      const auto& s = shapes[i];
-      if (d + s.size() < rank) continue;  // padded: size 1
-      const int64_t size = s[d + s.size() - rank];
-      if (size == 1) continue;
-      if (first < 0) {
-        first = static_cast<int>(i);
-        out[d] = size;
-      } else if (size != out[d]) {
-        throw Error(ErrorKind::kShape,
-                    absl::StrCat(kernel_name, ": argument ", first + 1, " has size ", out[d],
-                                 " and argument ", i + 1, " has size ", size, " at dimension ", d,
-                                 " (shapes ", jit::FormatShape(shapes[first]), " and ",
-                                 jit::FormatShape(s), "); sizes must match or one must be 1"));
-      }
-    }
-  }
-  return out;
+  absl::StatusOr<std::vector<int64_t>> shape = jit::BroadcastShape(shapes, kernel_name);
+  if (!shape.ok()) ThrowStatus(shape.status());
+  return *std::move(shape);
 }
 
 namespace {

@@ -6,19 +6,14 @@
 #include <cmath>
 
 #include "elastoplastic_law.hpp"
+#include "vector_views.hpp"
 
 namespace mpi_example {
 namespace {
 
 using dualcast::Array;
-
-// Inputs as read-only views, results written in place: dualcast sees the solver's own arrays.
-Array<double> In(const std::vector<double>& v) {
-  return Array<double>::view(v.data(), {static_cast<int64_t>(v.size())});
-}
-Array<double> Out(std::vector<double>& v) {
-  return Array<double>::view(v.data(), {static_cast<int64_t>(v.size())});
-}
+using sim::In;
+using sim::Out;
 
 // Solves the tridiagonal system (diag, upper; symmetric) for each right-hand
 // side in `rhs` in place: the Thomas algorithm in the order sim::BarSolver

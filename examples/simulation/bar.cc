@@ -6,20 +6,11 @@
 #include <stdexcept>
 
 #include "elastoplastic_law.hpp"
+#include "vector_views.hpp"
 
 namespace sim {
-namespace {
 
 using dualcast::Array;
-
-Array<double> In(const std::vector<double>& v) {
-  return Array<double>::view(v.data(), {static_cast<int64_t>(v.size())});
-}
-Array<double> Out(std::vector<double>& v) {
-  return Array<double>::view(v.data(), {static_cast<int64_t>(v.size())});
-}
-
-}  // namespace
 
 const std::array<const char*, Material::kCount>& Material::Names() {
   static const std::array<const char*, kCount> names = {"E", "sy0", "H", "sinf", "delta"};

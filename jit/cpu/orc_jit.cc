@@ -373,11 +373,14 @@ absl::StatusOr<JitCompiled> OrcJit::Compile(const std::string& symbol,
     }
   }
 
+  // From here the missed Load may hold the key for this thread; any way out
+  // but the Save (an error, an exception) gives it back.
+  StoreReservation reservation(store, store_key);
   absl::StatusOr<std::string> object = BuildObject(s, build, symbol);
   if (!object.ok()) return object.status();
   absl::StatusOr<uint64_t> address = Link(s, *object, symbol);
   if (!address.ok()) return address.status();
-  if (store != nullptr) store->Save(store_key, *object);
+  reservation.Save(*object);
   s.linked[symbol] = *address;
   return JitCompiled{*address, MillisecondsSince(start), false};
 }

@@ -65,7 +65,8 @@ class OrcJit {
   // The address of `symbol`. Already linked in this process: returned at once.
   // Otherwise, with a store: `store_key`'s bytes are linked when present and
   // define `symbol`; else `build` is compiled and its object saved under
-  // `store_key`. Errors (invalid IR, codegen, link) -> kCompile with LLVM's text.
+  // `store_key`. Errors (invalid IR, codegen, link) -> kCompile with LLVM's text;
+  // a failed compile Abandons `store_key` in the store (nobody waits for it).
   absl::StatusOr<JitCompiled> Compile(const std::string& symbol, const ModuleBuilder& build,
                                       ObjectStore* store, const std::string& store_key);
 

@@ -1,8 +1,13 @@
 // The fixed thread pool behind ParallelFor (see thread_pool.h).
 #include "jit/cpu/thread_pool.h"
 
+#ifdef __linux__
+#include <sched.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <string>
 
@@ -18,6 +23,30 @@ struct ThreadPool::Job {
   std::atomic<int64_t> next{0};  // the next unclaimed chunk
   int active = 0;                // workers inside RunChunks (guarded by the pool's mu_)
 };
+
+namespace {
+
+// The cores this process may run on: an MPI rank pinned to 2 cores of a
+// 64-core node gets 2 threads, not 64 threads fighting over 2 cores.
+int AvailableCores() {
+#ifdef __linux__
+  // The mask must cover the kernel's CPU ids; grow it until it does (EINVAL).
+  for (int cpus = 1024; cpus <= (1 << 16); cpus *= 2) {
+    cpu_set_t* set = CPU_ALLOC(cpus);
+    if (set == nullptr) break;
+    const size_t bytes = CPU_ALLOC_SIZE(cpus);
+    const bool ok = ::sched_getaffinity(0, bytes, set) == 0;
+    const int count = ok ? CPU_COUNT_S(bytes, set) : 0;
+    const int err = errno;
+    CPU_FREE(set);
+    if (ok && count > 0) return count;
+    if (ok || err != EINVAL) break;
+  }
+#endif
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)) {}
 
@@ -38,7 +67,7 @@ int ThreadPool::DefaultNumThreads() {
     long n = std::strtol(env, &end, 10);
     if (end != env && *end == '\0' && n >= 1) return static_cast<int>(std::min(n, 1024L));
   }
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return AvailableCores();
 }
 
 ThreadPool& ThreadPool::Global() {

@@ -14,8 +14,10 @@
 // deadlock and never wait behind another caller's whole job. `fn` must not
 // throw.
 //
-// Size: DUALCAST_NUM_THREADS if set (>= 1), else the hardware concurrency;
-// that count includes the calling thread, so N means N - 1 workers.
+// Size: DUALCAST_NUM_THREADS if set (>= 1), else the number of cores the
+// process may run on (its CPU affinity: `taskset`, an MPI rank's binding, a
+// container's cpuset), else the hardware concurrency; that count includes the
+// calling thread, so N means N - 1 workers.
 //
 // Example:
 //   ParallelFor(rows, /*grain=*/64, [&](int64_t begin, int64_t end) {
@@ -44,7 +46,8 @@ class ThreadPool {
 
   // The process-wide pool (workers start on first parallel use).
   static ThreadPool& Global();
-  // DUALCAST_NUM_THREADS, else std::thread::hardware_concurrency(), at least 1.
+  // DUALCAST_NUM_THREADS, else the cores in this thread's affinity mask
+  // (sched_getaffinity), else std::thread::hardware_concurrency(); at least 1.
   static int DefaultNumThreads();
 
   int num_threads() const { return num_threads_; }

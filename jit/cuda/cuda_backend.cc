@@ -56,13 +56,14 @@ absl::StatusOr<CudaImage> CompileCudaImage(const KernelSpec& spec, const NvrtcTa
       return image;
     }
   }
+  StoreReservation reservation(store, key);  // a failed compile lets other processes go on
   absl::StatusOr<NvrtcImage> compiled = NvrtcCompile(src->text, src->symbol, target);
   if (!compiled.ok()) return compiled.status();
   image.bytes = std::move(compiled->bytes);
   image.source = std::move(src->text);
   image.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (store != nullptr) store->Save(key, image.bytes);
+  reservation.Save(image.bytes);
   return image;
 }
 

@@ -1,7 +1,13 @@
 // Tests of the thread pool's ParallelFor and of LaunchCpu with a hand-written kernel.
 #include <doctest/doctest.h>
 
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdio>
 #include <cstdint>
 #include <thread>
 #include <vector>
@@ -40,6 +46,55 @@ TEST_CASE("ParallelFor covers every index exactly once") {
   ThreadPool single(1);
   CheckCoversOnce(single, 1000, 1);
   CheckCoversOnce(ThreadPool::Global(), 12345, 3);
+}
+
+// Runs `check` in a child process (so that affinity and environment changes
+// stay there) and returns its exit code: 0 when every step held, else the
+// number of the first step that did not.
+template <class F>
+int InChild(F check) {
+  fflush(nullptr);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) ::_exit(check());
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+TEST_CASE("the default thread count follows the CPU affinity; DUALCAST_NUM_THREADS overrides it") {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  REQUIRE(::sched_getaffinity(0, sizeof(allowed), &allowed) == 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  }
+  REQUIRE(!cpus.empty());
+  // Pinned to the first k allowed cores, as `taskset` or an MPI binding would.
+  auto pin = [&](size_t k) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (size_t i = 0; i < k; ++i) CPU_SET(cpus[i], &set);
+    return ::sched_setaffinity(0, sizeof(set), &set) == 0;
+  };
+  CHECK(InChild([&] {
+          ::unsetenv("DUALCAST_NUM_THREADS");
+          if (!pin(1)) return 10;
+          if (ThreadPool::DefaultNumThreads() != 1) return 1;
+          ::setenv("DUALCAST_NUM_THREADS", "3", 1);
+          if (ThreadPool::DefaultNumThreads() != 3) return 2;  // overrides even one core
+          ::setenv("DUALCAST_NUM_THREADS", "zero", 1);
+          if (ThreadPool::DefaultNumThreads() != 1) return 3;  // malformed: the affinity again
+          return 0;
+        }) == 0);
+  if (cpus.size() >= 2) {
+    CHECK(InChild([&] {
+            ::unsetenv("DUALCAST_NUM_THREADS");
+            if (!pin(2)) return 10;
+            return ThreadPool::DefaultNumThreads() == 2 ? 0 : 1;
+          }) == 0);
+  }
 }
 
 TEST_CASE("ParallelFor splits big ranges and runs small ones inline") {

@@ -89,6 +89,24 @@ TEST_CASE("classification and sign: values and signed zeros") {
   CHECK(m::isinf(D2(kInf, 1.0, 2.0)));
   CHECK(m::signbit(var(-0.0)));
   CHECK(m::ilogb(var(10.0)) == 3);
+  // Every value-only wrapper, on one level and on nested levels, against std:: on the primal.
+  using DD = Dual<D1, 1>;
+  for (double x : {2.5, -3.5, 0.0, -0.0, 1e-310, kInf, kNaN}) {
+    CAPTURE(x);
+    const DD nested(var(x));
+    CHECK(m::isnan(nested) == std::isnan(x));
+    CHECK(m::isinf(nested) == std::isinf(x));
+    CHECK(m::isfinite(nested) == std::isfinite(x));
+    CHECK(m::isnormal(var(x)) == std::isnormal(x));
+    CHECK(m::isnormal(nested) == std::isnormal(x));
+    CHECK(m::signbit(nested) == std::signbit(x));
+    if (!std::isfinite(x)) continue;  // the integer conversions are unspecified there
+    CHECK(m::ilogb(nested) == std::ilogb(x));
+    CHECK(m::lround(var(x)) == std::lround(x));
+    CHECK(m::llround(nested) == std::llround(x));
+    CHECK(m::lrint(nested) == std::lrint(x));
+    CHECK(m::llrint(var(x)) == std::llrint(x));
+  }
 }
 
 TEST_CASE("the special functions at known points") {

@@ -1,20 +1,14 @@
 // Tests of dc::cond and dc::select: one traced If per condition (no re-runs), and plain evaluation on doubles and Duals.
 #include <doctest/doctest.h>
 
-#include <array>
-#include <cmath>
-#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include <dualcast/dual.hpp>
 
-#include "jit/interpret.h"
-#include "jit/jvp.h"
-#include "jit/print.h"
 #include "jit/trace.h"
-#include "jit/verify.h"
+#include "trace_test_support.h"
 
 namespace dc = dualcast;
 
@@ -73,39 +67,7 @@ inline constexpr auto kSelect = [](auto x, auto y) {
 namespace dualcast::jit {
 namespace {
 
-std::vector<Type> Types(Type t, size_t n) { return std::vector<Type>(n, t); }
-
-int CountOps(const Function& f, Op op) {
-  int n = 0;
-  for (const Inst& inst : f.insts) n += inst.op == op;
-  return n;
-}
-
-bool Same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
-
-// The traced IR and its jvp against the same lambda on Dual<double, 2>.
-template <class F>
-void CheckAgainstDual(const std::string& name, F f, const Function& traced) {
-  REQUIRE(Verify(traced).ok());
-  const int wrt[] = {0, 1};
-  JvpResult jvp = Jvp(traced, wrt);
-  REQUIRE(Verify(jvp.function).ok());
-  std::mt19937_64 rng(11);
-  std::uniform_real_distribution<double> dist(-2, 2);
-  using D = Dual<double, 2>;
-  for (int trial = 0; trial < 300; ++trial) {
-    const double x[2] = {dist(rng), dist(rng)};
-    D expected = f(D::variable(x[0], 0), D::variable(x[1], 1));
-    std::vector<double> got = Interpret(jvp.function, std::span<const double>(x));
-    CAPTURE(name);
-    CAPTURE(x[0]);
-    CAPTURE(x[1]);
-    CHECK(Same(got[0], expected.value()));
-    CHECK(Same(got[PartialIndex(1, 2, 0, 0)], expected.partial(0)));
-    CHECK(Same(got[PartialIndex(1, 2, 0, 1)], expected.partial(1)));
-    CHECK(Same(Interpret(traced, std::span<const double>(x))[0], f(x[0], x[1])));
-  }
-}
+using namespace trace_testing;
 
 TEST_CASE("dc::cond traces each side once: 20 conditions, one run, 20 Ifs of one op per side") {
   int runs = 0;
@@ -120,7 +82,7 @@ TEST_CASE("dc::cond traces each side once: 20 conditions, one run, 20 Ifs of one
     CHECK(f.blocks[f.inst(v).then_block].body.size() == 1);
     CHECK(f.blocks[f.inst(v).else_block].body.size() == 1);
   }
-  CheckAgainstDual("chain", kernels::CondChain(20, &runs), f);
+  CheckValuesAndPartials<2>("chain", kernels::CondChain(20, &runs), f);
 }
 
 TEST_CASE("dc::cond: work of one side sinks into it, shared work stays above") {
@@ -141,14 +103,14 @@ TEST_CASE("dc::cond: work of one side sinks into it, shared work stays above") {
   CHECK(ops_in(f.inst(the_if).else_block, Op::kLog1p) == 1);
   CHECK(ops_in(0, Op::kTanh) == 1);
   CHECK(CountOps(f, Op::kTanh) == 1);
-  CheckAgainstDual("sink", kernels::kSinkIntoSides, f);
+  CheckValuesAndPartials<2>("sink", kernels::kSinkIntoSides, f);
 }
 
 TEST_CASE("dc::cond: its condition is known inside each side; constant or equal sides give no If") {
   Function known = Trace("known", kernels::kKnownInside, Types(Type::kF64, 2));
   CHECK(CountOps(known, Op::kIf) == 1);
   CHECK(CountOps(known, Op::kLt) == 0);
-  CheckAgainstDual("known", kernels::kKnownInside, known);
+  CheckValuesAndPartials<2>("known", kernels::kKnownInside, known);
 
   Function constant = Trace("constant", [](auto x, auto y) {
     return dc::cond(dc::jit::Bool(true), [&] { return x * y; }, [&] { return x / y; });
@@ -167,12 +129,12 @@ TEST_CASE("dc::cond with tuple sides, and after plain ifs that re-join") {
   Function tuple = Trace("tuple", kernels::kTupleSides, Types(Type::kF64, 2));
   CHECK(CountOps(tuple, Op::kIf) == 1);
   CHECK(CountOps(tuple, Op::kSin) == 1);
-  CheckAgainstDual("tuple", kernels::kTupleSides, tuple);
+  CheckValuesAndPartials<2>("tuple", kernels::kTupleSides, tuple);
 
   Function after = Trace("after", kernels::kAfterPlainIf, Types(Type::kF64, 2));
   CHECK(CountOps(after, Op::kIf) == 2);
   CHECK(CountOps(after, Op::kMul) == 3);  // a * x, a * y, a * a: each once
-  CheckAgainstDual("after", kernels::kAfterPlainIf, after);
+  CheckValuesAndPartials<2>("after", kernels::kAfterPlainIf, after);
 }
 
 TEST_CASE("dc::select and dc::cond on float, double and Dual evaluate the taken side") {
@@ -193,7 +155,7 @@ TEST_CASE("dc::select and dc::cond on float, double and Dual evaluate the taken 
   Function sel = Trace("sel", kernels::kSelect, Types(Type::kF64, 2));
   CHECK(CountOps(sel, Op::kSelect) == 1);
   CHECK(CountOps(sel, Op::kIf) == 0);
-  CheckAgainstDual("sel", kernels::kSelect, sel);
+  CheckValuesAndPartials<2>("sel", kernels::kSelect, sel);
 }
 
 }  // namespace

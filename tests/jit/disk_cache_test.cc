@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -405,6 +406,52 @@ TEST_CASE("a claim whose holder never saves delays others at most the timeout; t
   DiskCache second(dir.path);
   CHECK(second.Load(kKey) == Payload(1));
   CHECK(second.counters().waited == 0);
+}
+
+// What another process sees when it asks for kKey now: 0 a miss without
+// waiting (it compiles), 1 a wait for a claim, 2 a hit.
+int OtherProcessAsks(const std::string& dir, std::chrono::milliseconds timeout) {
+  fflush(nullptr);
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    DiskCache other(dir);
+    other.set_claim_timeout(timeout);
+    if (other.Load(kKey)) ::_exit(2);
+    ::_exit(other.counters().waited == 0 ? 0 : 1);
+  }
+  return WaitChild(pid);
+}
+
+TEST_CASE("a compile that fails gives its claim back at once (StoreReservation, as OrcJit uses it)") {
+  TempDir dir;
+  DiskCache cache(dir.path);
+  // A compile of kKey after a missed Load: fails by returning, or by throwing.
+  auto failing_compile = [&](bool throws) {
+    REQUIRE_FALSE(cache.Load(kKey).has_value());
+    StoreReservation reservation(&cache, kKey);
+    if (throws) throw std::runtime_error("compile failed (test)");
+  };
+  failing_compile(false);
+  CHECK(OtherProcessAsks(dir.path, std::chrono::seconds(5)) == 0);
+  CHECK_THROWS_AS(failing_compile(true), std::runtime_error);
+  CHECK(OtherProcessAsks(dir.path, std::chrono::seconds(5)) == 0);
+  // The check can fail: a claim still held makes the other process wait.
+  REQUIRE_FALSE(cache.Load(kKey).has_value());
+  CHECK(OtherProcessAsks(dir.path, std::chrono::milliseconds(100)) == 1);
+  {
+    StoreReservation reservation(&cache, kKey);  // the compile that now succeeds
+    reservation.Save(Payload(3));
+  }
+  CHECK(OtherProcessAsks(dir.path, std::chrono::seconds(5)) == 2);
+  CHECK(cache.Load(kKey) == Payload(3));
+  // Abandon touches only this thread's claim: another thread's stays held.
+  std::remove(cache.PathFor(kKey).c_str());  // the object is gone again
+  REQUIRE_FALSE(cache.Load(kKey).has_value());
+  std::thread([&] { cache.Abandon(kKey); }).join();
+  CHECK(OtherProcessAsks(dir.path, std::chrono::milliseconds(100)) == 1);
+  cache.Abandon(kKey);
+  CHECK(OtherProcessAsks(dir.path, std::chrono::seconds(5)) == 0);
 }
 
 TEST_CASE("Fnv1a64 matches the published test vectors") {

@@ -1,113 +1,21 @@
 // Tests of re-joining paths: plain sequential `if`s give IR linear in their number, with values and derivatives unchanged.
 #include <doctest/doctest.h>
 
-#include <array>
-#include <cmath>
-#include <random>
 #include <string>
 #include <vector>
 
 #include <dualcast/dual.hpp>
 
 #include "jit/error.h"
-#include "jit/interpret.h"
-#include "jit/jvp.h"
 #include "jit/print.h"
 #include "jit/trace.h"
 #include "jit/verify.h"
+#include "trace_test_support.h"
 
-namespace dualcast::jit {
-namespace {
+// Shapes that mix re-joining with paths that do not re-join. At global scope,
+// as user kernels are: dualcast::math serves doubles, ADL finds jit::Var's overloads.
+namespace join_kernels {
 
-std::vector<Type> Types(Type t, size_t n) { return std::vector<Type>(n, t); }
-
-int CountOps(const Function& f, Op op) {
-  int n = 0;
-  for (const Inst& inst : f.insts) n += inst.op == op;
-  return n;
-}
-
-bool Same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
-
-// k sequential independent conditions on x, each choosing how a changes.
-auto Sequential(int k) {
-  return [k](auto x, auto y) {
-    auto a = x;
-    for (int i = 0; i < k; ++i) {
-      if (x > -1.5 + 0.3 * i) {
-        a = a * y;
-      } else {
-        a = a + y;
-      }
-    }
-    return a;
-  };
-}
-
-// Compares the traced IR (interpreted) and its jvp with the lambda run on
-// Dual<double, N> at random points: values and every partial, bit for bit
-// (the IR and the Dual library share their formulas).
-template <size_t N, class F>
-void CheckValuesAndPartials(const std::string& name, F f, const Function& traced, int trials = 300,
-                            double lo = -2, double hi = 2) {
-  REQUIRE(Verify(traced).ok());
-  std::vector<int> wrt;
-  for (size_t i = 0; i < N; ++i) wrt.push_back(static_cast<int>(i));
-  JvpResult jvp = Jvp(traced, wrt);
-  REQUIRE(Verify(jvp.function).ok());
-  const size_t M = traced.num_outputs();
-  std::mt19937_64 rng(7);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  using D = Dual<double, static_cast<int>(N)>;
-  for (int trial = 0; trial < trials; ++trial) {
-    std::array<double, N> x;
-    for (double& xi : x) xi = trial % 5 == 0 ? std::round(dist(rng) * 4) / 4 : dist(rng);
-    std::array<D, N> dx;
-    for (size_t i = 0; i < N; ++i) dx[i] = D::variable(x[i], static_cast<int>(i));
-    D expected = std::apply(f, dx);
-    std::vector<double> got = Interpret(jvp.function, std::span<const double>(x));
-    REQUIRE(M == 1);
-    CAPTURE(name);
-    CAPTURE(x[0]);
-    CAPTURE(x[N - 1]);
-    CHECK(Same(got[0], expected.value()));
-    for (size_t j = 0; j < N; ++j) {
-      CHECK(Same(got[PartialIndex(1, N, 0, j)], expected.partial(static_cast<int>(j))));
-    }
-  }
-}
-
-TEST_CASE("k sequential plain ifs give IR linear in k: one If per condition, one copy of the code") {
-  std::vector<size_t> sizes;
-  for (int k = 1; k <= 12; ++k) {
-    CAPTURE(k);
-    Function f = Trace("seq", Sequential(k), Types(Type::kF32, 2));
-    REQUIRE(Verify(f).ok());
-    CHECK(CountOps(f, Op::kIf) == k);
-    CHECK(CountOps(f, Op::kMul) == k);  // each side's op once, not once per path
-    CHECK(CountOps(f, Op::kAdd) == k);
-    sizes.push_back(f.insts.size());
-  }
-  // Exactly linear: every condition adds the same number of instructions.
-  for (size_t i = 2; i < sizes.size(); ++i) CHECK(sizes[i] - sizes[i - 1] == sizes[1] - sizes[0]);
-  // Each If yields one value (the phi of `a`), and its sides hold one op each.
-  Function f4 = Trace("seq4", Sequential(4), Types(Type::kF64, 2));
-  for (ValueId v : f4.entry().body) {
-    if (f4.inst(v).op != Op::kIf) continue;
-    CHECK(f4.num_results(v) == 1);
-    CHECK(f4.blocks[f4.inst(v).then_block].body.size() == 1);
-    CHECK(f4.blocks[f4.inst(v).else_block].body.size() == 1);
-  }
-}
-
-TEST_CASE("re-joined paths compute the lambda's values and partials (interpreter vs Dual)") {
-  for (int k : {1, 2, 5, 9}) {
-    CheckValuesAndPartials<2>("seq" + std::to_string(k), Sequential(k),
-                              Trace("seq", Sequential(k), Types(Type::kF64, 2)));
-  }
-}
-
-// Shapes that mix re-joining with paths that do not re-join.
 inline constexpr auto kEarlyExitThenJoins = [](auto x, auto y) {
   using namespace dualcast::math;
   if (y > 1.5) return exp(x);  // an early return: never re-joins
@@ -153,6 +61,59 @@ inline constexpr auto kNestedThenJoin = [](auto x, auto y) {
   }
   return a * y + x;
 };
+
+}  // namespace join_kernels
+
+namespace dualcast::jit {
+namespace {
+
+using namespace trace_testing;
+using namespace ::join_kernels;
+
+// k sequential independent conditions on x, each choosing how a changes.
+auto Sequential(int k) {
+  return [k](auto x, auto y) {
+    auto a = x;
+    for (int i = 0; i < k; ++i) {
+      if (x > -1.5 + 0.3 * i) {
+        a = a * y;
+      } else {
+        a = a + y;
+      }
+    }
+    return a;
+  };
+}
+
+TEST_CASE("k sequential plain ifs give IR linear in k: one If per condition, one copy of the code") {
+  std::vector<size_t> sizes;
+  for (int k = 1; k <= 12; ++k) {
+    CAPTURE(k);
+    Function f = Trace("seq", Sequential(k), Types(Type::kF32, 2));
+    REQUIRE(Verify(f).ok());
+    CHECK(CountOps(f, Op::kIf) == k);
+    CHECK(CountOps(f, Op::kMul) == k);  // each side's op once, not once per path
+    CHECK(CountOps(f, Op::kAdd) == k);
+    sizes.push_back(f.insts.size());
+  }
+  // Exactly linear: every condition adds the same number of instructions.
+  for (size_t i = 2; i < sizes.size(); ++i) CHECK(sizes[i] - sizes[i - 1] == sizes[1] - sizes[0]);
+  // Each If yields one value (the phi of `a`), and its sides hold one op each.
+  Function f4 = Trace("seq4", Sequential(4), Types(Type::kF64, 2));
+  for (ValueId v : f4.entry().body) {
+    if (f4.inst(v).op != Op::kIf) continue;
+    CHECK(f4.num_results(v) == 1);
+    CHECK(f4.blocks[f4.inst(v).then_block].body.size() == 1);
+    CHECK(f4.blocks[f4.inst(v).else_block].body.size() == 1);
+  }
+}
+
+TEST_CASE("re-joined paths compute the lambda's values and partials (interpreter vs Dual)") {
+  for (int k : {1, 2, 5, 9}) {
+    CheckValuesAndPartials<2>("seq" + std::to_string(k), Sequential(k),
+                              Trace("seq", Sequential(k), Types(Type::kF64, 2)));
+  }
+}
 
 TEST_CASE("mixed shapes: early exits, conditions on joined values, several values, nesting") {
   Function early = Trace("early", kEarlyExitThenJoins, Types(Type::kF64, 2));

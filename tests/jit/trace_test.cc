@@ -20,6 +20,7 @@
 #include "jit/print.h"
 #include "jit/trace.h"
 #include "jit/verify.h"
+#include "trace_test_support.h"
 
 // Kernels live at global scope, as user code does: their math names are found
 // through `using namespace dualcast::math` for double and by ADL for jit::Var.
@@ -133,7 +134,7 @@ inline constexpr auto kAllMath = [](auto x, auto y) {
 namespace dualcast::jit {
 namespace {
 
-std::vector<Type> Types(Type t, size_t n) { return std::vector<Type>(n, t); }
+using namespace trace_testing;
 
 // ---- a tiny f64 evaluator (runs only the taken branch) ----
 
@@ -200,8 +201,6 @@ std::vector<double> Eval(const Function& f, const std::vector<double>& in) {
   for (size_t i = 0; i < in.size(); ++i) vals[f.inputs[i]] = in[i];
   return EvalBlock(f, 0, vals);
 }
-
-bool SameDouble(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
 
 // ---- every path through the IR, with what it evaluates ----
 
@@ -299,12 +298,6 @@ void CheckEveryPathIsTight(const Function& f) {
   }
 }
 
-int CountOps(const Function& f, Op op) {
-  int n = 0;
-  for (const Inst& inst : f.insts) n += inst.op == op;
-  return n;
-}
-
 int MaxIfDepth(const Function& f, BlockId b = 0) {
   int depth = 0;
   for (ValueId v : f.blocks[b].body) {
@@ -331,7 +324,7 @@ Function CheckAgainstDoubles(const std::string& name, F f, double lo = -3, doubl
     double expected = std::apply(f, x);
     std::vector<double> got = Eval(traced, std::vector<double>(x.begin(), x.end()));
     REQUIRE(got.size() == 1);
-    CHECK_MESSAGE(SameDouble(got[0], expected), name, ": ", absl::StrFormat("%.17g vs %.17g", got[0], expected), " at ",
+    CHECK_MESSAGE(Same(got[0], expected), name, ": ", absl::StrFormat("%.17g vs %.17g", got[0], expected), " at ",
                   x[0], ", ", x[N - 1], "\n", Print(traced));
   }
   return traced;
@@ -524,7 +517,7 @@ TEST_CASE("every math function of dual/ is found for Var after using namespace d
   CHECK(CountOps(f, Op::kMin) == 2);  // min(x, y), min(x, 0.0)
   // The same lambda still runs on plain doubles and on Dual.
   using D = dualcast::Dual<double, 1>;
-  CHECK(SameDouble(kernels::kAllMath(D::variable(1.5, 0), D(0.25)).value(),
+  CHECK(Same(kernels::kAllMath(D::variable(1.5, 0), D(0.25)).value(),
                    kernels::kAllMath(1.5, 0.25)));
 }
 

@@ -84,10 +84,6 @@ template <class T, int N, class Tag>
 DUALCAST_HD Dual<T, N, Tag> scalbn(const Dual<T, N, Tag>& x, int n) {
   return ldexp(x, n);
 }
-template <class T, int N, class Tag>
-DUALCAST_HD int ilogb(const Dual<T, N, Tag>& x) {
-  return ilogb(x.value());
-}
 // m = x 2^-e: dm = dx 2^-e (the exponent is piecewise constant).
 template <class T, int N, class Tag>
 DUALCAST_HD Dual<T, N, Tag> frexp(const Dual<T, N, Tag>& x, int* e) {
@@ -106,71 +102,44 @@ DUALCAST_HD Dual<T, N, Tag> modf(const Dual<T, N, Tag>& x, Dual<T, N, Tag>* ipar
   return r;
 }
 
-// Rounding to integer types looks at the value only.
-template <class T, int N, class Tag>
-DUALCAST_HD long lround(const Dual<T, N, Tag>& x) {
-  return lround(primal(x));
-}
-template <class T, int N, class Tag>
-DUALCAST_HD long long llround(const Dual<T, N, Tag>& x) {
-  return llround(primal(x));
-}
-template <class T, int N, class Tag>
-DUALCAST_HD long lrint(const Dual<T, N, Tag>& x) {
-  return lrint(primal(x));
-}
-template <class T, int N, class Tag>
-DUALCAST_HD long long llrint(const Dual<T, N, Tag>& x) {
-  return llrint(primal(x));
-}
-
-// Classification looks at the value only.
-template <class T, int N, class Tag>
-DUALCAST_HD bool isnan(const Dual<T, N, Tag>& x) {
-  return isnan(primal(x));
-}
-template <class T, int N, class Tag>
-DUALCAST_HD bool isinf(const Dual<T, N, Tag>& x) {
-  return isinf(primal(x));
-}
-template <class T, int N, class Tag>
-DUALCAST_HD bool isfinite(const Dual<T, N, Tag>& x) {
-  return isfinite(primal(x));
-}
-template <class T, int N, class Tag>
-DUALCAST_HD bool isnormal(const Dual<T, N, Tag>& x) {
-  return isnormal(primal(x));
-}
-template <class T, int N, class Tag>
-DUALCAST_HD bool signbit(const Dual<T, N, Tag>& x) {
-  return signbit(primal(x));
-}
+// Rounding to an integer type and classification look at the value only (the scalar at the
+// bottom of nested levels); there is no derivative to carry.
+#define DUALCAST_DUAL_VALUE_ONLY(R, fn)          \
+  template <class T, int N, class Tag>           \
+  DUALCAST_HD R fn(const Dual<T, N, Tag>& x) {   \
+    return fn(primal(x));                        \
+  }
+DUALCAST_DUAL_VALUE_ONLY(int, ilogb)
+DUALCAST_DUAL_VALUE_ONLY(long, lround)
+DUALCAST_DUAL_VALUE_ONLY(long long, llround)
+DUALCAST_DUAL_VALUE_ONLY(long, lrint)
+DUALCAST_DUAL_VALUE_ONLY(long long, llrint)
+DUALCAST_DUAL_VALUE_ONLY(bool, isnan)
+DUALCAST_DUAL_VALUE_ONLY(bool, isinf)
+DUALCAST_DUAL_VALUE_ONLY(bool, isfinite)
+DUALCAST_DUAL_VALUE_ONLY(bool, isnormal)
+DUALCAST_DUAL_VALUE_ONLY(bool, signbit)
+#undef DUALCAST_DUAL_VALUE_ONLY
 
 // ---- binary ----
 
 // fmod(a, b) = a - n b with n = trunc(a/b) (remainder: n = a/b rounded to even), r exact. The
 // quotient n is recovered exactly from the exact r: n = (a - r) / b rounded to an integer.
-template <class A, class B>
-  requires(::dualcast::detail::dual_args<A, B>)
-DUALCAST_HD ::dualcast::detail::common_dual_t<A, B> fmod(const A& a_, const B& b_) {
-  using D = ::dualcast::detail::common_dual_t<A, B>;
-  using T = typename D::value_type;
-  namespace dd = ::dualcast::detail;
-  const D a(a_), b(b_);
-  const T y = fmod(a.value(), b.value());
-  return dd::chain2(a, dd::nan_guard(y, T(1)), b, dd::nan_guard(y, T(-round((a.value() - y) / b.value()))), y);
-}
-
-template <class A, class B>
-  requires(::dualcast::detail::dual_args<A, B>)
-DUALCAST_HD ::dualcast::detail::common_dual_t<A, B> remainder(const A& a_, const B& b_) {
-  using D = ::dualcast::detail::common_dual_t<A, B>;
-  using T = typename D::value_type;
-  namespace dd = ::dualcast::detail;
-  const D a(a_), b(b_);
-  const T y = remainder(a.value(), b.value());
-  return dd::chain2(a, dd::nan_guard(y, T(1)), b, dd::nan_guard(y, T(-round((a.value() - y) / b.value()))), y);
-}
+#define DUALCAST_DUAL_REMAINDER(fn)                                                               \
+  template <class A, class B>                                                                     \
+    requires(::dualcast::detail::dual_args<A, B>)                                                 \
+  DUALCAST_HD ::dualcast::detail::common_dual_t<A, B> fn(const A& a_, const B& b_) {              \
+    using D = ::dualcast::detail::common_dual_t<A, B>;                                            \
+    using T = typename D::value_type;                                                             \
+    namespace dd = ::dualcast::detail;                                                            \
+    const D a(a_), b(b_);                                                                         \
+    const T y = fn(a.value(), b.value());                                                         \
+    return dd::chain2(a, dd::nan_guard(y, T(1)), b,                                               \
+                      dd::nan_guard(y, T(-round((a.value() - y) / b.value()))), y);               \
+  }
+DUALCAST_DUAL_REMAINDER(fmod)
+DUALCAST_DUAL_REMAINDER(remainder)
+#undef DUALCAST_DUAL_REMAINDER
 
 // remquo: remainder's value and derivatives; the quotient bits go to *quo.
 template <class A, class B>
