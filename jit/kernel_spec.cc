@@ -32,6 +32,7 @@ KernelSpec KernelSpec::For(std::shared_ptr<const Function> function, Type dtype,
   spec.rank = layout.rank();
   spec.input_broadcast = layout.in_broadcast;
   spec.inner_contiguous = layout.inner_contiguous;
+  spec.hints = spec.function->hints;
   return spec;
 }
 
@@ -79,6 +80,8 @@ uint64_t KernelSpec::Key() const {
   }
   m.Mix(word);
   m.Mix(inner_contiguous ? 1 : 0);
+  m.Mix(hints.fast_math ? 1 : 0);
+  m.Mix(static_cast<uint64_t>(hints.vector_width));
   return m.Finish();
 }
 
@@ -92,9 +95,11 @@ std::string KernelSpec::Describe() const {
   std::string written;
   for (bool w : write) written += w ? '1' : '0';
   std::string name = function ? function->name : std::string("?");
-  return absl::StrFormat("%s %s %s rank %d bcast [%s] write %s%s fn %016x", name,
+  std::string hinted = hints.fast_math ? " fast-math" : "";
+  if (hints.vector_width != 0) hinted += absl::StrFormat(" width %d", hints.vector_width);
+  return absl::StrFormat("%s %s %s rank %d bcast [%s] write %s%s%s fn %016x", name,
                          TargetName(target), TypeName(dtype), rank, bcast, written,
-                         inner_contiguous ? "" : " strided", function_hash);
+                         inner_contiguous ? "" : " strided", hinted, function_hash);
 }
 
 std::string KernelSpec::Symbol(uint64_t format_tag) const {

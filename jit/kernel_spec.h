@@ -43,6 +43,8 @@ struct KernelSpec {
   // Every non-broadcast operand has stride 1 along the innermost merged dim, so
   // the inner loop uses unit stride (and vectorises).
   bool inner_contiguous = true;
+  // dc::kernel's fast-math and vector-width options (from function->hints in For()).
+  BackendHints hints;
 
   // The spec for running `function` over `layout`: hash computed, every output
   // written. Callers clear `write` bits for outputs nobody wants.

@@ -147,31 +147,34 @@ DUALCAST_DUAL_UNARY(abs, ::dualcast::detail::sign(v))
 DUALCAST_DUAL_UNARY(fabs, ::dualcast::detail::sign(v))
 #undef DUALCAST_DUAL_UNARY
 
-// tanh' = 1 - y^2 loses everything once y rounds to +-1 (|x| > 3.1 in float); from
-// e = exp(-2|x|): tanh' = 4e / (1 + e)^2, accurate down to the subnormals.
+// tanh and sigmoid: value and derivative from one exponential (activation_steps.hpp): tanh' =
+// 4e/(1+e)^2 with e = exp(-2|x|), not 1 - y^2, which loses everything once y rounds to +-1
+// (|x| > 3.1 in float); sigmoid' = (t/(1+t))/(1+t) with t = exp(-|x|), not y (1 - y). Nested
+// Duals (T itself a Dual) take the same formulas through T's own rules.
 template <class T, int N, class Tag>
 DUALCAST_HD Dual<T, N, Tag> tanh(const Dual<T, N, Tag>& x) {
   const T& v = x.value();
-  const T y = tanh(v);
-  const T e = exp(T(-2) * abs(v));
-  const T d = T(4) * e / ((T(1) + e) * (T(1) + e));
-  return ::dualcast::detail::chain(x, y, ::dualcast::detail::nan_guard(y, d));
+  if constexpr (::dualcast::detail::floating_point<T>) {
+    ::dualcast::detail::ScalarSteps<T> m;
+    const auto r = ::dualcast::detail::tanh_steps(m, v, sizeof(T) == sizeof(float));
+    return ::dualcast::detail::chain(x, r.value, r.slope);
+  } else {
+    const T e = exp(T(-2) * abs(v));
+    return ::dualcast::detail::chain(x, tanh(v), T(4) * e / ((T(1) + e) * (T(1) + e)));
+  }
 }
 
-// sigmoid' = e / (1 + e)^2 from the value's own e = exp(-x) (y (1 - y) cancels for x > 4.9 in
-// float); where e overflows, sigmoid' = sigmoid = exp(x) to the last bit.
 template <class T, int N, class Tag>
 DUALCAST_HD Dual<T, N, Tag> sigmoid(const Dual<T, N, Tag>& x) {
   const T& v = x.value();
-  const T e = exp(-v);
-  T y;
-  if constexpr (::dualcast::detail::floating_point<T>)
-    y = ::dualcast::detail::sigmoid_from_exp(v, e);
-  else
-    y = sigmoid(v);
-  const bool huge = e - e != e - e && e == e;
-  const T d = huge ? y : T(e / (T(1) + e) / (T(1) + e));
-  return ::dualcast::detail::chain(x, y, ::dualcast::detail::nan_guard(y, d));
+  if constexpr (::dualcast::detail::floating_point<T>) {
+    ::dualcast::detail::ScalarSteps<T> m;
+    const auto r = ::dualcast::detail::sigmoid_steps(m, v);
+    return ::dualcast::detail::chain(x, r.value, r.slope);
+  } else {
+    const T t = exp(-abs(v));
+    return ::dualcast::detail::chain(x, sigmoid(v), t / (T(1) + t) / (T(1) + t));
+  }
 }
 
 // softplus' = sigmoid, from the value's e = exp(-|x|): 1/(1+e) for x > 0, e/(1+e) otherwise.
