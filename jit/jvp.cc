@@ -64,6 +64,7 @@ struct IrSteps {
   V Neg(V x) { return b.Neg(x); }
   V Abs(V x) { return b.Emit(Op::kAbs, {x}); }
   V Exp(V x) { return b.Emit(Op::kExp, {x}); }
+  V Expm1(V x) { return b.Emit(Op::kExpm1, {x}); }
   V Copysign(V x, V y) { return b.Emit(Op::kCopysign, {x, y}); }
   V Lt(V x, V y) { return b.Emit(Op::kLt, {x, y}); }
   V Select(V c, V x, V y) { return b.Select(c, x, y); }
@@ -172,7 +173,7 @@ class ForwardMode {
             // a plain tanh/sigmoid to the same steps, so the primal keeps its bits.
             IrSteps m{b_, inst.type};
             const auto r = inst.op == Op::kTanh
-                               ? ::dualcast::detail::tanh_steps(m, args[0], inst.type == Type::kF32)
+                               ? ::dualcast::detail::tanh_steps(m, args[0])
                                : ::dualcast::detail::sigmoid_steps(m, args[0]);
             primal_[v] = r.value;
             tangent_[v] = Scale(tangent_[inst.args[0]], r.slope);

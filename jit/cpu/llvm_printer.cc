@@ -130,6 +130,7 @@ struct LlvmPrinter::LlvmArith {
   V Sqrt(V a) { return p.Intrinsic(llvm::Intrinsic::sqrt, type, {&a, 1}); }
   V Log(V a) { return Libm(Op::kLog, a); }
   V Exp(V a) { return Libm(Op::kExp, a); }
+  V Expm1(V a) { return Libm(Op::kExpm1, a); }
   V Erf(V a) { return Libm(Op::kErf, a); }
   V Erfc(V a) { return Libm(Op::kErfc, a); }
   V Lt(V a, V b) { return p.b_.CreateFCmpOLT(a, b); }
@@ -192,7 +193,7 @@ LlvmPrinter::Value LlvmPrinter::EmitMath(Op op, Type type, std::span<const Value
     // jvp's value+slope expansion gives the same bits. The slope here is dead code.
     case Op::kTanh: {
       LlvmArith m{*this, type};
-      return ::dualcast::detail::tanh_steps(m, args[0], type == Type::kF32).value;
+      return ::dualcast::detail::tanh_steps(m, args[0]).value;
     }
     case Op::kSigmoid: {
       LlvmArith m{*this, type};

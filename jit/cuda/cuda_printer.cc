@@ -65,6 +65,9 @@ struct CudaSteps {
   V Neg(const V& a) { return p.Declare(type, absl::StrCat("-", a)); }
   V Abs(const V& a) { return p.Declare(type, absl::StrCat(f32() ? "fabsf(" : "fabs(", a, ")")); }
   V Exp(const V& a) { return p.Declare(type, absl::StrCat(f32() ? "expf(" : "exp(", a, ")")); }
+  V Expm1(const V& a) {
+    return p.Declare(type, absl::StrCat(f32() ? "expm1f(" : "expm1(", a, ")"));
+  }
   V Copysign(const V& a, const V& b) {
     return p.Declare(type, absl::StrCat(f32() ? "copysignf(" : "copysign(", a, ", ", b, ")"));
   }
@@ -81,7 +84,7 @@ CudaPrinter::Value CudaPrinter::Emit(Op op, Type type, std::span<const Type> arg
   // dualcast::math's tanh and sigmoid, step for step (the slope's temporaries are dead code).
   if (op == Op::kTanh || op == Op::kSigmoid) {
     CudaSteps m{*this, type};
-    return op == Op::kTanh ? ::dualcast::detail::tanh_steps(m, args[0], type == Type::kF32).value
+    return op == Op::kTanh ? ::dualcast::detail::tanh_steps(m, args[0]).value
                            : ::dualcast::detail::sigmoid_steps(m, args[0]).value;
   }
   return Declare(type, Expression(op, type, arg_types, args));

@@ -362,8 +362,8 @@ int CountOnPath(const Function& f, const std::vector<bool>& path, Pred pred) {
 }
 
 // Transcendental work on a path: a differentiated tanh or sigmoid becomes the steps of
-// dualcast/activation_steps.hpp, value and derivative from ONE exp (tanh: exp(-2|x|), sigmoid:
-// exp(-|x|)), so accuracy costs no second transcendental (1 - tanh^2 has no digits left beyond
+// dualcast/activation_steps.hpp, value and derivative from ONE exponential (tanh: expm1(+-2|x|),
+// sigmoid: exp(-|x|)), so accuracy costs no second transcendental (1 - tanh^2 has no digits left beyond
 // |x| ~ 3 in f32, and a separate exp for tanh' made the HM-LSTM kernel 37% slower).
 TEST_CASE("jvp of the HM-LSTM cell: one exp per activation, shared by value and derivative") {
   JvpResult r = Jvp(Cell(Type::kF32), std::vector<int>{2, 3, 4, 5});
@@ -377,16 +377,21 @@ TEST_CASE("jvp of the HM-LSTM cell: one exp per activation, shared by value and 
   auto any_math = [](const Inst& inst) {
     return Info(inst.op).kind == OpKind::Math && inst.op != Op::kAbs && inst.op != Op::kCopysign;
   };
-  // exp(c * |v|) of input v: the activation's one exponential.
-  auto exp_of = [&f](ValueId v) {
-    return [&f, v](const Inst& inst) {
-      if (inst.op != Op::kExp) return false;
-      const Inst& scaled = f.inst(inst.args[0]);
-      for (int k = 0; k < scaled.num_args; ++k) {
-        const Inst& abs = f.inst(scaled.args[k]);
-        if (abs.op == Op::kAbs && abs.args[0] == v) return true;
-      }
-      return false;
+  // exp or expm1 of an argument computed from |v| (tanh: expm1(+-2|v|), sigmoid: exp(-|v|)):
+  // the activation's one exponential.
+  auto reads_abs_of = [&f](auto& self, ValueId id, ValueId v, int depth) -> bool {
+    const Inst& inst = f.inst(id);
+    if (inst.op == Op::kAbs && inst.args[0] == v) return true;
+    if (depth == 0) return false;
+    for (int k = 0; k < inst.num_args; ++k) {
+      if (self(self, inst.args[k], v, depth - 1)) return true;
+    }
+    return false;
+  };
+  auto exp_of = [&](ValueId v) {
+    return [&, v](const Inst& inst) {
+      return (inst.op == Op::kExp || inst.op == Op::kExpm1) &&
+             reads_abs_of(reads_abs_of, inst.args[0], v, 3);
     };
   };
   const std::vector<bool> flush = {true}, copy = {false, true}, update = {false, false};

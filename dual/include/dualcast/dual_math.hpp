@@ -147,20 +147,40 @@ DUALCAST_DUAL_UNARY(abs, ::dualcast::detail::sign(v))
 DUALCAST_DUAL_UNARY(fabs, ::dualcast::detail::sign(v))
 #undef DUALCAST_DUAL_UNARY
 
-// tanh and sigmoid: value and derivative from one exponential (activation_steps.hpp): tanh' =
-// 4e/(1+e)^2 with e = exp(-2|x|), not 1 - y^2, which loses everything once y rounds to +-1
-// (|x| > 3.1 in float); sigmoid' = (t/(1+t))/(1+t) with t = exp(-|x|), not y (1 - y). Nested
-// Duals (T itself a Dual) take the same formulas through T's own rules.
+// tanh and sigmoid: value and derivative from one exponential (activation_steps.hpp); tanh' =
+// 4e/(1+e)^2, not 1 - y^2, which loses everything once y rounds to +-1 (|x| > 3.1 in float);
+// sigmoid' = (t/(1+t))/(1+t) with t = exp(-|x|), not y (1 - y). A nested level (T itself a
+// Dual) takes the value from T's own rule and the slope from the same steps on T, so both
+// levels see the same bits of f'.
+namespace detail_dual {
+template <class T>
+struct DualSteps {
+  using V = T;
+  DUALCAST_HD T Const(double c) const { return T(c); }
+  DUALCAST_HD T Add(const T& a, const T& b) const { return a + b; }
+  DUALCAST_HD T Sub(const T& a, const T& b) const { return a - b; }
+  DUALCAST_HD T Mul(const T& a, const T& b) const { return a * b; }
+  DUALCAST_HD T Div(const T& a, const T& b) const { return a / b; }
+  DUALCAST_HD T Neg(const T& a) const { return -a; }
+  DUALCAST_HD T Abs(const T& a) const { return abs(a); }
+  DUALCAST_HD T Exp(const T& a) const { return exp(a); }
+  DUALCAST_HD T Expm1(const T& a) const { return expm1(a); }
+  DUALCAST_HD T Copysign(const T& a, const T& b) const { return copysign(a, b); }
+  DUALCAST_HD bool Lt(const T& a, const T& b) const { return a < b; }
+  DUALCAST_HD T Select(bool c, const T& a, const T& b) const { return c ? a : b; }
+};
+}  // namespace detail_dual
+
 template <class T, int N, class Tag>
 DUALCAST_HD Dual<T, N, Tag> tanh(const Dual<T, N, Tag>& x) {
   const T& v = x.value();
   if constexpr (::dualcast::detail::floating_point<T>) {
     ::dualcast::detail::ScalarSteps<T> m;
-    const auto r = ::dualcast::detail::tanh_steps(m, v, sizeof(T) == sizeof(float));
+    const auto r = ::dualcast::detail::tanh_steps(m, v);
     return ::dualcast::detail::chain(x, r.value, r.slope);
   } else {
-    const T e = exp(T(-2) * abs(v));
-    return ::dualcast::detail::chain(x, tanh(v), T(4) * e / ((T(1) + e) * (T(1) + e)));
+    detail_dual::DualSteps<T> m;
+    return ::dualcast::detail::chain(x, tanh(v), ::dualcast::detail::tanh_steps(m, v).slope);
   }
 }
 
@@ -172,8 +192,8 @@ DUALCAST_HD Dual<T, N, Tag> sigmoid(const Dual<T, N, Tag>& x) {
     const auto r = ::dualcast::detail::sigmoid_steps(m, v);
     return ::dualcast::detail::chain(x, r.value, r.slope);
   } else {
-    const T t = exp(-abs(v));
-    return ::dualcast::detail::chain(x, sigmoid(v), t / (T(1) + t) / (T(1) + t));
+    detail_dual::DualSteps<T> m;
+    return ::dualcast::detail::chain(x, sigmoid(v), ::dualcast::detail::sigmoid_steps(m, v).slope);
   }
 }
 

@@ -179,6 +179,7 @@ struct ScalarSteps {
   DUALCAST_HD T Neg(const T& a) const { return -a; }
   DUALCAST_HD T Abs(const T& a) const { return libm::fabs(a); }
   DUALCAST_HD T Exp(const T& a) const { return libm::exp(a); }
+  DUALCAST_HD T Expm1(const T& a) const { return libm::expm1(a); }
   DUALCAST_HD T Copysign(const T& a, const T& b) const { return libm::copysign(a, b); }
   DUALCAST_HD bool Lt(const T& a, const T& b) const { return a < b; }
   DUALCAST_HD T Select(bool c, const T& a, const T& b) const { return c ? a : b; }
@@ -252,13 +253,13 @@ DUALCAST_HD inline T abs(T x) {
 // The activation functions are defined here, once, by formula: backends must lower them to
 // exactly these expressions (in T's precision) so that all layers agree bit for bit.
 // tanh and sigmoid: activation_steps.hpp (value and derivative from one exponential; sigmoid
-// keeps its subnormal tail exp(x) below -88.7 in float, -709.8 in double). tanh is not libm's:
-// on a plain float/double write dualcast::math::tanh, since an unqualified tanh(x) under
-// `using namespace dualcast::math` finds <cmath>'s ::tanh (within 2 ulp, not the same bits).
+// keeps its subnormal tail exp(x) below -88.7 in float, -709.8 in double). tanh is fdlibm's
+// formula, so with glibc it equals <cmath>'s ::tanh bit for bit (an unqualified tanh(double)
+// under `using namespace dualcast::math` finds ::tanh); another libm may differ in the last bit.
 template <detail::floating_point T>
 DUALCAST_HD inline T tanh(T x) {
   detail::ScalarSteps<T> m;
-  return detail::tanh_steps(m, x, sizeof(T) == sizeof(float)).value;
+  return detail::tanh_steps(m, x).value;
 }
 template <detail::floating_point T>
 DUALCAST_HD inline T sigmoid(T x) {
