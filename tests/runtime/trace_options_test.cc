@@ -81,9 +81,10 @@ TEST_CASE("plain ifs and dc::cond give the same broadcast results as the lambda 
 // Exact IEEE operations only (no libm call, whose vector variants differ per width), so every
 // vector width must give the same bits.
 inline constexpr auto kBranchy = [](auto x, auto y) {
+  using namespace dualcast::math;
   auto r = x * y;
   if (x > y) r = r + x;
-  else r = math::sqrt(x * x + y * y) - y;
+  else r = sqrt(x * x + y * y) - y;
   return r;
 };
 
