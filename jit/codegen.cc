@@ -1,4 +1,5 @@
 // Backend-neutral helpers of the code printers: the libm spelling of each math op.
+// (tanh is not one: every backend lowers dualcast::math's formula, activation_steps.hpp.)
 #include "jit/codegen.h"
 
 namespace dualcast::jit {
@@ -24,7 +25,6 @@ const char* LibmName(Op op, Type type) {
     DUALCAST_LIBM(kAtan, "atan")
     DUALCAST_LIBM(kSinh, "sinh")
     DUALCAST_LIBM(kCosh, "cosh")
-    DUALCAST_LIBM(kTanh, "tanh")
     DUALCAST_LIBM(kAsinh, "asinh")
     DUALCAST_LIBM(kAcosh, "acosh")
     DUALCAST_LIBM(kAtanh, "atanh")

@@ -152,6 +152,7 @@ class CodegenWalk {
         case OpKind::Math:  // a libm call, or a formula around one, vs an instruction
           switch (inst.op) {
             case Op::kErfinv: cost += 4 * kMathCost; break;  // ~15 libm calls, both branches
+            case Op::kTanh:
             case Op::kSigmoid:
             case Op::kSoftplus:
             case Op::kLogaddexp:

@@ -69,6 +69,16 @@ Function Compose(std::string name, std::span<const Type> leaf_types,
     return outs[src.output];
   };
 
+  // The fused kernel's hints: fast-math only if every node allows it, a vector width only if
+  // every node asks for the same one (else the backend's choice).
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    if (nodes[n].function == nullptr) continue;
+    const BackendHints& h = nodes[n].function->hints;
+    fused.hints.fast_math = n == 0 ? h.fast_math : fused.hints.fast_math && h.fast_math;
+    if (n == 0 || fused.hints.vector_width != h.vector_width) {
+      fused.hints.vector_width = n == 0 ? h.vector_width : 0;
+    }
+  }
   for (size_t n = 0; n < nodes.size(); ++n) {
     const FusionNode& node = nodes[n];
     if (node.function == nullptr) WiringBug(absl::StrCat("node ", n, " has no function"));

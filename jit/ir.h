@@ -89,12 +89,20 @@ struct Block {
   std::vector<ValueId> yields;  // values handed to the enclosing If (or returned)
 };
 
+// The backend hints of dc::kernel's TraceOptions, recorded by the tracer and kept by every pass
+// (Rewriter, jvp): they change the generated code, so KernelSpec puts them in the cache key.
+struct BackendHints {
+  bool fast_math = false;
+  int vector_width = 0;  // lanes; 0: the backend's choice
+};
+
 class Function {
  public:
   Function() = default;
   explicit Function(std::string name) : name(std::move(name)) {}
 
   std::string name;
+  BackendHints hints;
   std::vector<Inst> insts;
   std::vector<Block> blocks;    // blocks[0] is the entry block
   std::vector<ValueId> inputs;  // kInput instructions, by position

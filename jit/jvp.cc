@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "dualcast/activation_steps.hpp"
 #include "jit/error.h"
 #include "jit/rewrite.h"
 
@@ -50,12 +51,33 @@ unsigned TangentCarryingOperands(const Inst& inst) {
   }
 }
 
+// The arithmetic of dualcast/activation_steps.hpp as IR instructions of one type.
+struct IrSteps {
+  using V = ValueId;
+  Builder& b;
+  Type type;
+  V Const(double c) { return b.Const(type, c); }
+  V Add(V x, V y) { return b.Add(x, y); }
+  V Sub(V x, V y) { return b.Sub(x, y); }
+  V Mul(V x, V y) { return b.Mul(x, y); }
+  V Div(V x, V y) { return b.Div(x, y); }
+  V Neg(V x) { return b.Neg(x); }
+  V Abs(V x) { return b.Emit(Op::kAbs, {x}); }
+  V Exp(V x) { return b.Emit(Op::kExp, {x}); }
+  V Expm1(V x) { return b.Emit(Op::kExpm1, {x}); }
+  V Copysign(V x, V y) { return b.Emit(Op::kCopysign, {x, y}); }
+  V Lt(V x, V y) { return b.Emit(Op::kLt, {x, y}); }
+  V Select(V c, V x, V y) { return b.Select(c, x, y); }
+};
+
 class ForwardMode {
  public:
   ForwardMode(const Function& in, std::span<const int> wrt)
       : in_(in), wrt_(wrt.begin(), wrt.end()), lanes_(wrt.size()), out_(in.name), b_(out_),
         may_be_nonzero_(in.insts.size() * lanes_, false),
-        primal_(in.insts.size(), kNoValue), tangent_(in.insts.size(), None()) {}
+        primal_(in.insts.size(), kNoValue), tangent_(in.insts.size(), None()) {
+    out_.hints = in.hints;
+  }
 
   JvpResult Run() {
     for (ValueId v : in_.inputs) {
@@ -146,6 +168,17 @@ class ForwardMode {
         default: {
           ValueId args[3];
           for (int k = 0; k < inst.num_args; ++k) args[k] = primal_[inst.args[k]];
+          if ((inst.op == Op::kTanh || inst.op == Op::kSigmoid) && Any(tangent_[inst.args[0]])) {
+            // Value and derivative from one exp (activation_steps.hpp): the printers lower
+            // a plain tanh/sigmoid to the same steps, so the primal keeps its bits.
+            IrSteps m{b_, inst.type};
+            const auto r = inst.op == Op::kTanh
+                               ? ::dualcast::detail::tanh_steps(m, args[0])
+                               : ::dualcast::detail::sigmoid_steps(m, args[0]);
+            primal_[v] = r.value;
+            tangent_[v] = Scale(tangent_[inst.args[0]], r.slope);
+            break;
+          }
           ValueId y = CloneInst(inst, std::span<const ValueId>(args, inst.num_args), b_);
           primal_[v] = y;
           tangent_[v] = Differentiate(inst, y);
@@ -278,15 +311,7 @@ class ForwardMode {
         });
       case Op::kSinh: return Scale(da, [&] { return op(Op::kCosh, {a}); });
       case Op::kCosh: return Scale(da, [&] { return op(Op::kSinh, {a}); });
-      // From e = exp(-2|x|): tanh' = 4e/(1+e)^2, which keeps its digits where
-      // 1 - y^2 has none (|x| > 3 in f32) and is well conditioned in e everywhere
-      // (relative condition (1-e)/(1+e) <= 1), so one formula serves all x.
-      case Op::kTanh:
-        return Scale(da, [&] {
-          ValueId e = op(Op::kExp, {mul(k(-2), op(Op::kAbs, {a}))});
-          ValueId one_plus_e = add(k(1), e);
-          return div(mul(k(4), e), mul(one_plus_e, one_plus_e));
-        });
+      // kTanh and kSigmoid: value and tangent together, in Walk (IrSteps).
       case Op::kAsinh: return Scale(da, [&] { return div(k(1), op(Op::kHypot, {a, k(1)})); });
       case Op::kAcosh:  // 1 / (sqrt(x - 1) sqrt(x + 1)): x² - 1 would overflow first
         return Scale(da, [&] {
@@ -327,17 +352,7 @@ class ForwardMode {
       // rsqrt' = (-0.5 y) / x (dual_cmath.hpp's order): one division, no y^3 to overflow.
       case Op::kRsqrt: return Scale(da, [&] { return NanGuard(y, div(mul(k(-0.5), y), a)); });
 
-      // sigmoid' = e / (1 + e) / (1 + e) from the value's own e = exp(-x) (y (1 - y)
-      // cancels); where e overflows, sigmoid' = sigmoid = exp(x) (the value's subnormal
-      // tail). softplus' from e = exp(-|x|): 1/(1+e) for x > 0, e/(1+e) otherwise.
-      // Both are the Dual library's rules (dual_math.hpp), operation for operation.
-      case Op::kSigmoid:
-        return Scale(da, [&] {
-          ValueId e = op(Op::kExp, {b_.Neg(a)});
-          ValueId one_plus_e = add(k(1), e);
-          ValueId d = div(div(e, one_plus_e), one_plus_e);
-          return NanGuard(y, b_.Select(op(Op::kEq, {e, k(kInf)}), y, d));
-        });
+      // softplus' from e = exp(-|x|): 1/(1+e) for x > 0, e/(1+e) otherwise (dual_math.hpp).
       case Op::kSoftplus:
         return Scale(da, [&] {
           ValueId e = op(Op::kExp, {b_.Neg(op(Op::kAbs, {a}))});

@@ -32,6 +32,7 @@ KernelSpec KernelSpec::For(std::shared_ptr<const Function> function, Type dtype,
   spec.rank = layout.rank();
   spec.input_broadcast = layout.in_broadcast;
   spec.inner_contiguous = layout.inner_contiguous;
+  spec.hints = spec.function->hints;
   return spec;
 }
 
@@ -66,6 +67,8 @@ uint64_t KernelSpec::Key() const {
   }
   m.Mix(word);
   m.Mix(inner_contiguous ? 1 : 0);
+  m.Mix(hints.fast_math ? 1 : 0);
+  m.Mix(static_cast<uint64_t>(hints.vector_width));
   // Mixed only when present, so specs without reductions keep their keys (and on-disk objects).
   if (HasReductions()) {
     m.Mix(0x7265647563650004ULL);  // "reduce" + the reduced-output codegen version (bump on change)
@@ -97,9 +100,11 @@ std::string KernelSpec::Describe() const {
     reductions += "] acc ";
     for (bool a : accumulate) reductions += a ? '1' : '0';
   }
-  return absl::StrFormat("%s %s %s rank %d bcast [%s] write %s%s%s fn %016x", name,
+  std::string hinted = hints.fast_math ? " fast-math" : "";
+  if (hints.vector_width != 0) hinted += absl::StrFormat(" width %d", hints.vector_width);
+  return absl::StrFormat("%s %s %s rank %d bcast [%s] write %s%s%s%s fn %016x", name,
                          TargetName(target), TypeName(dtype), rank, bcast, written,
-                         inner_contiguous ? "" : " strided", reductions, function_hash);
+                         inner_contiguous ? "" : " strided", hinted, reductions, function_hash);
 }
 
 std::string KernelSpec::Symbol(uint64_t format_tag) const {

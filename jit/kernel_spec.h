@@ -52,6 +52,8 @@ struct KernelSpec {
   // Per output (empty = none): the result is added into the destination
   // (dest = dest + result, in the element type) instead of overwriting it.
   std::vector<bool> accumulate;
+  // dc::kernel's fast-math and vector-width options (from function->hints in For()).
+  BackendHints hints;
 
   // The spec for running `function` over `layout`: every output written
   // (callers clear `write` bits for outputs nobody wants). `function_hash` is

@@ -72,6 +72,7 @@ std::vector<ValueId> Rewriter::RunInto(Builder& b, const Function& in,
 
 Function Rewriter::Run(const Function& in) {
   Function out(in.name);
+  out.hints = in.hints;
   Builder b(out);
   std::vector<ValueId> inputs;
   for (ValueId v : in.inputs) inputs.push_back(b.Input(in.type(v)));

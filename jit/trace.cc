@@ -414,6 +414,7 @@ class Tracer::State {
                                "raise the limit with dc::kernel(name, f, TraceOptions)"));
     }
     if (absl::Status s = Verify(*merged); !s.ok()) ThrowStatus(s);
+    merged->hints = BackendHints{options.fast_math, options.vector_width};
     return *std::move(merged);
   }
 };

@@ -15,7 +15,7 @@
 namespace dualcast::jit {
 
 std::string CpuKernelSymbol(const KernelSpec& spec) {
-  return spec.Symbol(0x64635f637075ull);  // format tag "dc_cpu": bump when the code changes meaning
+  return spec.Symbol(0x64635f637076ull);  // format tag "dc_cpu" + 1 (tanh/sigmoid formulas): bump when the code changes meaning
 }
 
 std::string CpuFeaturesString() { return cpu::CpuFeaturesString(); }

@@ -1,6 +1,7 @@
 // Emits a kernel's entry point, its noalias body and the loop nest around the printed Function.
 #include "jit/cpu/llvm_kernel.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -44,7 +45,9 @@ class KernelEmitter {
         i64_(llvm::Type::getInt64Ty(ctx)),
         ptr_(llvm::PointerType::getUnqual(ctx)),
         elem_(LlvmType(ctx, spec.dtype)),
-        lanes_(HostVectorBits() / (spec.dtype == Type::kF32 ? 32 : 64)) {
+        lanes_(spec.hints.vector_width != 0
+                   ? std::max(2, spec.hints.vector_width)  // the emitter needs vectors
+                   : HostVectorBits() / (spec.dtype == Type::kF32 ? 32 : 64)) {
     PlanParams();
   }
 

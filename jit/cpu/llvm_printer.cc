@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "dualcast/activation_steps.hpp"
 #include "jit/cpu/vector_math.h"
 #include "jit/staple_math.h"
 #include "llvm/IR/IRBuilder.h"
@@ -129,6 +130,7 @@ struct LlvmPrinter::LlvmArith {
   V Sqrt(V a) { return p.Intrinsic(llvm::Intrinsic::sqrt, type, {&a, 1}); }
   V Log(V a) { return Libm(Op::kLog, a); }
   V Exp(V a) { return Libm(Op::kExp, a); }
+  V Expm1(V a) { return Libm(Op::kExpm1, a); }
   V Erf(V a) { return Libm(Op::kErf, a); }
   V Erfc(V a) { return Libm(Op::kErfc, a); }
   V Lt(V a, V b) { return p.b_.CreateFCmpOLT(a, b); }
@@ -156,7 +158,6 @@ LlvmPrinter::Value LlvmPrinter::EmitMath(Op op, Type type, std::span<const Value
       }
       // Functions bounded by 1 whose vector variants can step just past it.
       case Op::kSin:
-      case Op::kTanh:
       case Op::kErf:
         return ClampRange(b_, result, -1, 1);
       default:
@@ -188,10 +189,15 @@ LlvmPrinter::Value LlvmPrinter::EmitMath(Op op, Type type, std::span<const Value
           b_.CreateOr(b_.CreateFCmpOLT(args[0], args[1]), b_.CreateFCmpUNO(args[0], args[0]));
       return b_.CreateSelect(b_wins, args[1], args[0]);
     }
+    // dualcast::math's formulas (activation_steps.hpp) on whole vectors: one exp each, and the
+    // jvp's value+slope expansion gives the same bits. The slope here is dead code.
+    case Op::kTanh: {
+      LlvmArith m{*this, type};
+      return ::dualcast::detail::tanh_steps(m, args[0]).value;
+    }
     case Op::kSigmoid: {
-      llvm::Value* neg = b_.CreateFNeg(args[0]);
-      llvm::Value* e = CallLibm(LibmName(Op::kExp, type), type, {&neg, 1});
-      return b_.CreateFDiv(one, b_.CreateFAdd(one, e));
+      LlvmArith m{*this, type};
+      return ::dualcast::detail::sigmoid_steps(m, args[0]).value;
     }
     case Op::kSoftplus: {
       llvm::Value* x = args[0];

@@ -33,10 +33,10 @@
 //   compare ops are ordered (false on NaN) except `ne` (true on NaN, as C's !=);
 //   min(a,b) = b < a ? b : a, max(a,b) = a < b ? b : a;
 //   fmin/fmax are IEEE (a NaN operand loses) with ties to the first operand;
-//   sigmoid(x) = 1/(1+exp(-x));
+//   tanh and sigmoid: dualcast/activation_steps.hpp's formulas around one exp;
 //   softplus(x) = x > 0 ? x + log1p(exp(-x)) : log1p(exp(x))  (as a select);
 //   relu(x) = x > 0 || isnan(x) ? x : +0;
-//   sin, cos, tanh, erf are clamped to [-1, 1], and cos(x) = 1 for tiny x
+//   sin, cos, erf are clamped to [-1, 1], and cos(x) = 1 for tiny x
 //   (vector_math.h says why);
 //   cast float -> bool is x != 0 (NaN -> true), bool -> float is 0/1;
 //   the staples (sign, square, rsqrt, clamp, logaddexp, erfinv, ldexp) as

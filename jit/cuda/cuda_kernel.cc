@@ -347,7 +347,7 @@ class SourceWriter {
 }  // namespace
 
 std::string CudaKernelSymbol(const KernelSpec& spec) {
-  return spec.Symbol(0x64635f637564ull);  // format tag "dc_cud": bump when the source changes meaning
+  return spec.Symbol(0x64635f637565ull);  // format tag "dc_cud" + 1 (tanh/sigmoid formulas): bump when the source changes meaning
 }
 
 bool CudaReductionLanesOverKept(uint32_t reduce_bits, int rank) {

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "dualcast/activation_steps.hpp"
 
 namespace dualcast::jit::cuda {
 
@@ -48,8 +49,44 @@ void CudaPrinter::Line(const std::string& line) {
   text_ += '\n';
 }
 
+namespace {
+
+// The arithmetic of dualcast/activation_steps.hpp as CUDA statements, one temporary per step.
+struct CudaSteps {
+  using V = std::string;
+  CudaPrinter& p;
+  Type type;
+  bool f32() const { return type == Type::kF32; }
+  V Const(double c) { return CudaLiteral(type, c); }
+  V Add(const V& a, const V& b) { return p.Declare(type, absl::StrCat(a, " + ", b)); }
+  V Sub(const V& a, const V& b) { return p.Declare(type, absl::StrCat(a, " - ", b)); }
+  V Mul(const V& a, const V& b) { return p.Declare(type, absl::StrCat(a, " * ", b)); }
+  V Div(const V& a, const V& b) { return p.Declare(type, absl::StrCat(a, " / ", b)); }
+  V Neg(const V& a) { return p.Declare(type, absl::StrCat("-", a)); }
+  V Abs(const V& a) { return p.Declare(type, absl::StrCat(f32() ? "fabsf(" : "fabs(", a, ")")); }
+  V Exp(const V& a) { return p.Declare(type, absl::StrCat(f32() ? "expf(" : "exp(", a, ")")); }
+  V Expm1(const V& a) {
+    return p.Declare(type, absl::StrCat(f32() ? "expm1f(" : "expm1(", a, ")"));
+  }
+  V Copysign(const V& a, const V& b) {
+    return p.Declare(type, absl::StrCat(f32() ? "copysignf(" : "copysign(", a, ", ", b, ")"));
+  }
+  V Lt(const V& a, const V& b) { return p.Declare(Type::kBool, absl::StrCat(a, " < ", b)); }
+  V Select(const V& c, const V& a, const V& b) {
+    return p.Declare(type, absl::StrCat(c, " ? ", a, " : ", b));
+  }
+};
+
+}  // namespace
+
 CudaPrinter::Value CudaPrinter::Emit(Op op, Type type, std::span<const Type> arg_types,
                                      std::span<const Value> args) {
+  // dualcast::math's tanh and sigmoid, step for step (the slope's temporaries are dead code).
+  if (op == Op::kTanh || op == Op::kSigmoid) {
+    CudaSteps m{*this, type};
+    return op == Op::kTanh ? ::dualcast::detail::tanh_steps(m, args[0]).value
+                           : ::dualcast::detail::sigmoid_steps(m, args[0]).value;
+  }
   return Declare(type, Expression(op, type, arg_types, args));
 }
 
@@ -126,10 +163,6 @@ std::string CudaPrinter::MathExpression(Op op, Type type, std::span<const Value>
       return absl::StrCat("(", args[1], " < ", x, " || ", x, " != ", x, ") ? ", args[1], " : ", x);
     case Op::kFmax:
       return absl::StrCat("(", x, " < ", args[1], " || ", x, " != ", x, ") ? ", args[1], " : ", x);
-    // dual's sigmoid: exp(x) where e = exp(-x) overflows (e - e is NaN), keeping the subnormal tail.
-    case Op::kSigmoid:
-      return absl::StrCat("(", exp, "(-", x, ") - ", exp, "(-", x, ") != ", zero, ") ? ", exp, "(",
-                          x, ") : ", one, " / (", one, " + ", exp, "(-", x, "))");
     case Op::kSoftplus:
       return absl::StrCat("(", x, " > ", zero, ") ? ", x, " + ", log1p, "(", exp, "(-", x,
                           ")) : ", log1p, "(", exp, "(", x, "))");

@@ -8,13 +8,14 @@
 //
 // Semantics match LlvmPrinter and the interpreter exactly where CUDA allows:
 //   compares are C's (ordered; `!=` is true on NaN); min/max/fmin/fmax,
-//   sigmoid, softplus and relu are spelled with the same formulas and ties;
+//   softplus and relu are spelled with the same formulas and ties; tanh and
+//   sigmoid are dualcast/activation_steps.hpp's steps, one temporary each;
 //   cast float -> bool is x != 0, bool -> float is 0/1.
 // Accuracy choices (explicit, not left to flags): math ops call CUDA's
-// accurate device library (`expf`, `tanhf`, `powf`, ... and the double
+// accurate device library (`expf`, `sinf`, `powf`, ... and the double
 // versions), never the `__expf`-style intrinsics, whose error grows with
 // |x| (`__expf` is 2 + 1.16|x| ulp; `expf` is 2 ulp). The CUDA math library's
-// documented maximum errors are a few ulp in float (expf 2, tanhf 2, powf 4,
+// documented maximum errors are a few ulp in float (expf 2, sinf 2, powf 4,
 // erfcf 4) and 1-2 ulp in double (erfc 5); GPU tests compare with a few-ulp
 // tolerance for that reason. No operation is contracted or reordered: the
 // kernel is compiled with --fmad=false (see nvrtc_compile.h), so a*b+c is two

@@ -311,8 +311,8 @@ const char* Note(Op op) {
     case Op::kPow: return "d/dx = p x^p / x (0 when p = 0); d/dp = log(x) x^p (0 at x = 0, p > 0); integer p: `pow(x, 3)`";
     case Op::kAtan2: return "partials -> 0 at an infinite argument";
     case Op::kHypot: return "partials 0 at the origin; at infinity sign(a) / 0 (NaN if both infinite)";
-    case Op::kTanh: return "tanh' = 4e/(1+e)^2, e = exp(-2|x|)";
-    case Op::kSigmoid: return "1/(1+exp(-x)); sigmoid' = y e y (x > 0, e = exp(-x)) or y (1 - y)";
+    case Op::kTanh: return "fdlibm's formula around t = expm1(+-2|x|) (glibc's bits); tanh' = 4e/(1+e)^2 from the same t";
+    case Op::kSigmoid: return "t = exp(-|x|): t/(1+t) (x < 0) or 1/(1+t); sigmoid' = t/(1+t)/(1+t): one exp for both";
     case Op::kSoftplus: return "softplus' = sigmoid";
     case Op::kExpm1: return "expm1' = exp(x)";
     case Op::kErf: case Op::kErfc: return "derivative with exp(-x^2) from an exact split of x^2";

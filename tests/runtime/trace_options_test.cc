@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "dualcast/broadcast.hpp"
 #include "dualcast/kernel.hpp"
 #include "jit/error.h"
+#include "jit/stats.h"
 
 namespace dualcast {
 namespace {
@@ -73,6 +75,54 @@ TEST_CASE("plain ifs and dc::cond give the same broadcast results as the lambda 
     CHECK(kCond(xs[i], ys[i]) == expected);
     CHECK(plain[i] == doctest::Approx(expected).epsilon(1e-13));
     CHECK(with_cond[i] == doctest::Approx(expected).epsilon(1e-13));
+  }
+}
+
+// Exact IEEE operations only (no libm call, whose vector variants differ per width), so every
+// vector width must give the same bits.
+inline constexpr auto kBranchy = [](auto x, auto y) {
+  using namespace dualcast::math;
+  auto r = x * y;
+  if (x > y) r = r + x;
+  else r = sqrt(x * x + y * y) - y;
+  return r;
+};
+
+TEST_CASE("TraceOptions' vector width and fast-math are part of the kernel cache key") {
+  auto x = Array<float>::uniform({3, 37}, 5, -2, 2);
+  auto y = Array<float>::uniform({3, 37}, 6, -2, 2);
+  auto built = [] {
+    const jit::Stats s = jit::GetStats();
+    return s.compiles + s.disk_hits;  // kernels produced, not served from the memory cache
+  };
+  // Same name, same lambda, same IR: only the options differ. Before they were in the key the
+  // second and third broadcasts silently reused the first kernel's code.
+  auto run = [&](jit::TraceOptions options) {
+    const int64_t before = built();
+    std::vector<float> out = broadcast(kernel("hinted", kBranchy, options), x, y).to_vector();
+    CHECK_MESSAGE(built() == before + 1, "options ", options.vector_width, "/",
+                  options.fast_math, " reused another kernel's code");
+    return out;
+  };
+  jit::TraceOptions narrow, wide, fast;
+  narrow.vector_width = 2;
+  wide.vector_width = 16;
+  fast.fast_math = true;
+  const std::vector<float> base = run({}), two = run(narrow), sixteen = run(wide),
+                           fast_out = run(fast);
+  // The same options again: the memory cache answers.
+  const int64_t before = built();
+  (void)broadcast(kernel("hinted", kBranchy, narrow), x, y).to_vector();
+  CHECK(built() == before);
+
+  const std::vector<float> xs = x.to_vector(), ys = y.to_vector();
+  REQUIRE(base.size() == xs.size());
+  for (const auto* other : {&two, &sixteen, &fast_out}) {
+    REQUIRE(other->size() == base.size());
+    CHECK(std::memcmp(other->data(), base.data(), base.size() * sizeof(float)) == 0);
+  }
+  for (size_t i = 0; i < xs.size(); ++i) {
+    CHECK(base[i] == doctest::Approx(kBranchy(xs[i], ys[i])).epsilon(1e-6));
   }
 }
 

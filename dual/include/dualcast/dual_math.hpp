@@ -147,31 +147,54 @@ DUALCAST_DUAL_UNARY(abs, ::dualcast::detail::sign(v))
 DUALCAST_DUAL_UNARY(fabs, ::dualcast::detail::sign(v))
 #undef DUALCAST_DUAL_UNARY
 
-// tanh' = 1 - y^2 loses everything once y rounds to +-1 (|x| > 3.1 in float); from
-// e = exp(-2|x|): tanh' = 4e / (1 + e)^2, accurate down to the subnormals.
+// tanh and sigmoid: value and derivative from one exponential (activation_steps.hpp); tanh' =
+// 4e/(1+e)^2, not 1 - y^2, which loses everything once y rounds to +-1 (|x| > 3.1 in float);
+// sigmoid' = (t/(1+t))/(1+t) with t = exp(-|x|), not y (1 - y). A nested level (T itself a
+// Dual) takes the value from T's own rule and the slope from the same steps on T, so both
+// levels see the same bits of f'.
+namespace detail_dual {
+template <class T>
+struct DualSteps {
+  using V = T;
+  DUALCAST_HD T Const(double c) const { return T(c); }
+  DUALCAST_HD T Add(const T& a, const T& b) const { return a + b; }
+  DUALCAST_HD T Sub(const T& a, const T& b) const { return a - b; }
+  DUALCAST_HD T Mul(const T& a, const T& b) const { return a * b; }
+  DUALCAST_HD T Div(const T& a, const T& b) const { return a / b; }
+  DUALCAST_HD T Neg(const T& a) const { return -a; }
+  DUALCAST_HD T Abs(const T& a) const { return abs(a); }
+  DUALCAST_HD T Exp(const T& a) const { return exp(a); }
+  DUALCAST_HD T Expm1(const T& a) const { return expm1(a); }
+  DUALCAST_HD T Copysign(const T& a, const T& b) const { return copysign(a, b); }
+  DUALCAST_HD bool Lt(const T& a, const T& b) const { return a < b; }
+  DUALCAST_HD T Select(bool c, const T& a, const T& b) const { return c ? a : b; }
+};
+}  // namespace detail_dual
+
 template <class T, int N, class Tag>
 DUALCAST_HD Dual<T, N, Tag> tanh(const Dual<T, N, Tag>& x) {
   const T& v = x.value();
-  const T y = tanh(v);
-  const T e = exp(T(-2) * abs(v));
-  const T d = T(4) * e / ((T(1) + e) * (T(1) + e));
-  return ::dualcast::detail::chain(x, y, ::dualcast::detail::nan_guard(y, d));
+  if constexpr (::dualcast::detail::floating_point<T>) {
+    ::dualcast::detail::ScalarSteps<T> m;
+    const auto r = ::dualcast::detail::tanh_steps(m, v);
+    return ::dualcast::detail::chain(x, r.value, r.slope);
+  } else {
+    detail_dual::DualSteps<T> m;
+    return ::dualcast::detail::chain(x, tanh(v), ::dualcast::detail::tanh_steps(m, v).slope);
+  }
 }
 
-// sigmoid' = e / (1 + e)^2 from the value's own e = exp(-x) (y (1 - y) cancels for x > 4.9 in
-// float); where e overflows, sigmoid' = sigmoid = exp(x) to the last bit.
 template <class T, int N, class Tag>
 DUALCAST_HD Dual<T, N, Tag> sigmoid(const Dual<T, N, Tag>& x) {
   const T& v = x.value();
-  const T e = exp(-v);
-  T y;
-  if constexpr (::dualcast::detail::floating_point<T>)
-    y = ::dualcast::detail::sigmoid_from_exp(v, e);
-  else
-    y = sigmoid(v);
-  const bool huge = e - e != e - e && e == e;
-  const T d = huge ? y : T(e / (T(1) + e) / (T(1) + e));
-  return ::dualcast::detail::chain(x, y, ::dualcast::detail::nan_guard(y, d));
+  if constexpr (::dualcast::detail::floating_point<T>) {
+    ::dualcast::detail::ScalarSteps<T> m;
+    const auto r = ::dualcast::detail::sigmoid_steps(m, v);
+    return ::dualcast::detail::chain(x, r.value, r.slope);
+  } else {
+    detail_dual::DualSteps<T> m;
+    return ::dualcast::detail::chain(x, sigmoid(v), ::dualcast::detail::sigmoid_steps(m, v).slope);
+  }
 }
 
 // softplus' = sigmoid, from the value's e = exp(-|x|): 1/(1+e) for x > 0, e/(1+e) otherwise.

@@ -1,6 +1,7 @@
 // Scalar math for float/double in dualcast::math: the reference primal formulas every layer shares.
 #pragma once
 
+#include "dualcast/activation_steps.hpp"
 #include "dualcast/host_device.hpp"
 #include "dualcast/math_special.hpp"
 
@@ -165,13 +166,25 @@ DUALCAST_HD constexpr T min_normal() {
     return T(3.36210314311209350626e-4932L);
 }
 
-// The activations' values from the exponential they compute; the Dual rules take their
-// derivatives from the same e (dual_math.hpp), so no second transcendental is needed.
-template <class T>
-DUALCAST_HD inline T sigmoid_from_exp(const T& x, const T& e) {
-  return e - e != e - e && e == e ? libm::exp(x) : T(1) / (T(1) + e);
-}
-template <class T>
+// The activations' arithmetic on plain T (activation_steps.hpp): one C++ operation per step, so
+// scalar code, Dual and the JIT backends' lowerings agree bit for bit.
+template <floating_point T>
+struct ScalarSteps {
+  using V = T;
+  DUALCAST_HD T Const(double c) const { return T(c); }
+  DUALCAST_HD T Add(const T& a, const T& b) const { return a + b; }
+  DUALCAST_HD T Sub(const T& a, const T& b) const { return a - b; }
+  DUALCAST_HD T Mul(const T& a, const T& b) const { return a * b; }
+  DUALCAST_HD T Div(const T& a, const T& b) const { return a / b; }
+  DUALCAST_HD T Neg(const T& a) const { return -a; }
+  DUALCAST_HD T Abs(const T& a) const { return libm::fabs(a); }
+  DUALCAST_HD T Exp(const T& a) const { return libm::exp(a); }
+  DUALCAST_HD T Expm1(const T& a) const { return libm::expm1(a); }
+  DUALCAST_HD T Copysign(const T& a, const T& b) const { return libm::copysign(a, b); }
+  DUALCAST_HD bool Lt(const T& a, const T& b) const { return a < b; }
+  DUALCAST_HD T Select(bool c, const T& a, const T& b) const { return c ? a : b; }
+};
+template <floating_point T>
 DUALCAST_HD inline T softplus_from_exp(const T& x, const T& e) {
   return x > T(0) ? x + libm::log1p(e) : libm::log1p(e);
 }
@@ -215,7 +228,6 @@ DUALCAST_SCALAR_1(acos)
 DUALCAST_SCALAR_1(atan)
 DUALCAST_SCALAR_1(sinh)
 DUALCAST_SCALAR_1(cosh)
-DUALCAST_SCALAR_1(tanh)
 DUALCAST_SCALAR_1(asinh)
 DUALCAST_SCALAR_1(acosh)
 DUALCAST_SCALAR_1(atanh)
@@ -238,14 +250,21 @@ DUALCAST_HD inline T abs(T x) {
   return detail::libm::fabs(x);
 }
 
-// The three activation functions are defined here, once, by formula: backends must lower them
-// to exactly these expressions (in T's precision) so that all layers agree bit for bit.
-// sigmoid = 1 / (1 + e), e = exp(-x). Where e overflows (x below about -88.7 in float, -709.8
-// in double) sigmoid(x) = exp(x) to the last bit, which keeps the subnormal results.
+// The activation functions are defined here, once, by formula: backends must lower them to
+// exactly these expressions (in T's precision) so that all layers agree bit for bit.
+// tanh and sigmoid: activation_steps.hpp (value and derivative from one exponential; sigmoid
+// keeps its subnormal tail exp(x) below -88.7 in float, -709.8 in double). tanh is fdlibm's
+// formula, so with glibc it equals <cmath>'s ::tanh bit for bit (an unqualified tanh(double)
+// under `using namespace dualcast::math` finds ::tanh); another libm may differ in the last bit.
+template <detail::floating_point T>
+DUALCAST_HD inline T tanh(T x) {
+  detail::ScalarSteps<T> m;
+  return detail::tanh_steps(m, x).value;
+}
 template <detail::floating_point T>
 DUALCAST_HD inline T sigmoid(T x) {
-  const T e = detail::libm::exp(-x);
-  return detail::sigmoid_from_exp(x, e);
+  detail::ScalarSteps<T> m;
+  return detail::sigmoid_steps(m, x).value;
 }
 
 // softplus = max(x, 0) + log1p(e), e = exp(-|x|): no overflow, no cancellation.
