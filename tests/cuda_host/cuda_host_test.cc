@@ -79,11 +79,12 @@ bool Close(T got, T want) {
   return std::llabs(key(got) - key(want)) <= 16;
 }
 
-// Whether the CPU backend may differ from the interpreter (a libm call it vectorises).
+// Whether the CPU backend may differ from the interpreter: a libm call it
+// vectorises, or an op built on one (tanh's expm1, sigmoid's exp, softplus).
 bool CallsLibm(const jit::Function& f) {
   for (const jit::Inst& inst : f.insts) {
     if (jit::LibmName(inst.op, jit::Type::kF64) != nullptr || inst.op == jit::Op::kSigmoid ||
-        inst.op == jit::Op::kSoftplus) {
+        inst.op == jit::Op::kTanh || inst.op == jit::Op::kSoftplus) {
       return true;
     }
   }
