@@ -3,8 +3,8 @@
 # A consumer's include tree holds only dualcast/: the runtime's public headers
 # (runtime/include/dualcast, the dual/ ones are installed by their own rule),
 # plus the tracer headers they include, because kernel() traces the user's
-# lambda at compile time in the consumer's code (jit/ir.h, jit/trace.h,
-# jit/var.h, jit/ops.def, jit/stats.h at the time of writing). Those go to
+# lambda at compile time in the consumer's code (jit/ir/ir.h, jit/trace/trace.h,
+# jit/trace/var.h, jit/ir/ops.def, jit/stats.h at the time of writing). Those go to
 # <prefix>/include/dualcast/trace/ and every `#include "jit/X"` (or
 # "jit/<role>/X") in an installed header becomes `#include
 # "dualcast/trace/X"`. The set is the include closure of the public headers,

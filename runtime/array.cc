@@ -17,7 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "cuda_runtime.h"  // [CUDA path]
 #include "dualcast/detail/grad_node.hpp"
-#include "jit/broadcast_layout.h"
+#include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
 #include "runtime/layout_grad.h"
 

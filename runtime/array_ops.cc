@@ -17,7 +17,7 @@
 #include "dualcast/broadcast.hpp"
 #include "dualcast/detail/grad_node.hpp"
 #include "dualcast/kernel.hpp"
-#include "jit/broadcast_layout.h"
+#include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
 #include "runtime/grad_kernels.h"
 

@@ -23,13 +23,13 @@
 #include "dualcast/detail/broadcast_grad.hpp"
 #include "dualcast/detail/execute.hpp"
 #include "dualcast/tape.hpp"
-#include "jit/compose.h"
+#include "jit/passes/compose.h"
 #include "dualcast/detail/lazy.hpp"
 #include "jit/error.h"
-#include "jit/hash.h"
-#include "jit/jvp.h"
-#include "jit/lru_map.h"
-#include "jit/optimize.h"
+#include "jit/ir/hash.h"
+#include "jit/passes/jvp.h"
+#include "jit/codegen/lru_map.h"
+#include "jit/passes/optimize.h"
 #include "runtime/grad_kernels.h"
 
 namespace dualcast::detail {

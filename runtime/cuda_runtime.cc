@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "dualcast/detail/execute.hpp"
 #include "jit/error.h"
-#include "jit/ir.h"
+#include "jit/ir/ir.h"
 #include "runtime/grad_kernels.h"
 
 #ifdef DUALCAST_HAVE_NVRTC

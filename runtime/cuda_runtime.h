@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "dualcast/detail/array_impl.hpp"
-#include "jit/kernel_abi.h"
-#include "jit/kernel_spec.h"
+#include "jit/codegen/kernel_abi.h"
+#include "jit/codegen/kernel_spec.h"
 
 namespace dualcast::detail {
 

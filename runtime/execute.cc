@@ -13,14 +13,14 @@
 #include "dualcast/kernel.hpp"
 #include "absl/strings/str_cat.h"
 #include "cuda_runtime.h"  // [CUDA path]
-#include "jit/broadcast_layout.h"
+#include "jit/codegen/broadcast_layout.h"
 #include "jit/cpu/cpu_backend.h"
 #include "jit/cpu/launch.h"
-#include "jit/disk_cache.h"
+#include "jit/codegen/disk_cache.h"
 #include "jit/error.h"
-#include "jit/kernel_abi.h"
-#include "jit/kernel_cache.h"
-#include "jit/kernel_spec.h"
+#include "jit/codegen/kernel_abi.h"
+#include "jit/codegen/kernel_cache.h"
+#include "jit/codegen/kernel_spec.h"
 #include "runtime/launch_plan.h"
 
 namespace dualcast::detail {

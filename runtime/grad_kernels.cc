@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "dualcast/detail/execute.hpp"
-#include "jit/broadcast_layout.h"
+#include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
 #include "runtime/grad_kernels.h"
 

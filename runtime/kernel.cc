@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include <mutex>
 #include "jit/error.h"
-#include "jit/optimize.h"
+#include "jit/passes/optimize.h"
 
 namespace dualcast {
 

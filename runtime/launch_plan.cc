@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "jit/codegen/kernel_abi.h"
 #include "jit/cpu/launch.h"
-#include "jit/hash.h"
-#include "jit/kernel_abi.h"
+#include "jit/ir/hash.h"
 #include "jit/stats.h"
 
 namespace dualcast::detail {

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "dualcast/detail/array_impl.hpp"
-#include "jit/ir.h"
-#include "jit/kernel_cache.h"
+#include "jit/codegen/kernel_cache.h"
+#include "jit/ir/ir.h"
 
 namespace dualcast::detail {
 

@@ -51,11 +51,11 @@
 #include "dualcast/detail/grad_node.hpp"
 #include "dualcast/detail/lazy.hpp"
 #include "dualcast/kernel.hpp"
-#include "jit/compose.h"
+#include "jit/codegen/lru_map.h"
 #include "jit/error.h"
-#include "jit/hash.h"
-#include "jit/lru_map.h"
-#include "jit/optimize.h"
+#include "jit/ir/hash.h"
+#include "jit/passes/compose.h"
+#include "jit/passes/optimize.h"
 #include "runtime/lazy_group.h"
 
 namespace dualcast::detail {

@@ -19,7 +19,7 @@
 #include "dualcast/detail/array_impl.hpp"
 #include "dualcast/detail/broadcast_grad.hpp"
 #include "dualcast/detail/lazy.hpp"
-#include "jit/compose.h"
+#include "jit/passes/compose.h"
 
 namespace dualcast::detail {
 

@@ -19,9 +19,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "dualcast/detail/execute.hpp"
 #include "dualcast/detail/grad_node.hpp"
-#include "jit/compose.h"
 #include "jit/error.h"
-#include "jit/optimize.h"
+#include "jit/passes/compose.h"
+#include "jit/passes/optimize.h"
 #include "runtime/grad_kernels.h"
 #include "runtime/lazy_group.h"
 

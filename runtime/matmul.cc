@@ -15,7 +15,7 @@
 #include "dualcast/detail/grad_node.hpp"
 #include "dualcast/reductions.hpp"
 #include "dualcast/tape.hpp"
-#include "jit/broadcast_layout.h"
+#include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/grad_kernels.h"

@@ -9,7 +9,7 @@ namespace {
 
 // The lambdas call the math functions unqualified, by the names of
 // dualcast::math: while tracing, argument-dependent lookup finds the
-// jit::Var overloads (jit/var.h), exactly as in a user's kernel.
+// jit::Var overloads (jit/trace/var.h), exactly as in a user's kernel.
 
 Kernel MakeBuiltin(Builtin op) {
   using B = Builtin;

@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "dualcast/detail/execute.hpp"
 #include "dualcast/detail/lazy.hpp"
-#include "jit/broadcast_layout.h"
+#include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
-#include "jit/jvp.h"
+#include "jit/passes/jvp.h"
 
 namespace dualcast {
 

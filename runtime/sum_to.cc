@@ -15,7 +15,7 @@
 #include "dualcast/detail/broadcast_grad.hpp"
 #include "dualcast/detail/execute.hpp"
 #include "dualcast/kernel.hpp"
-#include "jit/broadcast_layout.h"
+#include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
 #include "runtime/grad_kernels.h"
 

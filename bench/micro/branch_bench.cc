@@ -18,12 +18,12 @@
 #include <string>
 #include <vector>
 
-#include "jit/broadcast_layout.h"
+#include "jit/codegen/broadcast_layout.h"
 #include "jit/cpu/cpu_backend.h"
 #include "jit/cpu/launch.h"
-#include "jit/jvp.h"
-#include "jit/optimize.h"
-#include "jit/trace.h"
+#include "jit/passes/jvp.h"
+#include "jit/passes/optimize.h"
+#include "jit/trace/trace.h"
 
 namespace dualcast::bench {
 namespace {

@@ -39,15 +39,15 @@
 
 #include "bench/hmlstm/handwritten.h"
 #include "bench/hmlstm/problem.h"
-#include "jit/broadcast_layout.h"
+#include "jit/codegen/broadcast_layout.h"
+#include "jit/codegen/disk_cache.h"
+#include "jit/codegen/kernel_cache.h"
 #include "jit/cpu/cpu_backend.h"
 #include "jit/cpu/launch.h"
 #include "jit/cpu/thread_pool.h"
-#include "jit/disk_cache.h"
-#include "jit/jvp.h"
-#include "jit/kernel_cache.h"
-#include "jit/optimize.h"
-#include "jit/trace.h"
+#include "jit/passes/jvp.h"
+#include "jit/passes/optimize.h"
+#include "jit/trace/trace.h"
 #include <dualcast/dual.hpp>
 #include <dualcast/dualcast.hpp>
 

@@ -14,9 +14,9 @@
 #include <dualcast/tape.hpp>
 
 #include "examples/repl/interrupt.h"
-#include "jit/broadcast_layout.h"
+#include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
-#include "jit/ir.h"
+#include "jit/ir/ir.h"
 
 namespace dualcast::repl {
 namespace {

@@ -7,9 +7,9 @@
 #include <numbers>
 #include <utility>
 
-#include "jit/compose.h"
 #include "jit/error.h"
-#include "jit/verify.h"
+#include "jit/ir/verify.h"
+#include "jit/passes/compose.h"
 
 namespace dualcast::repl {
 namespace {

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "examples/repl/ast.h"
-#include "jit/ir.h"
+#include "jit/ir/ir.h"
 
 namespace dualcast::repl {
 

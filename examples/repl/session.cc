@@ -16,13 +16,13 @@
 #include "examples/repl/evaluator.h"
 #include "examples/repl/interrupt.h"
 #include "examples/repl/parser.h"
-#include "jit/broadcast_layout.h"
+#include "jit/codegen/broadcast_layout.h"
+#include "jit/codegen/kernel_spec.h"
 #include "jit/cpu/cpu_backend.h"
 #include "jit/error.h"
-#include "jit/jvp.h"
-#include "jit/kernel_spec.h"
-#include "jit/optimize.h"
-#include "jit/print.h"
+#include "jit/ir/print.h"
+#include "jit/passes/jvp.h"
+#include "jit/passes/optimize.h"
 #include "jit/stats.h"
 
 namespace dualcast::repl {

@@ -6,10 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "jit/codegen/disk_cache.h"
 #include "jit/cpu/llvm_kernel.h"
 #include "jit/cpu/orc_jit.h"
-#include "jit/disk_cache.h"
-#include "jit/hash.h"
+#include "jit/ir/hash.h"
 #include "llvm/IR/Module.h"
 
 namespace dualcast::jit {

@@ -33,9 +33,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "jit/kernel_abi.h"
-#include "jit/kernel_spec.h"
-#include "jit/object_store.h"
+#include "jit/codegen/kernel_abi.h"
+#include "jit/codegen/kernel_spec.h"
+#include "jit/codegen/object_store.h"
 
 namespace dualcast::jit {
 

@@ -20,8 +20,8 @@
 #include <span>
 #include <vector>
 
-#include "jit/kernel_abi.h"
-#include "jit/kernel_spec.h"
+#include "jit/codegen/kernel_abi.h"
+#include "jit/codegen/kernel_spec.h"
 
 namespace dualcast::jit {
 

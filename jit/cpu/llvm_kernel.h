@@ -46,7 +46,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "jit/kernel_spec.h"
+#include "jit/codegen/kernel_spec.h"
 
 namespace llvm {
 class LLVMContext;

@@ -9,7 +9,7 @@
 
 #include "dualcast/activation_steps.hpp"
 #include "jit/cpu/vector_math.h"
-#include "jit/staple_math.h"
+#include "jit/ir/staple_math.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/Intrinsics.h"

@@ -40,7 +40,7 @@
 //   (vector_math.h says why);
 //   cast float -> bool is x != 0 (NaN -> true), bool -> float is 0/1;
 //   the staples (sign, square, rsqrt, clamp, logaddexp, erfinv, ldexp) as
-//   jit/staple_math.h spells them, on whole vectors (erfinv evaluates both
+//   jit/ir/staple_math.h spells them, on whole vectors (erfinv evaluates both
 //   of its branches and selects per lane); tgamma, remainder, fmod (frem),
 //   lgamma (lgamma_r: no shared signgam) and ldexp have no libmvec form and
 //   are one scalar libm call per lane, and so are logaddexp's exp and log1p
@@ -59,8 +59,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
-#include "jit/codegen.h"
-#include "jit/ir.h"
+#include "jit/codegen/codegen.h"
+#include "jit/ir/ir.h"
 #include "llvm/IR/IRBuilder.h"
 
 namespace dualcast::jit::cpu {

@@ -37,7 +37,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "jit/object_store.h"
+#include "jit/codegen/object_store.h"
 
 namespace llvm {
 class LLVMContext;

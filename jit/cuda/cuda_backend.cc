@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "jit/codegen/disk_cache.h"
 #include "jit/cuda/driver.h"
 #include "jit/cuda/driver_api.h"
-#include "jit/disk_cache.h"
 #include "jit/error.h"
 #include "jit/stats.h"
 

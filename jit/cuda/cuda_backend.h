@@ -32,12 +32,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "jit/codegen/kernel_abi.h"
+#include "jit/codegen/kernel_cache.h"
+#include "jit/codegen/kernel_spec.h"
+#include "jit/codegen/object_store.h"
 #include "jit/cuda/cuda_kernel.h"
 #include "jit/cuda/nvrtc_compile.h"
-#include "jit/kernel_abi.h"
-#include "jit/kernel_cache.h"
-#include "jit/kernel_spec.h"
-#include "jit/object_store.h"
 
 namespace dualcast::jit::cuda {
 

@@ -6,12 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "jit/codegen.h"
+#include "jit/codegen/codegen.h"
+#include "jit/codegen/disk_cache.h"
 #include "jit/cuda/cuda_printer.h"
-#include "jit/disk_cache.h"
 #include "jit/error.h"
-#include "jit/hash.h"
-#include "jit/verify.h"
+#include "jit/ir/hash.h"
+#include "jit/ir/verify.h"
 
 namespace dualcast::jit::cuda {
 namespace {

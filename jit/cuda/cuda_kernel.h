@@ -52,8 +52,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "jit/kernel_abi.h"
-#include "jit/kernel_spec.h"
+#include "jit/codegen/kernel_abi.h"
+#include "jit/codegen/kernel_spec.h"
 
 namespace dualcast::jit::cuda {
 

@@ -169,7 +169,7 @@ std::string CudaPrinter::MathExpression(Op op, Type type, std::span<const Value>
     // NaN passes through, -0 and negatives become +0.
     case Op::kRelu:
       return absl::StrCat("(", x, " > ", zero, " || ", x, " != ", x, ") ? ", x, " : ", zero);
-    // The staples, as jit/staple_math.h spells them; erfinv is CUDA's own.
+    // The staples, as jit/ir/staple_math.h spells them; erfinv is CUDA's own.
     case Op::kSign:
       return absl::StrCat("(", x, " > ", zero, ") ? ", one, " : ((", x, " < ", zero, ") ? ",
                           CudaLiteral(type, -1), " : ", x, ")");

@@ -34,8 +34,8 @@
 #include <string>
 #include <vector>
 
-#include "jit/codegen.h"
-#include "jit/ir.h"
+#include "jit/codegen/codegen.h"
+#include "jit/ir/ir.h"
 
 namespace dualcast::jit::cuda {
 

@@ -12,12 +12,12 @@
 #include <string>
 
 #include "bad_inputs/bad_inputs.h"
-#include "jit/broadcast_layout.h"
+#include "jit/codegen/broadcast_layout.h"
+#include "jit/codegen/disk_cache.h"
+#include "jit/codegen/kernel_spec.h"
 #include "jit/cpu/cpu_backend.h"
 #include "jit/cpu/launch.h"
-#include "jit/disk_cache.h"
-#include "jit/ir.h"
-#include "jit/kernel_spec.h"
+#include "jit/ir/ir.h"
 
 #if defined(DUALCAST_HAVE_NVRTC)
 #include <nvrtc.h>

@@ -6,7 +6,7 @@
 #include <tuple>
 
 #include "bad_inputs/bad_inputs.h"
-#include "jit/trace.h"
+#include "jit/trace/trace.h"
 
 namespace dualcast::bad_inputs {
 namespace {

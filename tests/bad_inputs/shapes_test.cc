@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "bad_inputs/bad_inputs.h"
-#include "jit/kernel_abi.h"
+#include "jit/codegen/kernel_abi.h"
 
 namespace dualcast::bad_inputs {
 namespace {

@@ -23,12 +23,12 @@
 #include <type_traits>
 #include <vector>
 
-#include "jit/codegen.h"
+#include "jit/codegen/codegen.h"
+#include "jit/codegen/kernel_abi.h"
+#include "jit/codegen/kernel_spec.h"
 #include "jit/cpu/cpu_backend.h"
-#include "jit/interpret.h"
-#include "jit/ir.h"
-#include "jit/kernel_abi.h"
-#include "jit/kernel_spec.h"
+#include "jit/ir/interpret.h"
+#include "jit/ir/ir.h"
 
 namespace dualcast::jit {
 namespace {

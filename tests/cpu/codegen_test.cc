@@ -20,14 +20,14 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "jit/codegen/kernel_abi.h"
+#include "jit/codegen/kernel_spec.h"
 #include "jit/cpu/cpu_backend.h"
 #include "jit/error.h"
-#include "jit/hash.h"
-#include "jit/interpret.h"
-#include "jit/ir.h"
-#include "jit/jvp.h"
-#include "jit/kernel_abi.h"
-#include "jit/kernel_spec.h"
+#include "jit/ir/hash.h"
+#include "jit/ir/interpret.h"
+#include "jit/ir/ir.h"
+#include "jit/passes/jvp.h"
 
 namespace dualcast::jit {
 namespace {

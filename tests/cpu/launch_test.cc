@@ -12,10 +12,10 @@
 #include <thread>
 #include <vector>
 
-#include "jit/broadcast_layout.h"
+#include "jit/codegen/broadcast_layout.h"
+#include "jit/codegen/kernel_abi.h"
 #include "jit/cpu/launch.h"
 #include "jit/cpu/thread_pool.h"
-#include "jit/kernel_abi.h"
 #include "jit/stats.h"
 
 namespace dualcast::jit {

@@ -12,14 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "jit/codegen/kernel_spec.h"
 #include "jit/cpu/cpu_backend.h"
 #include "jit/cpu/launch.h"
 #include "jit/cuda/cuda_kernel.h"
 #include "jit/error.h"
-#include "jit/hash.h"
-#include "jit/interpret.h"
-#include "jit/ir.h"
-#include "jit/kernel_spec.h"
+#include "jit/ir/hash.h"
+#include "jit/ir/interpret.h"
+#include "jit/ir/ir.h"
 
 namespace dualcast::jit {
 namespace {

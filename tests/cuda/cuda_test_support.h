@@ -13,12 +13,12 @@
 #include <unistd.h>
 #include <vector>
 
-#include "jit/hash.h"
-#include "jit/ir.h"
-#include "jit/jvp.h"
-#include "jit/kernel_spec.h"
-#include "jit/optimize.h"
-#include "jit/trace.h"
+#include "jit/codegen/kernel_spec.h"
+#include "jit/ir/hash.h"
+#include "jit/ir/ir.h"
+#include "jit/passes/jvp.h"
+#include "jit/passes/optimize.h"
+#include "jit/trace/trace.h"
 #include "kernels/kernels.h"
 
 #ifdef DUALCAST_HAVE_NVRTC

@@ -20,9 +20,9 @@
 #include "dualcast/broadcast.hpp"
 #include "dualcast/kernel.hpp"
 #include "dualcast/partials.hpp"
+#include "jit/codegen/kernel_abi.h"
 #include "jit/cpu/cpu_backend.h"
-#include "jit/interpret.h"
-#include "jit/kernel_abi.h"
+#include "jit/ir/interpret.h"
 
 #ifdef DUALCAST_HAVE_NVRTC
 #include "jit/cuda/cuda_backend.h"

@@ -16,8 +16,8 @@
 #include "dualcast/dualcast.hpp"
 #include "dualcast/detail/execute.hpp"
 #include "jit/error.h"
-#include "jit/broadcast_layout.h"
-#include "jit/ir.h"
+#include "jit/codegen/broadcast_layout.h"
+#include "jit/ir/ir.h"
 
 #ifdef DUALCAST_HAVE_NVRTC
 #include "jit/cuda/cublas_api.h"

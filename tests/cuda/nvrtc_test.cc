@@ -12,13 +12,13 @@
 #include <tuple>
 
 #include "cuda/cuda_test_support.h"
-#include "jit/compose.h"
+#include "jit/codegen/object_store.h"
 #include "jit/cuda/cuda_backend.h"
 #include "jit/cuda/cuda_kernel.h"
 #include "jit/cuda/cuda_printer.h"
 #include "jit/cuda/nvrtc_compile.h"
 #include "jit/error.h"
-#include "jit/object_store.h"
+#include "jit/passes/compose.h"
 
 namespace dualcast::testing {
 namespace {

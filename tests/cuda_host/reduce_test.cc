@@ -36,12 +36,12 @@
 
 #include "cuda_host/host_module.h"
 #include "cuda_host/views.h"
-#include "jit/broadcast_layout.h"
+#include "jit/codegen/broadcast_layout.h"
+#include "jit/codegen/kernel_spec.h"
 #include "jit/cuda/cuda_kernel.h"
-#include "jit/interpret.h"
-#include "jit/kernel_spec.h"
-#include "jit/optimize.h"
-#include "jit/trace.h"
+#include "jit/ir/interpret.h"
+#include "jit/passes/optimize.h"
+#include "jit/trace/trace.h"
 
 namespace dualcast::testing {
 namespace {

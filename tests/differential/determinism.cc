@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "dualcast/dualcast.hpp"
-#include "jit/disk_cache.h"
+#include "jit/codegen/disk_cache.h"
 #include "kernels/kernels.h"
 
 namespace dualcast::difftest {

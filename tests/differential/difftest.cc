@@ -10,7 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "jit/error.h"
-#include "jit/print.h"
+#include "jit/ir/print.h"
 
 namespace dualcast::difftest {
 
@@ -33,7 +33,7 @@ std::string Stats::Summary() const {
                                failures, " failures");
   if (!gpu_skip_reason.empty()) absl::StrAppend(&s, "\ngpu executor skipped: ", gpu_skip_reason);
   if (!strong_zero_example.empty()) {
-    absl::StrAppend(&s, "\nfirst strong-zero mismatch (jit/jvp.cc vs Dual's documented convention):\n",
+    absl::StrAppend(&s, "\nfirst strong-zero mismatch (jit/passes/jvp.cc vs Dual's documented convention):\n",
                     strong_zero_example);
   }
   return s;

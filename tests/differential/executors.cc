@@ -14,14 +14,14 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "dualcast/dualcast.hpp"
-#include "jit/broadcast_layout.h"
+#include "jit/codegen/broadcast_layout.h"
+#include "jit/codegen/kernel_spec.h"
 #include "jit/cpu/cpu_backend.h"
 #include "jit/cpu/launch.h"
-#include "jit/interpret.h"
-#include "jit/jvp.h"
-#include "jit/kernel_spec.h"
-#include "jit/optimize.h"
-#include "jit/trace.h"
+#include "jit/ir/interpret.h"
+#include "jit/passes/jvp.h"
+#include "jit/passes/optimize.h"
+#include "jit/trace/trace.h"
 
 namespace dualcast::difftest {
 

@@ -29,7 +29,7 @@
 
 #include "differential/shapes.h"
 #include "dualcast/kernel.hpp"
-#include "jit/ir.h"
+#include "jit/ir/ir.h"
 #include "kernels/random_kernel.h"
 
 namespace dualcast::difftest {
@@ -66,7 +66,7 @@ struct Verdict {
   // even times inf or NaN) vs the jvp pass, which drops only *structurally*
   // zero lanes, so a lane that is 0 at run time times a non-finite
   // coefficient (atan2 at the origin, inf inputs) gives NaN. A known
-  // convention mismatch in jit/jvp.cc, counted apart (see the report).
+  // convention mismatch in jit/passes/jvp.cc, counted apart (see the report).
   bool strong_zero = false;
 };
 

@@ -25,7 +25,7 @@
 #include <string>
 #include <string_view>
 
-#include "jit/disk_cache.h"
+#include "jit/codegen/disk_cache.h"
 
 namespace {
 

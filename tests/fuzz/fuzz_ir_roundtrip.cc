@@ -26,14 +26,14 @@
 #include <vector>
 
 #include "jit/error.h"
-#include "jit/hash.h"
-#include "jit/interpret.h"
-#include "jit/ir.h"
-#include "jit/jvp.h"
-#include "jit/optimize.h"
-#include "jit/print.h"
-#include "jit/rewrite.h"
-#include "jit/verify.h"
+#include "jit/ir/hash.h"
+#include "jit/ir/interpret.h"
+#include "jit/ir/ir.h"
+#include "jit/ir/print.h"
+#include "jit/ir/verify.h"
+#include "jit/passes/jvp.h"
+#include "jit/passes/optimize.h"
+#include "jit/passes/rewrite.h"
 
 namespace {
 

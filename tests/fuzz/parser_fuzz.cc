@@ -14,8 +14,8 @@
 #include "examples/repl/lexer.h"
 #include "examples/repl/lower.h"
 #include "examples/repl/parser.h"
-#include "jit/print.h"
-#include "jit/verify.h"
+#include "jit/ir/print.h"
+#include "jit/ir/verify.h"
 
 namespace {
 

@@ -23,9 +23,9 @@ absl_libs=$(pkg-config --libs absl_flat_hash_map absl_hash absl_status absl_stat
 flags="-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
   -I$root -I$root/dual/include -I$root/runtime/include"
 jit="$root/jit"
-ir_srcs="$jit/ir.cc $jit/print.cc $jit/verify.cc $jit/hash.cc $jit/error.cc $jit/rewrite.cc
-  $jit/simplify.cc $jit/dce.cc $jit/optimize.cc $jit/scalar_ops.cc $jit/interpret.cc $jit/jvp.cc"
-cache_srcs="$jit/disk_cache.cc $jit/error.cc $jit/stats.cc"
+ir_srcs="$jit/ir/ir.cc $jit/ir/print.cc $jit/ir/verify.cc $jit/ir/hash.cc $jit/error.cc $jit/passes/rewrite.cc
+  $jit/passes/simplify.cc $jit/passes/dce.cc $jit/passes/optimize.cc $jit/ir/scalar_ops.cc $jit/ir/interpret.cc $jit/passes/jvp.cc"
+cache_srcs="$jit/codegen/disk_cache.cc $jit/error.cc $jit/stats.cc"
 
 # build <target> <sources...>: rebuilds only when a source (or this script) is newer.
 build() {

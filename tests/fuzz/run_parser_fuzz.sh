@@ -22,8 +22,8 @@ absl_libs=$(pkg-config --libs absl_flat_hash_map absl_hash absl_status absl_stat
 srcs="$here/parser_fuzz.cc
   $root/examples/repl/source_error.cc $root/examples/repl/lexer.cc $root/examples/repl/parser.cc
   $root/examples/repl/lower.cc
-  $root/jit/ir.cc $root/jit/print.cc $root/jit/verify.cc $root/jit/error.cc $root/jit/hash.cc
-  $root/jit/compose.cc $root/jit/rewrite.cc"
+  $root/jit/ir/ir.cc $root/jit/ir/print.cc $root/jit/ir/verify.cc $root/jit/error.cc $root/jit/ir/hash.cc
+  $root/jit/passes/compose.cc $root/jit/passes/rewrite.cc"
 bin="$work/parser_fuzz"
 # Rebuild only when a source is newer than the binary.
 rebuild=1

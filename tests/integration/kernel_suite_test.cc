@@ -8,11 +8,11 @@
 #include <random>
 #include <set>
 
-#include "jit/interpret.h"
-#include "jit/jvp.h"
-#include "jit/optimize.h"
-#include "jit/trace.h"
-#include "jit/verify.h"
+#include "jit/ir/interpret.h"
+#include "jit/ir/verify.h"
+#include "jit/passes/jvp.h"
+#include "jit/passes/optimize.h"
+#include "jit/trace/trace.h"
 #include "kernels/kernels.h"
 
 namespace dualcast::testing {

@@ -12,12 +12,12 @@
 #include <random>
 #include <string>
 
-#include "jit/interpret.h"
-#include "jit/jvp.h"
-#include "jit/optimize.h"
-#include "jit/print.h"
-#include "jit/trace.h"
-#include "jit/verify.h"
+#include "jit/ir/interpret.h"
+#include "jit/ir/print.h"
+#include "jit/ir/verify.h"
+#include "jit/passes/jvp.h"
+#include "jit/passes/optimize.h"
+#include "jit/trace/trace.h"
 #include "kernels/random_kernel.h"
 #include <dualcast/dual.hpp>
 

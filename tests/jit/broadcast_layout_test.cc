@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "jit/broadcast_layout.h"
+#include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
 
 namespace dualcast::jit {

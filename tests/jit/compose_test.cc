@@ -11,13 +11,13 @@
 #include <string>
 #include <vector>
 
-#include "jit/compose.h"
 #include "jit/error.h"
-#include "jit/interpret.h"
-#include "jit/ir.h"
-#include "jit/optimize.h"
-#include "jit/print.h"
-#include "jit/verify.h"
+#include "jit/ir/interpret.h"
+#include "jit/ir/ir.h"
+#include "jit/ir/print.h"
+#include "jit/ir/verify.h"
+#include "jit/passes/compose.h"
+#include "jit/passes/optimize.h"
 
 namespace dualcast::jit {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <dualcast/dual.hpp>
 
-#include "jit/trace.h"
+#include "jit/trace/trace.h"
 #include "trace_test_support.h"
 
 namespace dc = dualcast;

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "jit/dce.h"
-#include "jit/interpret.h"
-#include "jit/ir.h"
-#include "jit/print.h"
-#include "jit/verify.h"
+#include "jit/ir/interpret.h"
+#include "jit/ir/ir.h"
+#include "jit/ir/print.h"
+#include "jit/ir/verify.h"
+#include "jit/passes/dce.h"
 
 namespace dualcast::jit {
 namespace {

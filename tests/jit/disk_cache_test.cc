@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "jit/disk_cache.h"
+#include "jit/codegen/disk_cache.h"
 
 namespace dualcast::jit {
 namespace {

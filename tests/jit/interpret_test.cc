@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "jit/error.h"
-#include "jit/interpret.h"
-#include "jit/ir.h"
-#include "jit/scalar_ops.h"
-#include "jit/verify.h"
+#include "jit/ir/interpret.h"
+#include "jit/ir/ir.h"
+#include "jit/ir/scalar_ops.h"
+#include "jit/ir/verify.h"
 
 namespace dualcast::jit {
 namespace {

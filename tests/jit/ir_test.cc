@@ -1,11 +1,11 @@
 // Tests of the IR core: builder hash-consing and scoping, printer, verifier, structural hash.
 #include <doctest/doctest.h>
 
-#include "jit/hash.h"
-#include "jit/ir.h"
-#include "jit/print.h"
-#include "jit/rewrite.h"
-#include "jit/verify.h"
+#include "jit/ir/hash.h"
+#include "jit/ir/ir.h"
+#include "jit/ir/print.h"
+#include "jit/ir/verify.h"
+#include "jit/passes/rewrite.h"
 
 namespace dualcast::jit {
 namespace {

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "jit/error.h"
-#include "jit/interpret.h"
-#include "jit/ir.h"
-#include "jit/jvp.h"
-#include "jit/print.h"
-#include "jit/verify.h"
+#include "jit/ir/interpret.h"
+#include "jit/ir/ir.h"
+#include "jit/ir/print.h"
+#include "jit/ir/verify.h"
+#include "jit/passes/jvp.h"
 
 namespace dualcast::jit {
 namespace {

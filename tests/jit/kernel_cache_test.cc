@@ -8,11 +8,11 @@
 #include <thread>
 #include <vector>
 
-#include "jit/broadcast_layout.h"
+#include "jit/codegen/broadcast_layout.h"
+#include "jit/codegen/kernel_cache.h"
+#include "jit/codegen/kernel_spec.h"
 #include "jit/error.h"
-#include "jit/ir.h"
-#include "jit/kernel_cache.h"
-#include "jit/kernel_spec.h"
+#include "jit/ir/ir.h"
 #include "jit/stats.h"
 
 namespace dualcast::jit {

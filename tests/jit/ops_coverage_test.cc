@@ -1,4 +1,4 @@
-// Walks jit/ops.def and checks that every op exists in every layer: traced overload, jvp rule, interpreter, CPU and CUDA printers; regenerates docs/ops.md.
+// Walks jit/ir/ops.def and checks that every op exists in every layer: traced overload, jvp rule, interpreter, CPU and CUDA printers; regenerates docs/ops.md.
 //
 // The REPL's builtins come from ops.def by construction (examples/repl/lower.cc
 // LookupOp) and are checked in tests/repl/builtins_test.cc.
@@ -14,17 +14,17 @@
 #include <string>
 #include <vector>
 
-#include "jit/compose.h"
+#include "jit/codegen/kernel_spec.h"
 #include "jit/cpu/cpu_backend.h"
 #include "jit/cuda/cuda_printer.h"
 #include "jit/error.h"
-#include "jit/interpret.h"
-#include "jit/ir.h"
-#include "jit/jvp.h"
-#include "jit/kernel_spec.h"
-#include "jit/scalar_ops.h"
-#include "jit/trace.h"
-#include "jit/verify.h"
+#include "jit/ir/interpret.h"
+#include "jit/ir/ir.h"
+#include "jit/ir/scalar_ops.h"
+#include "jit/ir/verify.h"
+#include "jit/passes/compose.h"
+#include "jit/passes/jvp.h"
+#include "jit/trace/trace.h"
 #ifdef DUALCAST_HAVE_NVRTC
 #include "jit/cuda/cuda_kernel.h"
 #include "jit/cuda/nvrtc_compile.h"
@@ -58,7 +58,7 @@ Function OneOp(Op op, Type type) {
 }
 
 // ---- The traced overloads: one lambda per Math / unary Compare row, generated
-// from ops.def exactly as jit/var.h generates the overloads, so a row without
+// from ops.def exactly as jit/trace/var.h generates the overloads, so a row without
 // an overload does not compile.
 
 struct TracedCase {
@@ -105,7 +105,7 @@ struct TracedCase {
 const std::vector<TracedCase>& TracedCases() {
   static const std::vector<TracedCase> cases = {
 #define DUALCAST_OP(name, spelling, arity, kind) DUALCAST_COV_##kind##_##arity(spelling, name)
-#include "jit/ops.def"
+#include "jit/ir/ops.def"
 #undef DUALCAST_OP
   };
   return cases;
@@ -295,8 +295,8 @@ const char* KindText(OpKind kind) {
   }
 }
 
-// The conventions worth a line in the table (value and derivative), as jit/jvp.cc,
-// jit/scalar_ops.cc and jit/staple_math.h implement them.
+// The conventions worth a line in the table (value and derivative), as jit/passes/jvp.cc,
+// jit/ir/scalar_ops.cc and jit/ir/staple_math.h implement them.
 const char* Note(Op op) {
   switch (op) {
     case Op::kAbs: return "abs'(0) = 0; also `fabs`";
@@ -334,7 +334,7 @@ const char* Note(Op op) {
 std::string OpsMarkdown() {
   std::ostringstream md;
   md << "# Supported ops\n\n"
-     << "Generated from `jit/ops.def` by `tests/jit/ops_coverage_test.cc` (do not edit; run\n"
+     << "Generated from `jit/ir/ops.def` by `tests/jit/ops_coverage_test.cc` (do not edit; run\n"
      << "`DUALCAST_WRITE_DOCS=1 build/tests/jit_tests -tc='*ops.md*'`). Every row is an IR op with\n"
      << "a traced overload on `jit::Var` (math functions by the name shown, called unqualified\n"
      << "after `using namespace dc::math;`), a forward-mode derivative rule, an interpreter\n"

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "jit/interpret.h"
-#include "jit/ir.h"
-#include "jit/jvp.h"
-#include "jit/trace.h"
-#include "jit/verify.h"
+#include "jit/ir/interpret.h"
+#include "jit/ir/ir.h"
+#include "jit/ir/verify.h"
+#include "jit/passes/jvp.h"
+#include "jit/trace/trace.h"
 
 namespace dualcast::jit {
 namespace {

@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "jit/dce.h"
-#include "jit/interpret.h"
-#include "jit/ir.h"
-#include "jit/optimize.h"
-#include "jit/print.h"
-#include "jit/simplify.h"
-#include "jit/verify.h"
+#include "jit/ir/interpret.h"
+#include "jit/ir/ir.h"
+#include "jit/ir/print.h"
+#include "jit/ir/verify.h"
+#include "jit/passes/dce.h"
+#include "jit/passes/optimize.h"
+#include "jit/passes/simplify.h"
 
 namespace dualcast::jit {
 namespace {

@@ -7,9 +7,9 @@
 #include <dualcast/dual.hpp>
 
 #include "jit/error.h"
-#include "jit/print.h"
-#include "jit/trace.h"
-#include "jit/verify.h"
+#include "jit/ir/print.h"
+#include "jit/ir/verify.h"
+#include "jit/trace/trace.h"
 #include "trace_test_support.h"
 
 // Shapes that mix re-joining with paths that do not re-join. At global scope,

@@ -16,10 +16,10 @@
 
 #include "absl/strings/str_format.h"
 #include "jit/error.h"
-#include "jit/hash.h"
-#include "jit/print.h"
-#include "jit/trace.h"
-#include "jit/verify.h"
+#include "jit/ir/hash.h"
+#include "jit/ir/print.h"
+#include "jit/ir/verify.h"
+#include "jit/trace/trace.h"
 #include "trace_test_support.h"
 
 // Kernels live at global scope, as user code does: their math names are found

@@ -13,10 +13,10 @@
 
 #include <dualcast/dual.hpp>
 
-#include "jit/interpret.h"
-#include "jit/ir.h"
-#include "jit/jvp.h"
-#include "jit/verify.h"
+#include "jit/ir/interpret.h"
+#include "jit/ir/ir.h"
+#include "jit/ir/verify.h"
+#include "jit/passes/jvp.h"
 
 namespace dualcast::jit::trace_testing {
 

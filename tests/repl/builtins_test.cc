@@ -1,4 +1,4 @@
-// The REPL's builtins come from jit/ops.def: every op is callable inside a def and on arrays, with gradients.
+// The REPL's builtins come from jit/ir/ops.def: every op is callable inside a def and on arrays, with gradients.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -9,7 +9,7 @@
 #include "dualcast/array.hpp"
 #include "examples/repl/lower.h"
 #include "examples/repl/session.h"
-#include "jit/ir.h"
+#include "jit/ir/ir.h"
 
 namespace {
 

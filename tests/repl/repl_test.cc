@@ -25,9 +25,9 @@
 #include "examples/repl/lower.h"
 #include "examples/repl/parser.h"
 #include "examples/repl/session.h"
-#include "jit/interpret.h"
-#include "jit/jvp.h"
-#include "jit/verify.h"
+#include "jit/ir/interpret.h"
+#include "jit/ir/verify.h"
+#include "jit/passes/jvp.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include "dualcast/kernel.hpp"
 #include "dualcast/reductions.hpp"
 #include "dualcast/tape.hpp"
-#include "jit/kernel_cache.h"
+#include "jit/codegen/kernel_cache.h"
 #include "jit/stats.h"
 
 namespace dualcast {

@@ -11,10 +11,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "dualcast/detail/execute.hpp"
-#include "jit/broadcast_layout.h"
+#include "jit/codegen/broadcast_layout.h"
 #include "jit/cpu/thread_pool.h"
 #include "jit/error.h"
-#include "jit/ir.h"
+#include "jit/ir/ir.h"
 
 namespace dualcast::detail {
 namespace {

@@ -17,7 +17,7 @@
 #include "dualcast/reductions.hpp"
 #include "dualcast/tape.hpp"
 #include "jit/error.h"
-#include "jit/ir.h"
+#include "jit/ir/ir.h"
 
 namespace dualcast {
 namespace {

@@ -8,7 +8,7 @@
 // (a Kernel is a cheap handle), and it is safe to use one Kernel from several
 // threads at once.
 //
-// The lambda must be a pure generic lambda (see jit/trace.h): it is re-run
+// The lambda must be a pure generic lambda (see jit/trace/trace.h): it is re-run
 // once per branch path while tracing, and also runs on float, double and
 // Dual<...> in tests, so write it with `dualcast::math` functions and plain
 // `if`s on the data.
@@ -40,8 +40,8 @@
 #include "dualcast/math.hpp"  // so that kernels can say `using namespace dualcast::math`
 
 #include "dualcast/detail/array_impl.hpp"
-#include "jit/ir.h"
-#include "jit/trace.h"
+#include "jit/ir/ir.h"
+#include "jit/trace/trace.h"
 
 namespace dualcast {
 

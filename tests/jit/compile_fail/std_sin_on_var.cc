@@ -2,7 +2,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "jit/var.h"
+#include "jit/trace/var.h"
 
 using dualcast::jit::Var;
 // Var still converts to no number type a kernel might take by mistake.

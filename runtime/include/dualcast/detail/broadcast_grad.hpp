@@ -13,8 +13,8 @@
 
 #include "dualcast/detail/array_impl.hpp"
 #include "dualcast/detail/grad_node.hpp"
-#include "jit/compose.h"
-#include "jit/ir.h"
+#include "jit/ir/ir.h"
+#include "jit/passes/compose.h"
 
 namespace dualcast::detail {
 

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "dualcast/detail/array_impl.hpp"
-#include "jit/ir.h"
+#include "jit/ir/ir.h"
 
 namespace dualcast::detail {
 

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "dualcast/detail/array_impl.hpp"
-#include "jit/ir.h"
-#include "jit/jvp.h"
+#include "jit/ir/ir.h"
+#include "jit/passes/jvp.h"
 
 namespace dualcast::detail {
 
