@@ -12,6 +12,7 @@
 #include "jit/cpu/vector_math.h"
 #include "jit/error.h"
 #include "jit/ir/verify.h"
+#include "jit/passes/hoist_common.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DerivedTypes.h"
 #include "llvm/IR/Function.h"
@@ -455,10 +456,11 @@ class KernelEmitter {
   // strided one a masked gather. Inactive lanes read nothing and write
   // nothing; their values are computed from zeros and discarded.
   //
-  // `full` (null for rank 0) is true when all W lanes are active: then the
-  // contiguous loads and stores are plain vector ones, and only the last
-  // iteration of a row takes the masked ones. The branch is duplicated
-  // around the loads and the stores, never around the Function.
+  // Contiguous loads are masked loads (one instruction each, so they can sink
+  // into uniform branches). `full` (null for rank 0) is true when all W lanes
+  // are active: then the contiguous stores are plain vector ones, and only the
+  // last iteration of a row takes the masked ones. The branch is duplicated
+  // around the stores, never around the Function.
   //
   // Outputs: a reduced output reduced along `d` is not stored; its value
   // (widened to double, inactive lanes 0) is returned at its index for the
@@ -508,22 +510,14 @@ class KernelEmitter {
                                          absl::StrCat("x", k));
       }
     }
-    if (!contiguous.empty()) {
-      std::vector<llvm::Value*> values = split(
-          "load",
-          [&] {
-            std::vector<llvm::Value*> v;
-            for (llvm::Value* base : contiguous_base) v.push_back(b.CreateAlignedLoad(vec, base, align));
-            return v;
-          },
-          [&] {
-            std::vector<llvm::Value*> v;
-            for (llvm::Value* base : contiguous_base) {
-              v.push_back(b.CreateMaskedLoad(vec, base, align, active, zeros));
-            }
-            return v;
-          });
-      for (size_t c = 0; c < contiguous.size(); ++c) loaded[contiguous[c]] = values[c];
+    // Contiguous inputs: one masked load each, full rows or tail alike (with
+    // every lane active it costs what a plain load costs). A single load
+    // instruction per input, not a full/tail pair joined by a phi, is what
+    // lets SinkIntoUniformBranches move it into the sides of a uniform branch
+    // that read it: a COPY row of the HM-LSTM then reads 2 of its 5 arrays.
+    for (size_t c = 0; c < contiguous.size(); ++c) {
+      loaded[contiguous[c]] = b.CreateMaskedLoad(vec, contiguous_base[c], align, active, zeros,
+                                                 absl::StrCat("x", contiguous[c]));
     }
 
     LlvmPrinter* printer_ptr = nullptr;
@@ -640,7 +634,14 @@ absl::StatusOr<std::unique_ptr<llvm::Module>> BuildKernelModule(const KernelSpec
                                                                 const std::string& symbol,
                                                                 llvm::LLVMContext& ctx) {
   if (absl::Status s = spec.Validate("cpu"); !s.ok()) return s;
-  return KernelEmitter(spec, symbol, ctx).Build();
+  // Vector code runs both sides of a mixed if: work both sides compute is
+  // done once above it (and sunk back where the branch is uniform).
+  const bool has_ifs = std::any_of(spec.function->insts.begin(), spec.function->insts.end(),
+                                   [](const Inst& inst) { return inst.op == Op::kIf; });
+  if (!has_ifs) return KernelEmitter(spec, symbol, ctx).Build();
+  KernelSpec vector_spec = spec;
+  vector_spec.function = std::make_shared<Function>(HoistCommonWork(*spec.function));
+  return KernelEmitter(vector_spec, symbol, ctx).Build();
 }
 
 }  // namespace dualcast::jit::cpu
