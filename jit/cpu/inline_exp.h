@@ -11,10 +11,12 @@
 // Method (one core for both functions): k = roundeven(x / ln 2);
 // r = x - k ln 2 in two FMA steps (Cody-Waite), |r| <= ln2/2;
 // q = expm1(r) = r + r^2 (1/2 + r/6 + ...) by Horner on the Taylor series
-// (degree 7 in f32, 13 in f64: truncation below 2^-26 / 2^-55 relative). Then
-//   exp(x)   = (1 + q) 2^k1 2^k2 with k1 = k >> 1, k2 = k - k1, so results down
-//              to the smallest subnormal and up to the largest finite number
-//              come out with one final rounding;
+// (f32: Cephes expf's degree-5 minimax fit; f64: Taylor to degree 13,
+// truncation below 2^-55 relative). Then
+//   exp(x)   = (1 + q) 2^k, one rounding also for subnormal results: AVX-512's
+//              vscalef on 512-bit vectors, else (1 + q) 2^k1 2^k2 with
+//              k1 = k >> 1, k2 = k - k1 (each factor normal, the last product
+//              rounds);
 //   expm1(x) = 2^k q + (2^k - 1) (one FMA; exact q when k = 0, so tiny x
 //              keeps full relative accuracy), exp(x) - 1 once 2^k - 1 = 2^k.
 // Special values: NaN -> NaN; +inf -> +inf; exp(-inf) = +0, expm1(-inf) = -1;
