@@ -8,10 +8,13 @@
 // keeps a few, most recent first, so a repeat launch needs no lock and no
 // allocation beyond its outputs. A plan whose kernel the cache has evicted
 // is dropped, so the kernel cache's bound and counts stay truthful. Only for
-// CPU launches whose outputs are new contiguous arrays (no destinations).
+// CPU launches whose outputs are new contiguous arrays (no destinations);
+// outputs summed over broadcast axes (ExecuteOptions::output_shapes, the
+// fused reductions and the one-pass gradient of a tape step) are planned too,
+// keyed on the requested output and iteration shapes.
 //
 // Example (inside Execute):
-//   if (LaunchPlan* plan = FindPlan(fn.get(), inputs, options.write)) {
+//   if (LaunchPlan* plan = FindPlan(fn.get(), inputs, options)) {
 //     return RunPlan(*plan, fn->num_outputs(), inputs, device);
 //   }
 //   ... the full path, then KeepPlan(...) with what it computed.
@@ -22,7 +25,9 @@
 #include <vector>
 
 #include "dualcast/detail/array_impl.hpp"
+#include "dualcast/detail/execute.hpp"
 #include "jit/codegen/kernel_cache.h"
+#include "jit/codegen/kernel_spec.h"
 #include "jit/ir/ir.h"
 
 namespace dualcast::detail {
@@ -38,12 +43,20 @@ struct LaunchPlan {
   std::vector<int64_t> arg_in_strides;   // KernelArgs::in_strides
   std::vector<int64_t> arg_out_strides;  // KernelArgs::out_strides (contiguous outputs)
   jit::KernelCache::Ref kernel;
+  // Outputs summed over axes: the request (part of the key), the shape each
+  // output is allocated in, which are summed, and the spec the reducing
+  // launcher needs (null when nothing is summed).
+  std::vector<std::vector<int64_t>> output_shapes;
+  std::vector<int64_t> iteration_shape;
+  std::vector<std::vector<int64_t>> out_shapes;
+  std::vector<bool> summed;
+  std::shared_ptr<const jit::KernelSpec> reduce_spec;
 };
 
 // This thread's plan for `fn` over `inputs` with `write`, now its most
 // recent, or null.
 LaunchPlan* FindPlan(const jit::Function* fn, const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
-                     const std::vector<bool>& write);
+                     const ExecuteOptions& options);
 // Files `plan` as this thread's most recent (dropping its oldest beyond a few).
 void KeepPlan(std::unique_ptr<LaunchPlan> plan);
 // jit::StructuralHash(*fn), remembered for the last few functions this
