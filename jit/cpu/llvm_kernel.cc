@@ -201,6 +201,23 @@ class KernelEmitter {
 
   llvm::Value* Arg(int param) const { return body_->getArg(param); }
 
+  // Reduced output m's combining op on double scalars or vectors (see
+  // ReduceCombine: max and min let a NaN through, in any position).
+  llvm::Value* Combine(llvm::IRBuilder<>& b, size_t m, llvm::Value* acc, llvm::Value* v) const {
+    switch (spec_.reduce_op(m)) {
+      case ReduceOp::kSum: return b.CreateFAdd(acc, v);
+      case ReduceOp::kProd: return b.CreateFMul(acc, v);
+      case ReduceOp::kMax:
+        return b.CreateSelect(b.CreateOr(b.CreateFCmpOGT(v, acc), b.CreateFCmpUNO(v, v)), v, acc);
+      case ReduceOp::kMin:
+        return b.CreateSelect(b.CreateOr(b.CreateFCmpOLT(v, acc), b.CreateFCmpUNO(v, v)), v, acc);
+    }
+    return b.CreateFAdd(acc, v);
+  }
+  llvm::Constant* Identity(size_t m, llvm::Type* type) const {
+    return llvm::ConstantFP::get(type, ReduceIdentity(spec_.reduce_op(m)));
+  }
+
   // offset + i * stride for one operand, with the compiled-in 0 and 1 folded away.
   llvm::Value* Advance(llvm::IRBuilder<>& b, llvm::Value* offset, llvm::Value* i, int stride) {
     if (stride == kZeroStride) return offset;
@@ -297,7 +314,7 @@ class KernelEmitter {
     for (size_t m = 0; m < acc.size(); ++m) {
       if (out_ptr_[m] < 0 || !ReducedAlong(m, d)) continue;
       acc[m] = b.CreatePHI(acc_type, 2, absl::StrCat("acc", m));
-      acc[m]->addIncoming(llvm::Constant::getNullValue(acc_type), preheader);
+      acc[m]->addIncoming(Identity(m, acc_type), preheader);
     }
     b.CreateCondBr(b.CreateICmpSLT(i, hi), body, exit);
     b.SetInsertPoint(body);
@@ -315,7 +332,7 @@ class KernelEmitter {
         continue;
       }
       for (size_t m = 0; m < sums.size(); ++m) {
-        if (blocked[m]) sums[m] = b.CreateFAdd(sums[m], values[m]);
+        if (blocked[m]) sums[m] = Combine(b, m, sums[m], values[m]);
       }
     }
     for (size_t m = 0; m < sums.size(); ++m) {
@@ -323,7 +340,7 @@ class KernelEmitter {
     }
     llvm::Value* next = b.CreateAdd(i, b.getInt64(lanes_), "", false, /*HasNSW=*/true);
     for (size_t m = 0; m < acc.size(); ++m) {
-      if (acc[m] != nullptr) acc[m]->addIncoming(b.CreateFAdd(acc[m], sums[m]), b.GetInsertBlock());
+      if (acc[m] != nullptr) acc[m]->addIncoming(Combine(b, m, acc[m], sums[m]), b.GetInsertBlock());
     }
     i->addIncoming(next, b.GetInsertBlock());
     b.CreateBr(header);
@@ -341,13 +358,13 @@ class KernelEmitter {
           lo[k] = k;
           hi[k] = k + width / 2;
         }
-        sum = b.CreateFAdd(b.CreateShuffleVector(sum, lo), b.CreateShuffleVector(sum, hi));
+        sum = Combine(b, m, b.CreateShuffleVector(sum, lo), b.CreateShuffleVector(sum, hi));
       }
       sum = b.CreateExtractElement(sum, uint64_t{0});
       const std::vector<llvm::Value*>& out_off = rows[0].out;
       llvm::Value* addr =
           out_off[m] == nullptr ? Arg(out_ptr_[m]) : b.CreateInBoundsGEP(f64, Arg(out_ptr_[m]), out_off[m]);
-      b.CreateStore(b.CreateFAdd(b.CreateLoad(f64, addr), sum), addr);
+      b.CreateStore(Combine(b, m, b.CreateLoad(f64, addr), sum), addr);
     }
   }
 
@@ -430,14 +447,14 @@ class KernelEmitter {
     Split(
         b, full, "scratch",
         [&] {
-          b.CreateAlignedStore(b.CreateFAdd(b.CreateAlignedLoad(vec, address, align), value),
+          b.CreateAlignedStore(Combine(b, m, b.CreateAlignedLoad(vec, address, align), value),
                                address, align);
           return std::vector<llvm::Value*>{};
         },
         [&] {
           llvm::Value* old =
               b.CreateMaskedLoad(vec, address, align, active, llvm::Constant::getNullValue(vec));
-          b.CreateMaskedStore(b.CreateFAdd(old, value), address, align, active);
+          b.CreateMaskedStore(Combine(b, m, old, value), address, align, active);
           return std::vector<llvm::Value*>{};
         });
   }
@@ -554,8 +571,8 @@ class KernelEmitter {
           row_values[m] = wide;
           continue;
         }
-        if (ReducedAlong(m, d)) {  // inactive lanes must add 0 (their values may be NaN)
-          row_values[m] = b.CreateSelect(active, wide, llvm::Constant::getNullValue(f64_vec));
+        if (ReducedAlong(m, d)) {  // inactive lanes must add the identity (theirs may be NaN)
+          row_values[m] = b.CreateSelect(active, wide, Identity(m, f64_vec));
           continue;
         }
         scratch_adds.emplace_back(m, wide);
