@@ -24,6 +24,12 @@
 #include "runtime/launch_plan.h"
 
 namespace dualcast::detail {
+
+static_assert(static_cast<int>(ReduceKind::kSum) == static_cast<int>(jit::ReduceOp::kSum) &&
+              static_cast<int>(ReduceKind::kProd) == static_cast<int>(jit::ReduceOp::kProd) &&
+              static_cast<int>(ReduceKind::kMax) == static_cast<int>(jit::ReduceOp::kMax) &&
+              static_cast<int>(ReduceKind::kMin) == static_cast<int>(jit::ReduceOp::kMin));
+
 namespace {
 
 // Byte addresses spanned by an array's elements: [lo, hi). Empty arrays span nothing.
@@ -364,6 +370,14 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
   absl::StatusOr<jit::BroadcastLayout> merged = jit::MergeBroadcast(shapes, strides, kernel_name);
   if (!merged.ok()) ThrowStatus(merged.status());
   if (merged->num_elements == 0) {  // nothing to compute: a sum over nothing is 0
+    for (size_t m = 0; m < n_out && m < options.reduce_ops.size(); ++m) {
+      if (summed[m] && options.reduce_ops[m] != ReduceKind::kSum && outputs[m]->size() > 0) {
+        throw Error(ErrorKind::kInternal,
+                    absl::StrCat(kernel_name, ": output ", m + 1,
+                                 " reduces over no elements with an op that is not a sum; the "
+                                 "caller must handle empty reductions"));
+      }
+    }
     for (size_t m = 0; m < n_out; ++m) {
       if (summed[m] && !plan.accumulate[m] && outputs[m]->size() > 0) backend.StoreZeros(outputs[m]);
     }
@@ -381,6 +395,12 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
   if (plan.reduces) {
     spec.output_reduce.assign(n_out, 0);
     spec.accumulate.assign(n_out, false);
+    if (!options.reduce_ops.empty()) {
+      spec.output_reduce_op.assign(n_out, jit::ReduceOp::kSum);
+      for (size_t m = 0; m < n_out && m < options.reduce_ops.size(); ++m) {
+        if (summed[m]) spec.output_reduce_op[m] = static_cast<jit::ReduceOp>(options.reduce_ops[m]);
+      }
+    }
     size_t operand = n_in;
     for (size_t m = 0; m < n_out; ++m) {
       if (!write[m]) continue;
@@ -435,6 +455,7 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
     kept->kernel = std::move(kernel);
     kept->output_shapes = options.output_shapes;
     kept->iteration_shape = options.iteration_shape;
+    kept->reduce_ops = options.reduce_ops;
     kept->out_shapes = plan.shapes;
     kept->summed = summed;
     if (spec.HasReductions()) kept->reduce_spec = std::make_shared<const jit::KernelSpec>(spec);

@@ -42,7 +42,7 @@ LaunchPlan* FindPlan(const jit::Function* fn, const std::vector<std::shared_ptr<
     if (plan.fn.get() != fn || plan.write != options.write ||
         plan.in_shapes.size() != inputs.size() || plan.dtype != inputs[0]->dtype ||
         plan.output_shapes != options.output_shapes ||
-        plan.iteration_shape != options.iteration_shape) {
+        plan.iteration_shape != options.iteration_shape || plan.reduce_ops != options.reduce_ops) {
       continue;
     }
     bool same = true;

@@ -48,6 +48,7 @@ struct LaunchPlan {
   // launcher needs (null when nothing is summed).
   std::vector<std::vector<int64_t>> output_shapes;
   std::vector<int64_t> iteration_shape;
+  std::vector<ReduceKind> reduce_ops;
   std::vector<std::vector<int64_t>> out_shapes;
   std::vector<bool> summed;
   std::shared_ptr<const jit::KernelSpec> reduce_spec;
