@@ -140,6 +140,39 @@ TEST_CASE("long chains are cut into bounded groups and stay correct") {
   for (double v : s.to_vector()) CHECK(v == 301.0);
 }
 
+TEST_CASE("the fusion cap is a budget on IR size: many tiny broadcasts fuse, a few big ones are cut") {
+  std::vector<double> xs(16);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.1 + 0.05 * static_cast<double>(i);
+  auto x = Array<double>::from(xs, {16});
+  // 200 one-op broadcasts: far under kMaxFusedInsts (768) and kMaxFusedNodes (256).
+  jit::ResetStats();  // cuts launch inside broadcast(), so count from before the chain
+  Array<double> y = x;
+  for (int i = 0; i < 100; ++i) y = y * 0.999 + 0.001;
+  std::vector<double> got = y.to_vector();
+  CHECK(jit::GetStats().launches == 1);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    double r = xs[i];
+    for (int k = 0; k < 100; ++k) r = r * 0.999 + 0.001;
+    CHECK(got[i] == doctest::Approx(r).epsilon(1e-12));
+  }
+  // Four broadcasts of a kernel of at least 250 instructions: only 4 nodes,
+  // but over the instruction budget together, so the group is cut.
+  Kernel big = kernel("big", [](auto a) {
+    for (int k = 0; k < 250; ++k) a = a * 0.999 + 0.001;
+    return a;
+  });
+  jit::ResetStats();
+  Array<double> z = x;
+  for (int i = 0; i < 4; ++i) z = broadcast(big, z);
+  got = z.to_vector();
+  CHECK(jit::GetStats().launches >= 2);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    double r = xs[i];
+    for (int k = 0; k < 1000; ++k) r = r * 0.999 + 0.001;
+    CHECK(got[i] == doctest::Approx(r).epsilon(1e-12));
+  }
+}
+
 TEST_CASE("with a tape, a fused chain records partials w.r.t. its leaves (cache and recompute)") {
   Kernel f = F(), g = G(), h = H();
   auto x = Array<double>::uniform({4, 3}, 7, -1, 1);
