@@ -249,6 +249,55 @@ void HmlstmCase(bool rows) {
 TEST_CASE("one pass: the HM-LSTM cell, rows layout") { HmlstmCase(true); }
 TEST_CASE("one pass: the HM-LSTM cell, columns layout") { HmlstmCase(false); }
 
+// The per-step plan is cached by the primal and the requested leaves: steps
+// that change the shapes, the requested inputs, their order, the dtype or
+// the values of a constant operand, one after another with the same kernel,
+// must each get their own right answer (a stale plan would reuse the wrong
+// output slots or shapes).
+TEST_CASE("one pass: no cached plan goes stale across steps that change shapes, inputs, dtype, values") {
+  struct Step {
+    Shape x, a, w;
+    std::vector<size_t> wrt;
+    uint64_t seed;
+  };
+  const std::vector<Step> steps = {
+      {{4, 3}, {4, 1}, {}, {0, 1}, 31},  {{4, 3}, {4, 1}, {}, {1}, 32},
+      {{4, 3}, {1, 3}, {4, 3}, {0}, 33}, {{6, 5}, {6, 1}, {1, 5}, {1, 0}, 34},
+      {{4, 3}, {4, 1}, {}, {0, 1}, 35},  {{6, 5}, {}, {6, 1}, {2, 1, 0}, 36},
+  };
+  for (const Step& st : steps) {
+    CAPTURE(st.seed);
+    const int64_t m = st.x[0], n = st.x[1];
+    std::vector<Host> host = {Uniform(st.x, st.seed), Uniform(st.a, st.seed + 100),
+                              Uniform(st.w, st.seed + 200, 0.5, 2)};
+    HostLoss loss = [&](const std::vector<Host>& h) {
+      double s = 0;
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t c = 0; c < n; ++c) s += kF(h[0].at(r, c), h[1].at(r, c)) * h[2].at(r, c);
+      }
+      return s;
+    };
+    CheckOnePass(host, loss, st.wrt, [](const std::vector<Array<double>>& a) {
+      return sum(broadcast(F(), a[0], a[1]) * a[2]);
+    });
+    // The same structure in float32 between the float64 steps.
+    auto x = Array<float>::uniform(st.x, st.seed, -1, 1), a = Array<float>::uniform(st.a, st.seed + 1, -1, 1);
+    const int64_t before = OnePassGradients();
+    Tape tape;
+    std::vector<Array<float>> g = tape.gradient(sum(broadcast(F(), x, a)), {a, x});
+    CHECK(OnePassGradients() == before + 1);
+    std::vector<Host> hf = {{st.x, {}}, {st.a, {}}, {Shape{}, {1.0}}};
+    for (float v : x.to_vector()) hf[0].v.push_back(v);
+    for (float v : a.to_vector()) hf[1].v.push_back(v);
+    for (size_t k : {size_t{1}, size_t{0}}) {
+      const std::vector<double> want = FiniteDiff(loss, hf, k);
+      const std::vector<float> got = g[k == 1 ? 0 : 1].to_vector();
+      REQUIRE(got.size() == want.size());
+      for (size_t e = 0; e < got.size(); ++e) CHECK(got[e] == doctest::Approx(want[e]).epsilon(1e-5).scale(1));
+    }
+  }
+}
+
 TEST_CASE("one pass: float32 agrees with the kCache sweep") {
   auto x = Array<float>::uniform({33, 17}, 12, -1, 1);
   auto a = Array<float>::uniform({33, 1}, 13, -1, 1);
