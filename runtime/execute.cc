@@ -320,12 +320,11 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
     }
   }
   // The per-thread fast path: same function, shapes and strides as a recent launch.
-  const bool plannable = options.destinations.empty() && device.is_cpu() &&
-                         options.output_shapes.empty() && options.accumulate.empty() &&
-                         options.iteration_shape.empty() &&
+  const bool plannable = options.destinations.empty() && device.is_cpu() && options.accumulate.empty() &&
                          (options.write.empty() || options.write.size() == n_out);
   if (plannable) {
-    if (LaunchPlan* plan = FindPlan(fn.get(), inputs, options.write)) {
+    if (LaunchPlan* plan =
+            FindPlan(fn.get(), inputs, options.write, options.output_shapes, options.iteration_shape)) {
       return RunPlan(*plan, n_out, inputs, device);
     }
   }
@@ -438,31 +437,39 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
       });
   if (!kernel.ok()) ThrowStatus(kernel.status());
 
-  if (!spec.HasReductions()) {
-    if (plannable) {
-      // Every written output here is a new contiguous array, as RunPlan makes them.
-      auto kept = std::make_unique<LaunchPlan>();
-      kept->fn = fn;
-      kept->dtype = dtype;
-      kept->write = options.write;
-      for (const auto& in : inputs) {
-        kept->in_shapes.push_back(in->shape);
-        kept->in_strides.push_back(in->strides);
-      }
-      kept->out_shape = out_shape;
-      kept->rank = rank;
-      kept->sizes = sizes;
-      kept->arg_in_strides = in_strides;
-      kept->arg_out_strides = out_strides;
-      kept->kernel = *kernel;
-      KeepPlan(std::move(kept));
-    }
-    jit::LaunchCpu((*kernel)->entry_as<jit::KernelEntry>(), args, rank);
-    return outputs;
-  }
   std::vector<jit::ReducedDestination> reduced(n_out);
   for (size_t m = 0; m < n_out; ++m) {
     if (summed[m]) reduced[m] = {outputs[m]->data(), outputs[m]->shape, outputs[m]->strides};
+  }
+  if (plannable) {
+    // Every written output here is a new contiguous array, as RunPlan makes them.
+    auto kept = std::make_unique<LaunchPlan>();
+    kept->fn = fn;
+    kept->dtype = dtype;
+    kept->write = options.write;
+    for (const auto& in : inputs) {
+      kept->in_shapes.push_back(in->shape);
+      kept->in_strides.push_back(in->strides);
+    }
+    kept->requested_shapes = options.output_shapes;
+    kept->iteration_shape = options.iteration_shape;
+    kept->out_shape = out_shape;
+    if (!options.output_shapes.empty()) kept->out_shapes = plan.shapes;
+    kept->rank = rank;
+    kept->sizes = sizes;
+    kept->arg_in_strides = in_strides;
+    kept->arg_out_strides = out_strides;
+    kept->kernel = *kernel;
+    if (spec.HasReductions()) {
+      kept->reduce_spec = spec;
+      kept->summed = summed;
+      kept->reduced = reduced;
+    }
+    KeepPlan(std::move(kept));
+  }
+  if (!spec.HasReductions()) {
+    jit::LaunchCpu((*kernel)->entry_as<jit::KernelEntry>(), args, rank);
+    return outputs;
   }
   jit::LaunchCpu((*kernel)->entry_as<jit::KernelEntry>(), args, spec, reduced);
   return outputs;
