@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "cuda_runtime.h"  // [CUDA path]
+#include "runtime/backend.h"
 #include "dualcast/detail/grad_node.hpp"
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
@@ -120,27 +120,30 @@ thread_local bool SmallBlocks::t_alive = true;
 }  // namespace
 
 Storage::~Storage() {
-  if (owning && data != nullptr && device.is_cpu()) {
-    const size_t rounded = BlockCache::Round(bytes);
-    if (!SmallBlocks::Give(data, rounded) && !BlockCache::Global().Give(data, rounded)) std::free(data);
-  } else if (owning && data != nullptr && device.is_cuda()) {
-    CudaRelease(*this);  // [CUDA path] back to the device's caching allocator
+  if (owning && data != nullptr) BackendFor(device).Release(*this);
+}
+
+void CpuRelease(Storage& storage) noexcept {
+  const size_t rounded = BlockCache::Round(storage.bytes);
+  if (!SmallBlocks::Give(storage.data, rounded) && !BlockCache::Global().Give(storage.data, rounded)) {
+    std::free(storage.data);
   }
 }
 
 void ReleaseCachedMemory() { BlockCache::Global().Clear(); }
 
 std::shared_ptr<Storage> Allocate(size_t bytes, Device device) {
-  if (device.is_cuda() && device.available()) return CudaAllocate(bytes, device);  // [CUDA path]
-  if (!device.is_cpu()) {
-    throw Error(ErrorKind::kDevice,
-                absl::StrCat("cannot allocate ", bytes, " bytes on ", device.name(), ": ",
-                             device.available() ? "device memory is not supported yet"
-                                                : device.unavailable_reason()));
+  if (!device.is_cpu() && !device.available()) {  // the host always is: no string on the hot path
+    throw Error(ErrorKind::kDevice, absl::StrCat("cannot allocate ", bytes, " bytes on ",
+                                                 device.name(), ": ", device.unavailable_reason()));
   }
+  return BackendFor(device).Allocate(bytes, device);
+}
+
+std::shared_ptr<Storage> CpuAllocate(size_t bytes) {
   auto storage = std::make_shared<Storage>();
   storage->bytes = bytes;
-  storage->device = device;
+  storage->device = Device::cpu();
   if (bytes > 0) {
     const size_t rounded = BlockCache::Round(bytes);
     storage->data = SmallBlocks::Take(rounded);
@@ -264,7 +267,7 @@ const detail::ArrayImpl& Array<T>::checked() const {
 
 template <ElementType T>
 Array<T> Array<T>::from(const std::vector<T>& values, Shape shape, Device device) {
-  if (device.is_cuda()) return from(values, std::move(shape), Device::cpu()).to(device);  // [CUDA path]
+  if (!device.is_cpu()) return from(values, std::move(shape), Device::cpu()).to(device);  // made on the host, one copy
   auto impl = detail::NewArray(detail::DTypeOf<T>(), shape, device);
   if (static_cast<int64_t>(values.size()) != impl->size()) {
     throw Error(ErrorKind::kShape,
@@ -282,7 +285,7 @@ Array<T> Array<T>::scalar(T value, Device device) {
 
 template <ElementType T>
 Array<T> Array<T>::full(Shape shape, T value, Device device) {
-  if (device.is_cuda()) return full(std::move(shape), value, Device::cpu()).to(device);  // [CUDA path]
+  if (!device.is_cpu()) return full(std::move(shape), value, Device::cpu()).to(device);
   auto impl = detail::NewArray(detail::DTypeOf<T>(), std::move(shape), device);
   std::fill_n(static_cast<T*>(impl->data()), impl->size(), value);
   return Array(std::move(impl));
@@ -300,7 +303,7 @@ Array<T> Array<T>::ones(Shape shape, Device device) {
 
 template <ElementType T>
 Array<T> Array<T>::uniform(Shape shape, uint64_t seed, T lo, T hi, Device device) {
-  if (device.is_cuda()) return uniform(std::move(shape), seed, lo, hi, Device::cpu()).to(device);  // [CUDA path]
+  if (!device.is_cpu()) return uniform(std::move(shape), seed, lo, hi, Device::cpu()).to(device);
   auto impl = detail::NewArray(detail::DTypeOf<T>(), std::move(shape), device);
   Xoshiro rng(seed);
   T* out = static_cast<T*>(impl->data());
@@ -313,7 +316,7 @@ Array<T> Array<T>::uniform(Shape shape, uint64_t seed, T lo, T hi, Device device
 
 template <ElementType T>
 Array<T> Array<T>::normal(Shape shape, uint64_t seed, T mean, T stddev, Device device) {
-  if (device.is_cuda()) return normal(std::move(shape), seed, mean, stddev, Device::cpu()).to(device);  // [CUDA path]
+  if (!device.is_cpu()) return normal(std::move(shape), seed, mean, stddev, Device::cpu()).to(device);
   auto impl = detail::NewArray(detail::DTypeOf<T>(), std::move(shape), device);
   Xoshiro rng(seed);
   T* out = static_cast<T*>(impl->data());
@@ -328,7 +331,7 @@ Array<T> Array<T>::normal(Shape shape, uint64_t seed, T mean, T stddev, Device d
 
 template <ElementType T>
 Array<T> Array<T>::arange(int64_t n, Device device) {
-  if (device.is_cuda()) return arange(n, Device::cpu()).to(device);  // [CUDA path]
+  if (!device.is_cpu()) return arange(n, Device::cpu()).to(device);
   auto impl = detail::NewArray(detail::DTypeOf<T>(), {n}, device);
   T* out = static_cast<T*>(impl->data());
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(i);
@@ -444,7 +447,7 @@ T* Array<T>::mutable_data() {
 
 template <ElementType T>
 std::vector<T> Array<T>::to_vector() const {
-  if (checked().device.is_cuda()) return to(Device::cpu()).to_vector();  // [CUDA path]
+  if (!checked().device.is_cpu()) return to(Device::cpu()).to_vector();
   const T* base = data();
   std::vector<T> out(static_cast<size_t>(impl_->size()));
   detail::ForEachElement(impl_->shape, impl_->strides,
@@ -498,12 +501,9 @@ Array<T> Array<T>::to(Device device) const {
                                                  device.unavailable_reason()));
   }
   Array out;
-  if (device.is_cuda() || impl_->device.is_cuda()) {  // [CUDA path] one copy across the bus
-    eval();
-    out = Array(detail::CudaTransfer(*impl_, device));
-  } else {
-    out = from(to_vector(), impl_->shape, device);
-  }
+  eval();
+  // One copy, by the backend of the device that is not the host.
+  out = Array(detail::BackendFor(device.is_cpu() ? impl_->device : device).Transfer(*impl_, device));
   detail::NoteOrigin("Array::to (a copy across devices, not recorded by the tape)", {impl_},
                      {out.impl_});
   return out;

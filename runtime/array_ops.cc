@@ -1,10 +1,9 @@
-// max, min, prod, logsumexp, var, norm, argmax/argmin, slice, concat, stack, clip: forward computations and their tape nodes.
+// argmax/argmin, slice, concat, stack, clip: forward computations and their tape nodes.
 //
-// Every reduction here has the same shape: move the reduced axes last (a
-// transposed view), make it contiguous, and treat it as `rows` slices of
-// `len` elements; the reverse rule fills the adjoint in that layout and hands
-// it back through the inverse permutation as a view. One layout helper, one
-// loop per rule, no per-rule index arithmetic.
+// (max, min, prod, logsumexp, var and norm are generated kernels:
+// generated_reductions.cc.) argmax/argmin move the reduced axes last (a
+// transposed view), make it contiguous, and scan `rows` slices of `len`
+// elements; they have no gradient.
 #include "dualcast/array_ops.hpp"
 
 #include <algorithm>
@@ -110,203 +109,6 @@ std::shared_ptr<ArrayImpl> FromValues(detail::DType dtype, const std::vector<int
     std::copy(values.begin(), values.end(), static_cast<double*>(out->data()));
   }
   return out;
-}
-
-// ḡ (shape out_shape, any strides) as `rows` doubles.
-std::vector<double> RowAdjoints(const ArrayImpl& g, const ReduceLayout& l) {
-  std::vector<double> out(static_cast<size_t>(l.rows));
-  if (g.dtype == detail::DType::kF32) {
-    const float* p = static_cast<const float*>(g.data());
-    detail::ForEachElement(g.shape, g.strides,
-                           [&](int64_t i, int64_t off) { out[static_cast<size_t>(i)] = p[off]; });
-  } else {
-    const double* p = static_cast<const double*>(g.data());
-    detail::ForEachElement(g.shape, g.strides,
-                           [&](int64_t i, int64_t off) { out[static_cast<size_t>(i)] = p[off]; });
-  }
-  return out;
-}
-
-// The adjoint laid out rows x len (permuted order) as a view of the input's shape.
-std::shared_ptr<ArrayImpl> UnpermutedAdjoint(detail::DType dtype, const ReduceLayout& l,
-                                             const std::vector<double>& perm_adjoint) {
-  std::shared_ptr<ArrayImpl> a = FromValues(dtype, l.perm_shape, perm_adjoint);
-  const std::vector<int64_t> perm_strides = detail::ContiguousStrides(l.perm_shape);
-  std::vector<int64_t> strides(l.in_shape.size());
-  for (size_t k = 0; k < l.perm.size(); ++k) strides[static_cast<size_t>(l.perm[k])] = perm_strides[k];
-  return detail::ViewOf(*a, l.in_shape, std::move(strides));
-}
-
-// A reduction's forward values per row and its reverse rule per row.
-struct RowRule {
-  // result of one row of `len` values
-  std::function<double(const double* row, int64_t len)> value;
-  // fills adj[0..len) given the row, its result and ḡ
-  std::function<void(const double* row, int64_t len, double result, double g, double* adj)> adjoint;
-};
-
-struct RowReduceNode final : detail::GradNode {
-  ReduceLayout layout;
-  detail::DType dtype = detail::DType::kF32;
-  std::vector<double> values, results;
-  RowRule rule;
-
-  std::vector<std::shared_ptr<ArrayImpl>> Backward(
-      const std::vector<std::shared_ptr<ArrayImpl>>& outs) override {
-    if (outs.empty() || outs[0] == nullptr) return {nullptr};
-    const std::vector<double> g = RowAdjoints(*outs[0], layout);
-    std::vector<double> adj(values.size());
-    const int64_t len = layout.len;
-    for (int64_t r = 0; r < layout.rows; ++r) {
-      rule.adjoint(values.data() + r * len, len, results[static_cast<size_t>(r)],
-                   g[static_cast<size_t>(r)], adj.data() + r * len);
-    }
-    return {UnpermutedAdjoint(dtype, layout, adj)};
-  }
-};
-
-template <ElementType T>
-Array<T> RowReduce(const char* what, const Array<T>& a, const std::vector<int>& axes,
-                   bool keepdims, RowRule rule) {
-  a.eval();
-  const std::shared_ptr<ArrayImpl>& in = a.impl();
-  detail::CheckHostArray(*in, what);
-  ReduceLayout layout = MakeLayout(what, in->shape, axes, keepdims);
-  std::vector<double> values = PermutedValues(*in, layout);
-  std::vector<double> results(static_cast<size_t>(layout.rows));
-  for (int64_t r = 0; r < layout.rows; ++r) {
-    results[static_cast<size_t>(r)] = rule.value(values.data() + r * layout.len, layout.len);
-  }
-  std::shared_ptr<ArrayImpl> out = FromValues(in->dtype, layout.out_shape, results);
-  if (detail::TapeActive()) {
-    auto node = std::make_shared<RowReduceNode>();
-    node->name = what;
-    node->inputs = {in};
-    node->dtype = in->dtype;
-    node->layout = std::move(layout);
-    node->values = std::move(values);
-    node->results = std::move(results);
-    node->rule = std::move(rule);
-    detail::Record(node, {out});
-  }
-  return Array<T>(std::move(out));
-}
-
-// max (sign = +1) or min (sign = -1): NaN propagates; ties share the adjoint.
-RowRule ExtremeRule(double sign, const char* what) {
-  RowRule rule;
-  rule.value = [sign, what](const double* row, int64_t len) {
-    if (len == 0) {
-      throw Error(ErrorKind::kShape, absl::StrCat(what, " of an empty slice has no value (NumPy "
-                                                        "raises too); reduce over non-empty axes"));
-    }
-    double best = row[0];
-    for (int64_t k = 0; k < len; ++k) {
-      if (std::isnan(row[k])) return kNaN;
-      if (sign * row[k] > sign * best) best = row[k];
-    }
-    return best;
-  };
-  rule.adjoint = [](const double* row, int64_t len, double result, double g, double* adj) {
-    if (std::isnan(result)) {
-      std::fill_n(adj, len, kNaN);
-      return;
-    }
-    int64_t ties = 0;
-    for (int64_t k = 0; k < len; ++k) ties += row[k] == result;
-    for (int64_t k = 0; k < len; ++k) adj[k] = row[k] == result ? g / static_cast<double>(ties) : 0.0;
-  };
-  return rule;
-}
-
-RowRule ProdRule() {
-  RowRule rule;
-  rule.value = [](const double* row, int64_t len) {
-    double p = 1;
-    for (int64_t k = 0; k < len; ++k) p *= row[k];
-    return p;
-  };
-  rule.adjoint = [](const double* row, int64_t len, double, double g, double* adj) {
-    // adj[k] = g * prefix(k) * suffix(k + 1): exact when some elements are zero.
-    double prefix = 1;
-    for (int64_t k = 0; k < len; ++k) {
-      adj[k] = prefix;
-      prefix *= row[k];
-    }
-    double suffix = 1;
-    for (int64_t k = len; k-- > 0;) {
-      adj[k] *= suffix * g;
-      suffix *= row[k];
-    }
-  };
-  return rule;
-}
-
-RowRule LogSumExpRule() {
-  RowRule rule;
-  rule.value = [](const double* row, int64_t len) {
-    double m = -kInf;
-    for (int64_t k = 0; k < len; ++k) {
-      if (std::isnan(row[k])) return kNaN;
-      m = std::max(m, row[k]);
-    }
-    if (!std::isfinite(m)) return m;  // empty or all -inf: -inf; any +inf: +inf
-    double s = 0;
-    for (int64_t k = 0; k < len; ++k) s += std::exp(row[k] - m);
-    return m + std::log(s);
-  };
-  rule.adjoint = [](const double* row, int64_t len, double result, double g, double* adj) {
-    for (int64_t k = 0; k < len; ++k) {
-      adj[k] = std::isfinite(result) ? g * std::exp(row[k] - result) : kNaN;
-    }
-  };
-  return rule;
-}
-
-RowRule VarRule(int ddof) {
-  auto mean_of = [](const double* row, int64_t len) {
-    double s = 0;
-    for (int64_t k = 0; k < len; ++k) s += row[k];
-    return s / static_cast<double>(len);
-  };
-  RowRule rule;
-  rule.value = [ddof, mean_of](const double* row, int64_t len) {
-    const double dof = static_cast<double>(len - ddof);
-    if (dof <= 0) return kNaN;
-    const double mu = mean_of(row, len);
-    double s = 0;
-    for (int64_t k = 0; k < len; ++k) s += (row[k] - mu) * (row[k] - mu);
-    return s / dof;
-  };
-  rule.adjoint = [ddof, mean_of](const double* row, int64_t len, double, double g, double* adj) {
-    const double dof = static_cast<double>(len - ddof);
-    if (dof <= 0) {
-      std::fill_n(adj, len, kNaN);
-      return;
-    }
-    const double mu = mean_of(row, len);
-    for (int64_t k = 0; k < len; ++k) adj[k] = g * 2 * (row[k] - mu) / dof;
-  };
-  return rule;
-}
-
-RowRule NormRule() {
-  RowRule rule;
-  rule.value = [](const double* row, int64_t len) {
-    double scale = 0;
-    for (int64_t k = 0; k < len; ++k) {
-      if (std::isnan(row[k])) return kNaN;
-      scale = std::max(scale, std::abs(row[k]));
-    }
-    if (scale == 0 || std::isinf(scale)) return scale;
-    double s = 0;
-    for (int64_t k = 0; k < len; ++k) s += (row[k] / scale) * (row[k] / scale);
-    return scale * std::sqrt(s);
-  };
-  rule.adjoint = [](const double* row, int64_t len, double result, double g, double* adj) {
-    for (int64_t k = 0; k < len; ++k) adj[k] = result == 0 ? 0.0 : g * (row[k] / result);
-  };
-  return rule;
 }
 
 // Index of the first extreme element of each row; a NaN wins (NumPy).
@@ -471,30 +273,6 @@ const Kernel& ClipKernel() {
 }  // namespace
 
 template <ElementType T>
-Array<T> max(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
-  return RowReduce("max", a, axes, keepdims, ExtremeRule(+1, "max"));
-}
-template <ElementType T>
-Array<T> min(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
-  return RowReduce("min", a, axes, keepdims, ExtremeRule(-1, "min"));
-}
-template <ElementType T>
-Array<T> prod(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
-  return RowReduce("prod", a, axes, keepdims, ProdRule());
-}
-template <ElementType T>
-Array<T> logsumexp(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
-  return RowReduce("logsumexp", a, axes, keepdims, LogSumExpRule());
-}
-template <ElementType T>
-Array<T> var(const Array<T>& a, const std::vector<int>& axes, bool keepdims, int ddof) {
-  return RowReduce("var", a, axes, keepdims, VarRule(ddof));
-}
-template <ElementType T>
-Array<T> norm(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
-  return RowReduce("norm", a, axes, keepdims, NormRule());
-}
-template <ElementType T>
 Array<T> argmax(const Array<T>& a) {
   return ArgExtreme("argmax", a.reshape({a.size()}), {}, false, +1);
 }
@@ -582,12 +360,6 @@ Array<T> clip(const Array<T>& a, double lo, double hi) {
 }
 
 #define DUALCAST_ARRAY_OPS_INSTANTIATE(T)                                          \
-  template Array<T> max(const Array<T>&, const std::vector<int>&, bool);           \
-  template Array<T> min(const Array<T>&, const std::vector<int>&, bool);           \
-  template Array<T> prod(const Array<T>&, const std::vector<int>&, bool);          \
-  template Array<T> logsumexp(const Array<T>&, const std::vector<int>&, bool);     \
-  template Array<T> var(const Array<T>&, const std::vector<int>&, bool, int);      \
-  template Array<T> norm(const Array<T>&, const std::vector<int>&, bool);          \
   template Array<T> argmax(const Array<T>&);                                       \
   template Array<T> argmax(const Array<T>&, int, bool);                            \
   template Array<T> argmin(const Array<T>&);                                       \

@@ -12,7 +12,7 @@
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
 #include "runtime/grad_kernels.h"
-#include "runtime/cuda_runtime.h"
+#include "runtime/backend.h"
 
 namespace dualcast {
 namespace {
@@ -34,7 +34,7 @@ std::shared_ptr<ArrayImpl> NumberArray(double value, DType dtype, Device device)
   } else {
     *static_cast<double*>(a->data()) = value;
   }
-  if (device.is_cuda()) return CudaTransfer(*a, device);
+  if (!device.is_cpu()) return BackendFor(device).Transfer(*a, device);
   return a;
 }
 

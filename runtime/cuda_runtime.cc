@@ -10,6 +10,7 @@
 #include "dualcast/detail/execute.hpp"
 #include "jit/error.h"
 #include "jit/ir/ir.h"
+#include "runtime/backend.h"
 #include "runtime/grad_kernels.h"
 
 #ifdef DUALCAST_HAVE_NVRTC
@@ -215,5 +216,44 @@ std::shared_ptr<ArrayImpl> CudaGemm(const std::shared_ptr<ArrayImpl>& a,
   NoCuda("matmul on " + a->device.name());
 }
 #endif
+
+namespace {
+
+// The CUDA backend: thin, over the functions above (without the CUDA
+// toolkit, each throws kDevice saying so).
+class Cuda final : public Backend {
+ public:
+  const char* name() const override { return "cuda"; }
+  jit::Target target() const override { return jit::Target::kCuda; }
+  std::string UnavailableReason(const Device& device) const override {
+    return CudaUnavailableReason(device);
+  }
+  std::shared_ptr<Storage> Allocate(size_t bytes, Device device) override {
+    return CudaAllocate(bytes, device);
+  }
+  void Release(Storage& storage) noexcept override { CudaRelease(storage); }
+  std::shared_ptr<ArrayImpl> Transfer(const ArrayImpl& src, Device to) override {
+    return CudaTransfer(src, to);
+  }
+  void StoreZeros(const std::shared_ptr<ArrayImpl>& dest) override { CudaStoreZeros(dest); }
+  bool SumsIntoScratch() const override { return false; }
+  jit::KernelCache::Ref Run(const std::string& kernel_name, const jit::KernelSpec& spec,
+                            const jit::KernelArgs& args,
+                            std::span<const jit::ReducedDestination>, Device device) override {
+    CudaExecute(kernel_name, spec, args, device);  // sums land in their destinations
+    return nullptr;
+  }
+  std::shared_ptr<ArrayImpl> Gemm(const std::shared_ptr<ArrayImpl>& a,
+                                  const std::shared_ptr<ArrayImpl>& b) override {
+    return CudaGemm(a, b);
+  }
+};
+
+}  // namespace
+
+Backend& CudaBackend() {
+  static Cuda cuda;
+  return cuda;
+}
 
 }  // namespace dualcast::detail

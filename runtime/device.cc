@@ -6,19 +6,19 @@
 #include <atomic>
 
 #include "absl/strings/str_cat.h"
-#include "cuda_runtime.h"  // [CUDA path]
+#include "runtime/backend.h"
 
 namespace dualcast {
 
 namespace {
 std::atomic<int> g_default_kind{0};  // 0 = cpu, 1 + i = cuda:i
 
-// Probed once per process. [CUDA path] With the CUDA backend built in, the
-// answer is the runtime-loaded driver's (cuda_runtime.h): dlopen, cuInit and
-// a device count; without it, only whether a driver could be loaded at all.
+// Probed once per process. With the CUDA backend built in, the answer is the
+// backend's (the runtime-loaded driver: dlopen, cuInit and a device count);
+// without it, only whether a driver could be loaded at all.
 std::string ProbeCuda() {
 #ifdef DUALCAST_HAVE_NVRTC
-  return detail::CudaUnavailableReason(Device::cuda(0));
+  return detail::CudaBackend().UnavailableReason(Device::cuda(0));
 #else
   void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
@@ -41,13 +41,13 @@ std::string Device::name() const {
   return is_cpu() ? std::string("cpu") : absl::StrCat("cuda:", index_);
 }
 
-// [CUDA path] cuda:i for i > 0 also needs that many devices.
 bool Device::available() const { return unavailable_reason().empty(); }
 
+// cuda:i for i > 0 also needs that many devices (asked of the backend each time).
 std::string Device::unavailable_reason() const {
   if (is_cpu()) return "";
   if (!CudaReason().empty() || index_ == 0) return CudaReason();
-  return detail::CudaUnavailableReason(*this);
+  return detail::BackendFor(*this).UnavailableReason(*this);
 }
 
 Device default_device() {

@@ -12,7 +12,6 @@
 #include "absl/status/statusor.h"
 #include "dualcast/kernel.hpp"
 #include "absl/strings/str_cat.h"
-#include "cuda_runtime.h"  // [CUDA path]
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/cpu/cpu_backend.h"
 #include "jit/cpu/launch.h"
@@ -21,16 +20,17 @@
 #include "jit/codegen/kernel_abi.h"
 #include "jit/codegen/kernel_cache.h"
 #include "jit/codegen/kernel_spec.h"
+#include "runtime/backend.h"
 #include "runtime/launch_plan.h"
 
 namespace dualcast::detail {
-namespace {
 
-std::string DeviceProblem(const Device& device) {
-  if (!device.available()) return device.unavailable_reason();
-  return "CUDA kernels are not supported by this build yet; move the arrays to the CPU with "
-         ".to(dualcast::Device::cpu())";
-}
+static_assert(static_cast<int>(ReduceKind::kSum) == static_cast<int>(jit::ReduceOp::kSum) &&
+              static_cast<int>(ReduceKind::kProd) == static_cast<int>(jit::ReduceOp::kProd) &&
+              static_cast<int>(ReduceKind::kMax) == static_cast<int>(jit::ReduceOp::kMax) &&
+              static_cast<int>(ReduceKind::kMin) == static_cast<int>(jit::ReduceOp::kMin));
+
+namespace {
 
 // Byte addresses spanned by an array's elements: [lo, hi). Empty arrays span nothing.
 struct Extent {
@@ -120,12 +120,12 @@ void CheckInputs(const std::string& name, const jit::Function& fn,
                                jit::TypeName(fn.input_type(i)), " but the array is ",
                                DTypeName(a.dtype)));
     }
-    if (!a.device.is_cpu() && !a.device.available()) {  // [CUDA path] cuda arrays run there
+    if (!a.device.is_cpu() && !a.device.available()) {
       throw Error(ErrorKind::kDevice,
                   absl::StrCat(name, ": argument ", i + 1, " is on ", a.device.name(),
-                               " and cannot be used: ", DeviceProblem(a.device)));
+                               " and cannot be used: ", a.device.unavailable_reason()));
     }
-    if (a.device != inputs[0]->device) {  // [CUDA path]
+    if (a.device != inputs[0]->device) {
       throw Error(ErrorKind::kDevice,
                   absl::StrCat(name, ": argument ", i + 1, " is on ", a.device.name(),
                                " but argument 1 is on ", inputs[0]->device.name(),
@@ -283,8 +283,10 @@ void CheckDestination(const std::string& kernel_name, size_t m, ArrayImpl& dest,
   }
 }
 
+}  // namespace
+
 // Zeros into every element of `a` (a reduction over nothing).
-void StoreZeros(ArrayImpl& a) {
+void CpuStoreZeros(ArrayImpl& a) {
   ForEachElement(a.shape, a.strides, [&](int64_t, int64_t off) {
     if (a.dtype == DType::kF32) {
       static_cast<float*>(a.data())[off] = 0.0f;
@@ -294,7 +296,6 @@ void StoreZeros(ArrayImpl& a) {
   });
 }
 
-}  // namespace
 
 std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
                                                 const std::shared_ptr<const jit::Function>& fn,
@@ -320,16 +321,17 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
     }
   }
   // The per-thread fast path: same function, shapes and strides as a recent launch.
-  const bool plannable = options.destinations.empty() && device.is_cpu() && options.accumulate.empty() &&
+  const bool plannable = options.destinations.empty() && device.is_cpu() &&
+                         options.accumulate.empty() &&
                          (options.write.empty() || options.write.size() == n_out);
   if (plannable) {
-    if (LaunchPlan* plan =
-            FindPlan(fn.get(), inputs, options.write, options.output_shapes, options.iteration_shape)) {
+    if (LaunchPlan* plan = FindPlan(fn.get(), inputs, options)) {
       return RunPlan(*plan, n_out, inputs, device);
     }
   }
 
   const Plan plan = MakePlan(kernel_name, *fn, inputs, options);
+  Backend& backend = BackendFor(device);
   const std::vector<bool>& write = plan.write;
   const std::vector<int64_t>& out_shape = plan.full;
 
@@ -357,9 +359,9 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
     summed[m] = Summed(plan.shapes[m], out_shape);
     if (outputs[m] == nullptr) outputs[m] = NewArray(dtype, plan.shapes[m], device);
     shapes.push_back(plan.shapes[m]);
-    // [CUDA path] the CUDA kernel stores sums straight into the destination: its real strides.
-    strides.push_back(summed[m] && !device.is_cuda() ? ContiguousStrides(plan.shapes[m])
-                                                     : outputs[m]->strides);
+    // Summed into the backend's contiguous scratch, or stored straight into the destination.
+    strides.push_back(summed[m] && backend.SumsIntoScratch() ? ContiguousStrides(plan.shapes[m])
+                                                             : outputs[m]->strides);
   }
   if (!options.iteration_shape.empty()) {  // read nowhere: broadcast everywhere, merges anything
     shapes.push_back(out_shape);
@@ -368,14 +370,16 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
   absl::StatusOr<jit::BroadcastLayout> merged = jit::MergeBroadcast(shapes, strides, kernel_name);
   if (!merged.ok()) ThrowStatus(merged.status());
   if (merged->num_elements == 0) {  // nothing to compute: a sum over nothing is 0
-    for (size_t m = 0; m < n_out; ++m) {
-      if (summed[m] && !plan.accumulate[m] && outputs[m]->size() > 0) {
-        if (device.is_cuda()) {
-          CudaStoreZeros(outputs[m]);  // [CUDA path]
-        } else {
-          StoreZeros(*outputs[m]);
-        }
+    for (size_t m = 0; m < n_out && m < options.reduce_ops.size(); ++m) {
+      if (summed[m] && options.reduce_ops[m] != ReduceKind::kSum && outputs[m]->size() > 0) {
+        throw Error(ErrorKind::kInternal,
+                    absl::StrCat(kernel_name, ": output ", m + 1,
+                                 " reduces over no elements with an op that is not a sum; the "
+                                 "caller must handle empty reductions"));
       }
+    }
+    for (size_t m = 0; m < n_out; ++m) {
+      if (summed[m] && !plan.accumulate[m] && outputs[m]->size() > 0) backend.StoreZeros(outputs[m]);
     }
     return outputs;
   }
@@ -385,13 +389,18 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
   in_layout.in_strides.resize(n_in);
   in_layout.in_broadcast.resize(n_in);
   jit::KernelSpec spec =
-      jit::KernelSpec::For(fn, JitType(dtype), device.is_cuda() ? jit::Target::kCuda : jit::Target::kCpu,
-                           in_layout,
+      jit::KernelSpec::For(fn, JitType(dtype), backend.target(), in_layout,
                            options.function_hash != 0 ? options.function_hash : FunctionHash(fn));
   spec.write = write;
   if (plan.reduces) {
     spec.output_reduce.assign(n_out, 0);
     spec.accumulate.assign(n_out, false);
+    if (!options.reduce_ops.empty()) {
+      spec.output_reduce_op.assign(n_out, jit::ReduceOp::kSum);
+      for (size_t m = 0; m < n_out && m < options.reduce_ops.size(); ++m) {
+        if (summed[m]) spec.output_reduce_op[m] = static_cast<jit::ReduceOp>(options.reduce_ops[m]);
+      }
+    }
     size_t operand = n_in;
     for (size_t m = 0; m < n_out; ++m) {
       if (!write[m]) continue;
@@ -423,25 +432,12 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
   jit::KernelArgs args{sizes.data(),       in_ptrs.data(),     in_strides.data(),
                        out_ptrs.data(),    out_strides.data(), 0,
                        rank == 0 ? 1 : sizes[0]};
-  if (device.is_cuda()) {  // [CUDA path] compile (cached per device) and launch there
-    CudaExecute(kernel_name, spec, args, device);
-    return outputs;
-  }
-  absl::StatusOr<jit::KernelCache::Ref> kernel = jit::KernelCache::Global().GetOrCompile(
-      spec, [&]() -> absl::StatusOr<jit::CompiledKernel> {
-        absl::StatusOr<jit::CompiledCpuKernel> c =
-            jit::CompileCpuKernel(spec, &jit::DiskCache::Default());
-        if (!c.ok()) return c.status();
-        return jit::CompiledKernel{reinterpret_cast<void*>(c->entry), c->symbol, c->compile_ms,
-                                   c->from_object_store, nullptr};
-      });
-  if (!kernel.ok()) ThrowStatus(kernel.status());
-
-  std::vector<jit::ReducedDestination> reduced(n_out);
-  for (size_t m = 0; m < n_out; ++m) {
+  std::vector<jit::ReducedDestination> reduced(spec.HasReductions() ? n_out : 0);
+  for (size_t m = 0; m < reduced.size(); ++m) {
     if (summed[m]) reduced[m] = {outputs[m]->data(), outputs[m]->shape, outputs[m]->strides};
   }
-  if (plannable) {
+  jit::KernelCache::Ref kernel = backend.Run(kernel_name, spec, args, reduced, device);
+  if (plannable && kernel != nullptr) {
     // Every written output here is a new contiguous array, as RunPlan makes them.
     auto kept = std::make_unique<LaunchPlan>();
     kept->fn = fn;
@@ -451,27 +447,20 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
       kept->in_shapes.push_back(in->shape);
       kept->in_strides.push_back(in->strides);
     }
-    kept->requested_shapes = options.output_shapes;
-    kept->iteration_shape = options.iteration_shape;
     kept->out_shape = out_shape;
-    if (!options.output_shapes.empty()) kept->out_shapes = plan.shapes;
     kept->rank = rank;
     kept->sizes = sizes;
     kept->arg_in_strides = in_strides;
     kept->arg_out_strides = out_strides;
-    kept->kernel = *kernel;
-    if (spec.HasReductions()) {
-      kept->reduce_spec = spec;
-      kept->summed = summed;
-      kept->reduced = reduced;
-    }
+    kept->kernel = std::move(kernel);
+    kept->output_shapes = options.output_shapes;
+    kept->iteration_shape = options.iteration_shape;
+    kept->reduce_ops = options.reduce_ops;
+    kept->out_shapes = plan.shapes;
+    kept->summed = summed;
+    if (spec.HasReductions()) kept->reduce_spec = std::make_shared<const jit::KernelSpec>(spec);
     KeepPlan(std::move(kept));
   }
-  if (!spec.HasReductions()) {
-    jit::LaunchCpu((*kernel)->entry_as<jit::KernelEntry>(), args, rank);
-    return outputs;
-  }
-  jit::LaunchCpu((*kernel)->entry_as<jit::KernelEntry>(), args, spec, reduced);
   return outputs;
 }
 

@@ -52,7 +52,7 @@ void CheckSameShape(const ArrayImpl& a, const ArrayImpl& b, const char* what) {
 
 }  // namespace
 
-// [CUDA path] the helpers below run generated kernels (Execute), on any device.
+// The helpers below run generated kernels (Execute), on any device.
 void CheckComputed(const ArrayImpl& a, const char* what) {
   if (a.storage == nullptr) {
     throw Error(ErrorKind::kInternal, absl::StrCat(what, ": array is not computed yet"));

@@ -36,14 +36,13 @@ uint64_t FunctionHash(const std::shared_ptr<const jit::Function>& fn) {
 }
 
 LaunchPlan* FindPlan(const jit::Function* fn, const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
-                     const std::vector<bool>& write,
-                     const std::vector<std::vector<int64_t>>& output_shapes,
-                     const std::vector<int64_t>& iteration_shape) {
+                     const ExecuteOptions& options) {
   for (size_t p = 0; p < t_plans.size(); ++p) {
     LaunchPlan& plan = *t_plans[p];
-    if (plan.fn.get() != fn || plan.write != write || plan.in_shapes.size() != inputs.size() ||
-        plan.dtype != inputs[0]->dtype || plan.requested_shapes != output_shapes ||
-        plan.iteration_shape != iteration_shape) {
+    if (plan.fn.get() != fn || plan.write != options.write ||
+        plan.in_shapes.size() != inputs.size() || plan.dtype != inputs[0]->dtype ||
+        plan.output_shapes != options.output_shapes ||
+        plan.iteration_shape != options.iteration_shape || plan.reduce_ops != options.reduce_ops) {
       continue;
     }
     bool same = true;
@@ -85,21 +84,23 @@ std::vector<std::shared_ptr<ArrayImpl>> RunPlan(const LaunchPlan& plan, size_t n
   for (size_t m = 0; m < n_out; ++m) {
     out_ptrs[m] = nullptr;
     if (!plan.write.empty() && !plan.write[m]) continue;
-    outputs[m] = NewArray(plan.dtype, plan.out_shapes.empty() ? plan.out_shape : plan.out_shapes[m], device);
+    outputs[m] = NewArray(plan.dtype, plan.out_shapes.empty() ? plan.out_shape : plan.out_shapes[m],
+                          device);
     out_ptrs[m] = outputs[m]->data();
   }
   jit::KernelArgs args{plan.sizes.data(),       in_ptrs, plan.arg_in_strides.data(),
                        out_ptrs, plan.arg_out_strides.data(), 0,
                        plan.rank == 0 ? 1 : plan.sizes[0]};
   jit::RecordCacheHit();  // what the kernel cache would have counted
-  if (plan.reduce_spec.has_value()) {
-    for (size_t m = 0; m < n_out; ++m) {
-      if (plan.summed[m]) plan.reduced[m].data = out_ptrs[m];
-    }
-    jit::LaunchCpu(plan.kernel->entry_as<jit::KernelEntry>(), args, *plan.reduce_spec, plan.reduced);
+  if (plan.reduce_spec == nullptr) {
+    jit::LaunchCpu(plan.kernel->entry_as<jit::KernelEntry>(), args, plan.rank);
     return outputs;
   }
-  jit::LaunchCpu(plan.kernel->entry_as<jit::KernelEntry>(), args, plan.rank);
+  std::vector<jit::ReducedDestination> reduced(n_out);
+  for (size_t m = 0; m < n_out; ++m) {
+    if (plan.summed[m]) reduced[m] = {outputs[m]->data(), outputs[m]->shape, outputs[m]->strides};
+  }
+  jit::LaunchCpu(plan.kernel->entry_as<jit::KernelEntry>(), args, *plan.reduce_spec, reduced);
   return outputs;
 }
 

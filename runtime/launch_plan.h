@@ -8,12 +8,13 @@
 // keeps a few, most recent first, so a repeat launch needs no lock and no
 // allocation beyond its outputs. A plan whose kernel the cache has evicted
 // is dropped, so the kernel cache's bound and counts stay truthful. Only for
-// CPU launches whose outputs are new contiguous arrays (no destinations, no
-// accumulation); reduced outputs (output_shapes, iteration_shape) are
-// planned too, since the one-pass gradient of every tape step is one.
+// CPU launches whose outputs are new contiguous arrays (no destinations);
+// outputs summed over broadcast axes (ExecuteOptions::output_shapes, the
+// fused reductions and the one-pass gradient of a tape step) are planned too,
+// keyed on the requested output and iteration shapes.
 //
 // Example (inside Execute):
-//   if (LaunchPlan* plan = FindPlan(fn.get(), inputs, options.write)) {
+//   if (LaunchPlan* plan = FindPlan(fn.get(), inputs, options)) {
 //     return RunPlan(*plan, fn->num_outputs(), inputs, device);
 //   }
 //   ... the full path, then KeepPlan(...) with what it computed.
@@ -21,13 +22,12 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include "dualcast/detail/array_impl.hpp"
+#include "dualcast/detail/execute.hpp"
 #include "jit/codegen/kernel_cache.h"
 #include "jit/codegen/kernel_spec.h"
-#include "jit/cpu/launch.h"
 #include "jit/ir/ir.h"
 
 namespace dualcast::detail {
@@ -37,29 +37,27 @@ struct LaunchPlan {
   DType dtype = DType::kF32;
   std::vector<bool> write;  // as requested (empty: all)
   std::vector<std::vector<int64_t>> in_shapes, in_strides;
-  std::vector<std::vector<int64_t>> requested_shapes;  // ExecuteOptions::output_shapes (key)
-  std::vector<int64_t> iteration_shape;                // ExecuteOptions::iteration_shape (key)
   std::vector<int64_t> out_shape;
-  std::vector<std::vector<int64_t>> out_shapes;  // per output when some are reduced, else empty
   int rank = 0;
   std::vector<int64_t> sizes;            // merged, then a trailing 1
   std::vector<int64_t> arg_in_strides;   // KernelArgs::in_strides
   std::vector<int64_t> arg_out_strides;  // KernelArgs::out_strides (contiguous outputs)
   jit::KernelCache::Ref kernel;
-  // With reduced outputs: the spec the reducing launch reads, and per output
-  // its destination (only the data pointer changes between runs; a plan is
-  // one thread's, so it is filled in place).
-  std::optional<jit::KernelSpec> reduce_spec;
-  std::vector<bool> summed;  // per output: reduced into its destination
-  mutable std::vector<jit::ReducedDestination> reduced;
+  // Outputs summed over axes: the request (part of the key), the shape each
+  // output is allocated in, which are summed, and the spec the reducing
+  // launcher needs (null when nothing is summed).
+  std::vector<std::vector<int64_t>> output_shapes;
+  std::vector<int64_t> iteration_shape;
+  std::vector<ReduceKind> reduce_ops;
+  std::vector<std::vector<int64_t>> out_shapes;
+  std::vector<bool> summed;
+  std::shared_ptr<const jit::KernelSpec> reduce_spec;
 };
 
 // This thread's plan for `fn` over `inputs` with `write`, now its most
 // recent, or null.
 LaunchPlan* FindPlan(const jit::Function* fn, const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
-                     const std::vector<bool>& write,
-                     const std::vector<std::vector<int64_t>>& output_shapes = {},
-                     const std::vector<int64_t>& iteration_shape = {});
+                     const ExecuteOptions& options);
 // Files `plan` as this thread's most recent (dropping its oldest beyond a few).
 void KeepPlan(std::unique_ptr<LaunchPlan> plan);
 // jit::StructuralHash(*fn), remembered for the last few functions this

@@ -13,6 +13,8 @@
 //   s.to_vector();                         // one kernel: the row sums
 #include "runtime/lazy_reduce.h"
 
+#include <algorithm>
+
 #include <atomic>
 #include <mutex>
 
@@ -114,9 +116,15 @@ FusedReductionCounts GetFusedReductionCounts() {
   return {g_fused.load(std::memory_order_relaxed), g_operands_written.load(std::memory_order_relaxed)};
 }
 
-std::vector<int64_t> PaddedShape(const std::vector<int64_t>& shape, size_t rank) {
-  std::vector<int64_t> padded(rank > shape.size() ? rank - shape.size() : 0, 1);
+void PadShapeInto(std::vector<int64_t>& padded, const std::vector<int64_t>& shape, size_t rank) {
+  padded.assign(rank > shape.size() ? rank - shape.size() : 0, 1);  // keeps its capacity
   padded.insert(padded.end(), shape.begin(), shape.end());
+}
+
+std::vector<int64_t> PaddedShape(const std::vector<int64_t>& shape, size_t rank) {
+  std::vector<int64_t> padded;
+  padded.reserve(std::max(rank, shape.size()));
+  PadShapeInto(padded, shape, rank);
   return padded;
 }
 

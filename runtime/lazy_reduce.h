@@ -47,5 +47,7 @@ FusedReductionCounts GetFusedReductionCounts();
 // `shape` with leading 1s up to `rank` dims (a reduced output's shape for
 // ExecuteOptions::output_shapes, where an empty shape means "not reduced").
 std::vector<int64_t> PaddedShape(const std::vector<int64_t>& shape, size_t rank);
+// The same into `padded`, reusing its memory (a per-thread scratch on the tape-step path).
+void PadShapeInto(std::vector<int64_t>& padded, const std::vector<int64_t>& shape, size_t rank);
 
 }  // namespace dualcast::detail

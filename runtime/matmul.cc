@@ -5,7 +5,7 @@
 // CblasTrans); anything else (stride-0 broadcast views such as the adjoint
 // of a sum) is copied to a contiguous array first. Without OpenBLAS at build
 // time a plain loop (double accumulation) stands in, correct but slow.
-// CUDA arrays go to cuBLAS, loaded at run time (detail::CudaGemm).
+// CUDA arrays go to cuBLAS, loaded at run time (the CUDA backend, runtime/backend.h).
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -17,7 +17,7 @@
 #include "dualcast/tape.hpp"
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
-#include "runtime/cuda_runtime.h"
+#include "runtime/backend.h"
 #include "runtime/grad_kernels.h"
 
 #if DUALCAST_HAVE_CBLAS
@@ -96,9 +96,16 @@ void GemmTyped(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const Gemm
 #endif
 }
 
-// A new (m, n) array a·b for 2-D a (m, k) and b (k, n), any strides.
+// a·b on the arrays' backend (BLAS on the CPU, cuBLAS on a GPU).
 std::shared_ptr<ArrayImpl> Gemm(const std::shared_ptr<ArrayImpl>& a, const std::shared_ptr<ArrayImpl>& b) {
-  if (a->device.is_cuda()) return detail::CudaGemm(a, b);  // [CUDA path] cuBLAS
+  return detail::BackendFor(a->device).Gemm(a, b);
+}
+
+}  // namespace
+
+// A new (m, n) array a·b for 2-D host arrays a (m, k) and b (k, n), any strides.
+std::shared_ptr<ArrayImpl> detail::CpuGemm(const std::shared_ptr<ArrayImpl>& a,
+                                           const std::shared_ptr<ArrayImpl>& b) {
   const int64_t m = a->shape[0], k = a->shape[1], n = b->shape[1];
   auto out = detail::NewArray(a->dtype, {m, n}, a->device);
   if (m == 0 || n == 0) return out;
@@ -120,6 +127,8 @@ std::shared_ptr<ArrayImpl> Gemm(const std::shared_ptr<ArrayImpl>& a, const std::
   }
   return out;
 }
+
+namespace {
 
 std::shared_ptr<ArrayImpl> Transposed(const ArrayImpl& a) {
   return detail::ViewOf(a, {a.shape[1], a.shape[0]}, {a.strides[1], a.strides[0]});
@@ -153,10 +162,8 @@ Array<T> matmul(const Array<T>& a, const Array<T>& b) {
   }
   a.eval();
   b.eval();
-  if (a.device().is_cpu()) {  // [CUDA path] CUDA arrays go to cuBLAS (detail::CudaGemm)
-    detail::CheckHostArray(*a.impl(), "matmul");
-    detail::CheckHostArray(*b.impl(), "matmul");
-  }
+  detail::CheckComputed(*a.impl(), "matmul");
+  detail::CheckComputed(*b.impl(), "matmul");
   std::shared_ptr<ArrayImpl> out = Gemm(a.impl(), b.impl());
   detail::NoteOrigin("matmul", {a.impl(), b.impl()}, {out});
   if (detail::TapeActive()) {

@@ -96,20 +96,38 @@ std::shared_ptr<const OnePassFunction> CachedOnePass(const std::shared_ptr<const
 // a requested input. Found through the tape nodes' inputs and the arrays'
 // Origins, as the sweep's own checks do; a leaf computed from other arrays
 // only is a constant to these inputs, so the kernel's answer is exact.
+// A set of arrays that stays on the stack while small (a tape step's graph
+// is a handful of arrays; this check runs on every step).
+class ArraySet {
+ public:
+  bool Insert(const ArrayImpl* a) {
+    if (Contains(a)) return false;
+    if (small_.size() < kSmall) {
+      small_.push_back(a);
+    } else {
+      large_.insert(a);
+    }
+    return true;
+  }
+  bool Contains(const ArrayImpl* a) const {
+    return std::find(small_.begin(), small_.end(), a) != small_.end() || large_.contains(a);
+  }
+
+ private:
+  static constexpr size_t kSmall = 32;
+  absl::InlinedVector<const ArrayImpl*, kSmall> small_;
+  absl::flat_hash_set<const ArrayImpl*> large_;
+};
+
 bool PathBehindLeaves(const std::vector<std::shared_ptr<ArrayImpl>>& leaves,
                       const std::vector<std::shared_ptr<ArrayImpl>>& inputs) {
-  // The common step: every leaf is a user's array, computed from nothing.
-  if (std::all_of(leaves.begin(), leaves.end(),
-                  [](const auto& l) { return l->grad_fn == nullptr && l->origin == nullptr; })) {
-    return false;
-  }
-  absl::flat_hash_set<const ArrayImpl*> requested;
-  for (const auto& in : inputs) requested.insert(in.get());
+  ArraySet requested;
+  for (const auto& in : inputs) requested.Insert(in.get());
   std::vector<std::shared_ptr<ArrayImpl>> stack = leaves;
-  absl::flat_hash_set<const ArrayImpl*> seen;
+  ArraySet seen;
   auto visit = [&](std::shared_ptr<ArrayImpl> in) {
-    if (in == nullptr || !seen.insert(in.get()).second) return false;
-    if (requested.contains(in.get())) return true;
+    if (in == nullptr || !seen.Insert(in.get())) return false;
+    if (requested.Contains(in.get())) return true;
     stack.push_back(std::move(in));
     return false;
   };
@@ -183,16 +201,19 @@ bool OnePassGradient(const std::shared_ptr<ArrayImpl>& loss,
     const OnePassFunction& fn = *fn_ptr;
     std::vector<std::shared_ptr<ArrayImpl>> args = plan.leaves;
     args.push_back(Scalar(plan.dtype, r.scale));  // ā: d loss / d sum
-    ExecuteOptions options;
+    // Per-thread scratch: a training loop repeats this every step, and the
+    // vectors keep their memory from one step to the next.
+    thread_local ExecuteOptions options;
     const size_t outputs = fn.function->num_outputs();
     options.write.assign(outputs, true);
     options.write[0] = operand_held;
-    options.output_shapes.assign(outputs, {});
-    options.output_shapes[M] = PaddedShape(r.keep_shape, rank);
+    options.output_shapes.resize(outputs);
+    for (std::vector<int64_t>& s : options.output_shapes) s.clear();
+    PadShapeInto(options.output_shapes[M], r.keep_shape, rank);
     for (size_t k = 0; k < wrt.size(); ++k) {
       if (fn.grad_output[k] < 0) continue;
-      options.output_shapes[static_cast<size_t>(fn.grad_output[k])] =
-          PaddedShape(plan.leaves[static_cast<size_t>(wrt[k])]->shape, rank);
+      PadShapeInto(options.output_shapes[static_cast<size_t>(fn.grad_output[k])],
+                   plan.leaves[static_cast<size_t>(wrt[k])]->shape, rank);
     }
     options.iteration_shape = plan.shape;
     std::vector<std::shared_ptr<ArrayImpl>> values = Execute(plan.name, fn.function, args, options);
@@ -207,8 +228,10 @@ bool OnePassGradient(const std::shared_ptr<ArrayImpl>& loss,
       std::shared_ptr<ArrayImpl> g = values[static_cast<size_t>(out)];
       // A second request for the same input gets its own copy.
       if (std::find(grads->begin(), grads->end(), g) != grads->end()) g = CopyArray(*g);
-      g->shape = inputs[i]->shape;
-      g->strides = ContiguousStrides(g->shape);
+      if (g->shape != inputs[i]->shape) {  // stored rank-padded: the input's own shape
+        g->shape = inputs[i]->shape;
+        g->strides = ContiguousStrides(g->shape);
+      }
       (*grads)[i] = std::move(g);
     }
     operand = in;

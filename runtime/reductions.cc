@@ -130,7 +130,7 @@ std::shared_ptr<ArrayImpl> ReduceNow(const char* what, const std::shared_ptr<Arr
 std::shared_ptr<ArrayImpl> ComputeReduction(const char* what, const std::shared_ptr<ArrayImpl>& in,
                                             const PendingReduce& r) {
   Materialize(*in);
-  CheckComputed(*in, what);  // [CUDA path] any device: ReduceProducts runs it there
+  CheckComputed(*in, what);  // any device: ReduceProducts runs it there
   std::shared_ptr<ArrayImpl> out =
       ReduceProducts(in->dtype, {ProductTerm{in.get(), nullptr}}, in->shape, r.keep_shape);
   if (r.scale != 1) out = Scaled(*out, r.scale);

@@ -70,7 +70,7 @@ std::shared_ptr<ArrayImpl> ReduceProducts(DType dtype, const std::vector<Product
     if (t.a == nullptr) throw Error(ErrorKind::kInternal, "sum_to: a term without operand");
     for (const ArrayImpl* a : {t.a, t.b}) {
       if (a == nullptr) continue;
-      CheckComputed(*a, "sum_to");  // [CUDA path] any device: Execute runs it there
+      CheckComputed(*a, "sum_to");  // any device: Execute runs it there
       if (a->dtype != dtype) {
         throw Error(ErrorKind::kInternal, absl::StrCat("sum_to: operand is ", DTypeName(a->dtype),
                                                        ", expected ", DTypeName(dtype)));

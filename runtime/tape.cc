@@ -527,7 +527,7 @@ void Tape::accumulate_gradient(const Array<T>& loss, const std::vector<Array<T>>
                                " is a read-only view of const memory; pass a writable array"));
     }
     grads[i].eval();
-    detail::CheckComputed(*grads[i].impl(), what);  // [CUDA path] AddInto runs on any device
+    detail::CheckComputed(*grads[i].impl(), what);  // AddInto runs on any device
   }
   auto loss_impl = CheckedLoss(loss, what);
   std::vector<std::shared_ptr<detail::ArrayImpl>> adjoints;

@@ -1,6 +1,8 @@
 // KernelSpec: its key (stable across processes: it also names on-disk objects), description and validation.
 #include "jit/codegen/kernel_spec.h"
 
+#include <cmath>
+
 #include <cctype>
 #include <string>
 
@@ -34,6 +36,37 @@ KernelSpec KernelSpec::For(std::shared_ptr<const Function> function, Type dtype,
   spec.inner_contiguous = layout.inner_contiguous;
   spec.hints = spec.function->hints;
   return spec;
+}
+
+const char* ReduceOpName(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return "sum";
+    case ReduceOp::kProd: return "prod";
+    case ReduceOp::kMax: return "max";
+    case ReduceOp::kMin: return "min";
+  }
+  return "?";
+}
+
+double ReduceIdentity(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return 0.0;
+    case ReduceOp::kProd: return 1.0;
+    case ReduceOp::kMax: return -HUGE_VAL;
+    case ReduceOp::kMin: return HUGE_VAL;
+  }
+  return 0.0;
+}
+
+double ReduceCombine(ReduceOp op, double a, double b) {
+  switch (op) {
+    case ReduceOp::kSum: return a + b;
+    case ReduceOp::kProd: return a * b;
+    // b wins when it is NaN or strictly beyond a; a NaN a stays.
+    case ReduceOp::kMax: return (b > a || b != b) ? b : a;
+    case ReduceOp::kMin: return (b < a || b != b) ? b : a;
+  }
+  return a + b;
 }
 
 bool KernelSpec::HasReductions() const {
@@ -76,6 +109,13 @@ uint64_t KernelSpec::Key() const {
     for (uint32_t bits : output_reduce) m.Mix(bits);
     m.Mix(accumulate.size());
     for (bool a : accumulate) m.Mix(a ? 1 : 0);
+    // Mixed only when some output is not a sum, so sum kernels keep their keys.
+    bool any_op = false;
+    for (ReduceOp op : output_reduce_op) any_op |= op != ReduceOp::kSum;
+    if (any_op) {
+      m.Mix(0x7265647563656f70ULL);  // "reduceop"
+      for (ReduceOp op : output_reduce_op) m.Mix(static_cast<uint64_t>(op));
+    }
   }
   return m.Finish();
 }
@@ -99,6 +139,11 @@ std::string KernelSpec::Describe() const {
     }
     reductions += "] acc ";
     for (bool a : accumulate) reductions += a ? '1' : '0';
+    for (size_t m = 0; m < output_reduce_op.size(); ++m) {
+      if (output_reduce_op[m] != ReduceOp::kSum) {
+        reductions += absl::StrFormat(" out%d %s", m, ReduceOpName(output_reduce_op[m]));
+      }
+    }
   }
   std::string hinted = hints.fast_math ? " fast-math" : "";
   if (hints.vector_width != 0) hinted += absl::StrFormat(" width %d", hints.vector_width);
@@ -156,6 +201,10 @@ absl::Status KernelSpec::Validate(const char* backend) const {
     return Invalid(absl::StrFormat("%d reduce masks for %d outputs", spec.output_reduce.size(),
                                    f.num_outputs()));
   }
+  if (!spec.output_reduce_op.empty() && spec.output_reduce_op.size() != f.num_outputs()) {
+    return Invalid(absl::StrFormat("%d reduce ops for %d outputs", spec.output_reduce_op.size(),
+                                   f.num_outputs()));
+  }
   if (!spec.accumulate.empty() && spec.accumulate.size() != f.num_outputs()) {
     return Invalid(absl::StrFormat("%d accumulate flags for %d outputs", spec.accumulate.size(),
                                    f.num_outputs()));
@@ -167,6 +216,11 @@ absl::Status KernelSpec::Validate(const char* backend) const {
     }
     if ((spec.reduces(m) != 0 || spec.accumulates(m)) && !spec.writes(m)) {
       return Invalid(absl::StrFormat("output %d is reduced or accumulated but not written", m));
+    }
+    if (spec.reduce_op(m) != ReduceOp::kSum && (spec.reduces(m) == 0 || spec.accumulates(m))) {
+      return Invalid(absl::StrFormat("output %d is a %s reduction, which must reduce some dim and "
+                                     "cannot accumulate (only sums add into their destination)",
+                                     m, ReduceOpName(spec.reduce_op(m))));
     }
   }
   for (size_t i = 0; i < f.num_inputs(); ++i) {

@@ -27,6 +27,16 @@ struct BroadcastLayout;  // broadcast_layout.h
 enum class Target : uint8_t { kCpu, kCuda };
 const char* TargetName(Target target);
 
+// How an output reduced along some dims combines its elements. Sums and
+// products are formed in double; max and min propagate NaN (NumPy's max/min).
+enum class ReduceOp : uint8_t { kSum, kProd, kMax, kMin };
+const char* ReduceOpName(ReduceOp op);
+// The element that leaves every other unchanged: 0, 1, -inf, +inf.
+double ReduceIdentity(ReduceOp op);
+// a (op) b in double, with the NaN rule above; the one scalar meaning the
+// launchers' partial combination and the tests share.
+double ReduceCombine(ReduceOp op, double a, double b);
+
 struct KernelSpec {
   // The function to run, usually jvp'ed: its outputs are the values followed by
   // the partials (see jvp.h for the order). Shared, immutable.
@@ -49,6 +59,9 @@ struct KernelSpec {
   // launcher provides and finishes (see jit/cpu/launch.h); the layout never
   // merges dims where an output's bits differ.
   std::vector<uint32_t> output_reduce;
+  // Per output (empty = every reduced output is a sum): the combining op of a
+  // reduced output. Only sums may also accumulate into their destination.
+  std::vector<ReduceOp> output_reduce_op;
   // Per output (empty = none): the result is added into the destination
   // (dest = dest + result, in the element type) instead of overwriting it.
   std::vector<bool> accumulate;
@@ -65,6 +78,9 @@ struct KernelSpec {
   bool writes(size_t m) const { return write.empty() || (m < write.size() && write[m]); }
   uint32_t reduces(size_t m) const { return m < output_reduce.size() ? output_reduce[m] : 0; }
   bool accumulates(size_t m) const { return m < accumulate.size() && accumulate[m]; }
+  ReduceOp reduce_op(size_t m) const {
+    return m < output_reduce_op.size() ? output_reduce_op[m] : ReduceOp::kSum;
+  }
   // Whether any output is reduced or accumulated.
   bool HasReductions() const;
   // Checks the spec is internally consistent (function verifies, dtype,

@@ -15,7 +15,9 @@
 namespace dualcast::jit {
 
 std::string CpuKernelSymbol(const KernelSpec& spec) {
-  return spec.Symbol(0x64635f637076ull);  // format tag "dc_cpu" + 1 (tanh/sigmoid formulas): bump when the code changes meaning
+  // Format tag "dc_cpu" + 2 (1: tanh/sigmoid formulas; 2: inline exp/expm1): bump whenever the
+  // generated code changes, so no process loads an object compiled by older code from disk.
+  return spec.Symbol(0x64635f637077ull);
 }
 
 std::string CpuFeaturesString() { return cpu::CpuFeaturesString(); }

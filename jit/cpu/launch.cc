@@ -50,7 +50,7 @@ constexpr int64_t kFinishTile = 512;
 // its partials added in chunk order, rounded once, stored or added into the
 // destination.
 template <class T>
-void Finish(const double* scratch, int64_t kept, int64_t partials, bool accumulate,
+void Finish(const double* scratch, int64_t kept, int64_t partials, bool accumulate, ReduceOp op,
             const ReducedDestination& dest, int64_t begin, int64_t end) {
   const size_t rank = dest.shape.size();
   std::vector<int64_t> index(rank, 0);
@@ -67,7 +67,11 @@ void Finish(const double* scratch, int64_t kept, int64_t partials, bool accumula
     std::copy(scratch + t0, scratch + t0 + n, sum);
     for (int64_t c = 1; c < partials; ++c) {
       const double* part = scratch + c * kept + t0;
-      for (int64_t e = 0; e < n; ++e) sum[e] += part[e];
+      if (op == ReduceOp::kSum) {
+        for (int64_t e = 0; e < n; ++e) sum[e] += part[e];
+      } else {
+        for (int64_t e = 0; e < n; ++e) sum[e] = ReduceCombine(op, sum[e], part[e]);
+      }
     }
     for (int64_t e = 0; e < n; ++e) {
       const T value = static_cast<T>(sum[e]);
@@ -148,7 +152,8 @@ void LaunchCpu(KernelEntry entry, const KernelArgs& args, const KernelSpec& spec
           const int64_t stride0 = out_strides[m * rank];
           double* mine = per_chunk ? scratch[m].get() + c * kept[m]
                                    : scratch[m].get() + chunk.begin * stride0;
-          std::fill_n(mine, per_chunk ? kept[m] : (chunk.end - chunk.begin) * stride0, 0.0);
+          std::fill_n(mine, per_chunk ? kept[m] : (chunk.end - chunk.begin) * stride0,
+                      ReduceIdentity(spec.reduce_op(m)));
           outputs[m] = per_chunk ? mine : scratch[m].get();
         }
         chunk.outputs = outputs.data();
@@ -160,11 +165,11 @@ void LaunchCpu(KernelEntry entry, const KernelArgs& args, const KernelSpec& spec
       if (kept[m] == 0) continue;
       ParallelFor(kept[m], kFinishGrain, [&](int64_t begin, int64_t end) {
         if (spec.dtype == Type::kF32) {
-          Finish<float>(scratch[m].get(), kept[m], partials[m], spec.accumulates(m), destinations[m],
-                        begin, end);
+          Finish<float>(scratch[m].get(), kept[m], partials[m], spec.accumulates(m),
+                        spec.reduce_op(m), destinations[m], begin, end);
         } else {
-          Finish<double>(scratch[m].get(), kept[m], partials[m], spec.accumulates(m), destinations[m],
-                         begin, end);
+          Finish<double>(scratch[m].get(), kept[m], partials[m], spec.accumulates(m),
+                         spec.reduce_op(m), destinations[m], begin, end);
         }
       });
     }

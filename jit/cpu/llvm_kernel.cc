@@ -12,6 +12,7 @@
 #include "jit/cpu/vector_math.h"
 #include "jit/error.h"
 #include "jit/ir/verify.h"
+#include "jit/passes/hoist_common.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DerivedTypes.h"
 #include "llvm/IR/Function.h"
@@ -200,6 +201,23 @@ class KernelEmitter {
 
   llvm::Value* Arg(int param) const { return body_->getArg(param); }
 
+  // Reduced output m's combining op on double scalars or vectors (see
+  // ReduceCombine: max and min let a NaN through, in any position).
+  llvm::Value* Combine(llvm::IRBuilder<>& b, size_t m, llvm::Value* acc, llvm::Value* v) const {
+    switch (spec_.reduce_op(m)) {
+      case ReduceOp::kSum: return b.CreateFAdd(acc, v);
+      case ReduceOp::kProd: return b.CreateFMul(acc, v);
+      case ReduceOp::kMax:
+        return b.CreateSelect(b.CreateOr(b.CreateFCmpOGT(v, acc), b.CreateFCmpUNO(v, v)), v, acc);
+      case ReduceOp::kMin:
+        return b.CreateSelect(b.CreateOr(b.CreateFCmpOLT(v, acc), b.CreateFCmpUNO(v, v)), v, acc);
+    }
+    return b.CreateFAdd(acc, v);
+  }
+  llvm::Constant* Identity(size_t m, llvm::Type* type) const {
+    return llvm::ConstantFP::get(type, ReduceIdentity(spec_.reduce_op(m)));
+  }
+
   // offset + i * stride for one operand, with the compiled-in 0 and 1 folded away.
   llvm::Value* Advance(llvm::IRBuilder<>& b, llvm::Value* offset, llvm::Value* i, int stride) {
     if (stride == kZeroStride) return offset;
@@ -296,7 +314,7 @@ class KernelEmitter {
     for (size_t m = 0; m < acc.size(); ++m) {
       if (out_ptr_[m] < 0 || !ReducedAlong(m, d)) continue;
       acc[m] = b.CreatePHI(acc_type, 2, absl::StrCat("acc", m));
-      acc[m]->addIncoming(llvm::Constant::getNullValue(acc_type), preheader);
+      acc[m]->addIncoming(Identity(m, acc_type), preheader);
     }
     b.CreateCondBr(b.CreateICmpSLT(i, hi), body, exit);
     b.SetInsertPoint(body);
@@ -314,7 +332,7 @@ class KernelEmitter {
         continue;
       }
       for (size_t m = 0; m < sums.size(); ++m) {
-        if (blocked[m]) sums[m] = b.CreateFAdd(sums[m], values[m]);
+        if (blocked[m]) sums[m] = Combine(b, m, sums[m], values[m]);
       }
     }
     for (size_t m = 0; m < sums.size(); ++m) {
@@ -322,7 +340,7 @@ class KernelEmitter {
     }
     llvm::Value* next = b.CreateAdd(i, b.getInt64(lanes_), "", false, /*HasNSW=*/true);
     for (size_t m = 0; m < acc.size(); ++m) {
-      if (acc[m] != nullptr) acc[m]->addIncoming(b.CreateFAdd(acc[m], sums[m]), b.GetInsertBlock());
+      if (acc[m] != nullptr) acc[m]->addIncoming(Combine(b, m, acc[m], sums[m]), b.GetInsertBlock());
     }
     i->addIncoming(next, b.GetInsertBlock());
     b.CreateBr(header);
@@ -340,13 +358,13 @@ class KernelEmitter {
           lo[k] = k;
           hi[k] = k + width / 2;
         }
-        sum = b.CreateFAdd(b.CreateShuffleVector(sum, lo), b.CreateShuffleVector(sum, hi));
+        sum = Combine(b, m, b.CreateShuffleVector(sum, lo), b.CreateShuffleVector(sum, hi));
       }
       sum = b.CreateExtractElement(sum, uint64_t{0});
       const std::vector<llvm::Value*>& out_off = rows[0].out;
       llvm::Value* addr =
           out_off[m] == nullptr ? Arg(out_ptr_[m]) : b.CreateInBoundsGEP(f64, Arg(out_ptr_[m]), out_off[m]);
-      b.CreateStore(b.CreateFAdd(b.CreateLoad(f64, addr), sum), addr);
+      b.CreateStore(Combine(b, m, b.CreateLoad(f64, addr), sum), addr);
     }
   }
 
@@ -429,14 +447,14 @@ class KernelEmitter {
     Split(
         b, full, "scratch",
         [&] {
-          b.CreateAlignedStore(b.CreateFAdd(b.CreateAlignedLoad(vec, address, align), value),
+          b.CreateAlignedStore(Combine(b, m, b.CreateAlignedLoad(vec, address, align), value),
                                address, align);
           return std::vector<llvm::Value*>{};
         },
         [&] {
           llvm::Value* old =
               b.CreateMaskedLoad(vec, address, align, active, llvm::Constant::getNullValue(vec));
-          b.CreateMaskedStore(b.CreateFAdd(old, value), address, align, active);
+          b.CreateMaskedStore(Combine(b, m, old, value), address, align, active);
           return std::vector<llvm::Value*>{};
         });
   }
@@ -455,10 +473,11 @@ class KernelEmitter {
   // strided one a masked gather. Inactive lanes read nothing and write
   // nothing; their values are computed from zeros and discarded.
   //
-  // `full` (null for rank 0) is true when all W lanes are active: then the
-  // contiguous loads and stores are plain vector ones, and only the last
-  // iteration of a row takes the masked ones. The branch is duplicated
-  // around the loads and the stores, never around the Function.
+  // Contiguous loads are masked loads (one instruction each, so they can sink
+  // into uniform branches). `full` (null for rank 0) is true when all W lanes
+  // are active: then the contiguous stores are plain vector ones, and only the
+  // last iteration of a row takes the masked ones. The branch is duplicated
+  // around the stores, never around the Function.
   //
   // Outputs: a reduced output reduced along `d` is not stored; its value
   // (widened to double, inactive lanes 0) is returned at its index for the
@@ -508,22 +527,14 @@ class KernelEmitter {
                                          absl::StrCat("x", k));
       }
     }
-    if (!contiguous.empty()) {
-      std::vector<llvm::Value*> values = split(
-          "load",
-          [&] {
-            std::vector<llvm::Value*> v;
-            for (llvm::Value* base : contiguous_base) v.push_back(b.CreateAlignedLoad(vec, base, align));
-            return v;
-          },
-          [&] {
-            std::vector<llvm::Value*> v;
-            for (llvm::Value* base : contiguous_base) {
-              v.push_back(b.CreateMaskedLoad(vec, base, align, active, zeros));
-            }
-            return v;
-          });
-      for (size_t c = 0; c < contiguous.size(); ++c) loaded[contiguous[c]] = values[c];
+    // Contiguous inputs: one masked load each, full rows or tail alike (with
+    // every lane active it costs what a plain load costs). A single load
+    // instruction per input, not a full/tail pair joined by a phi, is what
+    // lets SinkIntoUniformBranches move it into the sides of a uniform branch
+    // that read it: a COPY row of the HM-LSTM then reads 2 of its 5 arrays.
+    for (size_t c = 0; c < contiguous.size(); ++c) {
+      loaded[contiguous[c]] = b.CreateMaskedLoad(vec, contiguous_base[c], align, active, zeros,
+                                                 absl::StrCat("x", contiguous[c]));
     }
 
     LlvmPrinter* printer_ptr = nullptr;
@@ -560,8 +571,8 @@ class KernelEmitter {
           row_values[m] = wide;
           continue;
         }
-        if (ReducedAlong(m, d)) {  // inactive lanes must add 0 (their values may be NaN)
-          row_values[m] = b.CreateSelect(active, wide, llvm::Constant::getNullValue(f64_vec));
+        if (ReducedAlong(m, d)) {  // inactive lanes must add the identity (theirs may be NaN)
+          row_values[m] = b.CreateSelect(active, wide, Identity(m, f64_vec));
           continue;
         }
         scratch_adds.emplace_back(m, wide);
@@ -640,7 +651,14 @@ absl::StatusOr<std::unique_ptr<llvm::Module>> BuildKernelModule(const KernelSpec
                                                                 const std::string& symbol,
                                                                 llvm::LLVMContext& ctx) {
   if (absl::Status s = spec.Validate("cpu"); !s.ok()) return s;
-  return KernelEmitter(spec, symbol, ctx).Build();
+  // Vector code runs both sides of a mixed if: work both sides compute is
+  // done once above it (and sunk back where the branch is uniform).
+  const bool has_ifs = std::any_of(spec.function->insts.begin(), spec.function->insts.end(),
+                                   [](const Inst& inst) { return inst.op == Op::kIf; });
+  if (!has_ifs) return KernelEmitter(spec, symbol, ctx).Build();
+  KernelSpec vector_spec = spec;
+  vector_spec.function = std::make_shared<Function>(HoistCommonWork(*spec.function));
+  return KernelEmitter(vector_spec, symbol, ctx).Build();
 }
 
 }  // namespace dualcast::jit::cpu

@@ -3,9 +3,11 @@
 
 #include <vector>
 
+#include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
 
 namespace dualcast::jit::cpu {
 namespace {
@@ -17,9 +19,28 @@ llvm::BasicBlock* UseBlock(const llvm::Use& use) {
   return user->getParent();
 }
 
+// A read of a kernel input: the body's input pointers are `noalias readonly`,
+// so nothing the kernel stores can change what the load sees, and moving it
+// later (into a side) or cloning it is safe.
+bool ReadsOnlyAnInput(const llvm::Instruction& inst) {
+  const llvm::Value* pointer = nullptr;
+  if (const auto* load = llvm::dyn_cast<llvm::LoadInst>(&inst)) {
+    if (load->isVolatile() || load->isAtomic()) return false;
+    pointer = load->getPointerOperand();
+  } else if (const auto* call = llvm::dyn_cast<llvm::IntrinsicInst>(&inst)) {
+    if (call->getIntrinsicID() != llvm::Intrinsic::masked_load) return false;
+    pointer = call->getArgOperand(0);
+  } else {
+    return false;
+  }
+  const auto* arg = llvm::dyn_cast<llvm::Argument>(llvm::getUnderlyingObject(pointer));
+  return arg != nullptr && arg->hasNoAliasAttr() && arg->onlyReadsMemory();
+}
+
 bool Sinkable(const llvm::Instruction& inst) {
-  return !inst.isTerminator() && !llvm::isa<llvm::PHINode>(inst) && !inst.mayReadOrWriteMemory() &&
-         !inst.mayHaveSideEffects();
+  if (inst.isTerminator() || llvm::isa<llvm::PHINode>(inst)) return false;
+  if (ReadsOnlyAnInput(inst)) return true;
+  return !inst.mayReadOrWriteMemory() && !inst.mayHaveSideEffects();
 }
 
 }  // namespace

@@ -8,7 +8,8 @@
 // of it (HM-LSTM: a COPY row needs neither tanh nor sigmoid). This pass
 // clones each such pure instruction into every side that uses it and drops
 // the original, innermost uses first, so nested uniform ifs sink it further.
-// Work used after the if, and loads, stay where they are. It runs before the
+// Loads of kernel inputs (noalias, read-only) move like pure work, so a side
+// reads only the arrays it uses; work used after the if stays. It runs before the
 // optimiser, which never hoists identical code out of two sides again
 // (SimplifyCFG's hoisting of common instructions is off in our pipeline).
 //

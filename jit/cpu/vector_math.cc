@@ -1,9 +1,12 @@
 // Vector math calls: libmvec variants chosen per width, chunking, scalar fallback, range clamps.
 #include "jit/cpu/vector_math.h"
 
+#include <cstring>
+
 #include <string>
 #include <vector>
 
+#include "jit/cpu/inline_exp.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/IR/Attributes.h"
 #include "llvm/IR/Constants.h"
@@ -133,6 +136,11 @@ llvm::Value* EmitMathCall(llvm::IRBuilder<>& b, llvm::Module& module, const char
     return b.CreateCall(DeclareMathFunction(module, name, type, arity), a);
   };
   if (lanes == 1) return call(scalar_name, elem, {args.begin(), args.end()});
+  // The activations' exp and expm1 are written out inline (inline_exp.h: a
+  // call would spill every live vector register around it).
+  const bool is_f32 = elem->isFloatTy();
+  if (std::strcmp(scalar_name, is_f32 ? "expf" : "exp") == 0) return EmitInlineExp(b, args[0]);
+  if (std::strcmp(scalar_name, is_f32 ? "expm1f" : "expm1") == 0) return EmitInlineExpm1(b, args[0]);
 
   const Variant v = PickVariant(HostVectorIsa(), elem->isFloatTy(), lanes);
   const std::string vector_name = v.lanes > 0 ? VectorName(v, scalar_name, arity) : "";

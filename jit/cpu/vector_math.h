@@ -12,7 +12,9 @@
 // call per lane, so every op works at every width.
 //
 // Chosen over hand-written polynomials because it is fast with no accuracy
-// work of our own. Accuracy against the scalar interpreter
+// work of our own — except exp and expm1, the activations' hot path, which
+// are written out inline (inline_exp.h): a call spills every live vector
+// register, and five of them per HM-LSTM element cost a third of the kernel. Accuracy against the scalar interpreter
 // (tests/cpu/accuracy_test.cc, 1e5+ points per function, specials included):
 // every function within 4 ulp in f32 and f64. Two libmvec results fall
 // outside the function's range (f32 sin(-1116.8363) = 1.00000012); the

@@ -267,25 +267,51 @@ class SourceWriter {
         "      const I stop = (split + 1) * chunk < red ? (split + 1) * chunk : red;\n");
     if (lanes_over_kept) {
       absl::StrAppend(&s, "      const I k = group * 32 + lane;\n",
-                      "      if (k >= kept) continue;\n", "      double acc = 0.0;\n",
+                      "      if (k >= kept) continue;\n", "      double acc = ", Identity(m), ";\n",
                       "      for (I r = split * chunk; r < stop; ++r) {\n");
     } else {
-      absl::StrAppend(&s, "      const I k = group;\n", "      double acc = 0.0;\n",
+      absl::StrAppend(&s, "      const I k = group;\n", "      double acc = ", Identity(m), ";\n",
                       "      for (I r = split * chunk + lane; r < stop; r += 32) {\n");
     }
     WriteSplitIndices(s, "        ", kept, "k");
     WriteSplitIndices(s, "        ", red, "r");
     WriteInputOffsets(s, "        ");
     std::vector<std::string> results = WriteBody(s, 4);
-    absl::StrAppend(&s, "        acc += (double)", results[m], ";\n", "      }\n");
+    absl::StrAppend(&s, "        ", Fold(m, "acc", absl::StrCat("(double)", results[m])), "\n",
+                    "      }\n");
     if (!lanes_over_kept) {
       absl::StrAppend(&s,
-                      "      for (int d = 16; d > 0; d /= 2) acc += __shfl_down_sync(0xffffffffu, "
-                      "acc, d);\n",
-                      "      if (lane != 0) continue;\n");
+                      "      for (int d = 16; d > 0; d /= 2) { const double o = "
+                      "__shfl_down_sync(0xffffffffu, acc, d); ",
+                      Fold(m, "acc", "o"), " }\n", "      if (lane != 0) continue;\n");
     }
     absl::StrAppend(&s, "      scratch[red", m, "_base + (dc_i64)split * (dc_i64)kept + ",
                     "(dc_i64)k] = acc;\n", "    }\n", "  }\n");
+  }
+
+  // Output m's reduce op as CUDA C: its identity, and `acc = acc (op) x` (max
+  // and min let a NaN through, as ReduceCombine does on the host).
+  std::string Identity(size_t m) const {
+    switch (spec_.reduce_op(m)) {
+      case ReduceOp::kSum: return "0.0";
+      case ReduceOp::kProd: return "1.0";
+      case ReduceOp::kMax: return "__longlong_as_double(0xfff0000000000000ll)";  // -inf
+      case ReduceOp::kMin: return "__longlong_as_double(0x7ff0000000000000ll)";  // +inf
+    }
+    return "0.0";
+  }
+  std::string Fold(size_t m, const std::string& acc, const std::string& x) const {
+    switch (spec_.reduce_op(m)) {
+      case ReduceOp::kSum: return absl::StrCat(acc, " += ", x, ";");
+      case ReduceOp::kProd: return absl::StrCat(acc, " *= ", x, ";");
+      case ReduceOp::kMax:
+        return absl::StrCat("{ const double v = ", x, "; if (v > ", acc, " || v != v) ", acc,
+                            " = v; }");
+      case ReduceOp::kMin:
+        return absl::StrCat("{ const double v = ", x, "; if (v < ", acc, " || v != v) ", acc,
+                            " = v; }");
+    }
+    return absl::StrCat(acc, " += ", x, ";");
   }
 
   // <symbol>_fin: adds each reduced output's partials in split order and
@@ -315,21 +341,22 @@ class SourceWriter {
                       "    if (splits <= ", kCudaFinishSerialSplits, ") {\n",
                       "      for (I k = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; k < kept; "
                       "k += (I)gridDim.x * (I)blockDim.x) {\n",
-                      "        double total = 0.0;\n",
-                      "        for (I split = 0; split < splits; ++split) total += part[split * "
-                      "kept + k];\n",
+                      "        double total = ", Identity(m), ";\n",
+                      "        for (I split = 0; split < splits; ++split) { ",
+                      Fold(m, "total", "part[split * kept + k]"), " }\n",
                       store("        ", "total"), "      }\n", "    } else {\n",
                       "      for (I k = blockIdx.x; k < kept; k += gridDim.x) {\n",
-                      "        double acc = 0.0;\n",
-                      "        for (I split = threadIdx.x; split < splits; split += blockDim.x) "
-                      "acc += part[split * kept + k];\n",
-                      "        for (int d = 16; d > 0; d /= 2) acc += "
-                      "__shfl_down_sync(0xffffffffu, acc, d);\n",
+                      "        double acc = ", Identity(m), ";\n",
+                      "        for (I split = threadIdx.x; split < splits; split += blockDim.x) { ",
+                      Fold(m, "acc", "part[split * kept + k]"), " }\n",
+                      "        for (int d = 16; d > 0; d /= 2) { const double o = "
+                      "__shfl_down_sync(0xffffffffu, acc, d); ",
+                      Fold(m, "acc", "o"), " }\n",
                       "        if (threadIdx.x % 32 == 0) warp_total[threadIdx.x / 32] = acc;\n",
                       "        __syncthreads();\n", "        if (threadIdx.x == 0) {\n",
-                      "          double total = 0.0;\n",
-                      "          for (unsigned w = 0; w < blockDim.x / 32; ++w) total += "
-                      "warp_total[w];\n",
+                      "          double total = ", Identity(m), ";\n",
+                      "          for (unsigned w = 0; w < blockDim.x / 32; ++w) { ",
+                      Fold(m, "total", "warp_total[w]"), " }\n",
                       store("          ", "total"), "        }\n", "        __syncthreads();\n",
                       "      }\n", "    }\n", "  }\n");
     }

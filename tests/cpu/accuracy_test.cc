@@ -218,6 +218,14 @@ TEST_CASE("libm-backed ops are vectorised (libmvec variants are called)") {
       spec.rank = 1;
       spec.input_broadcast = {0};
       const std::string ir = CpuKernelIr(spec);
+      if (op == Op::kExp || op == Op::kExpm1) {
+        // Written out inline (jit/cpu/inline_exp.h): no call at all, and the
+        // Taylor polynomial's multiply-adds are there.
+        CHECK_MESSAGE(ir.find("@_ZGV") == std::string::npos, ir);
+        CHECK_MESSAGE(ir.find(std::string("@") + LibmName(op, type) + "(") == std::string::npos, ir);
+        CHECK_MESSAGE(ir.find("@llvm.fmuladd") != std::string::npos, ir);
+        continue;
+      }
       CHECK_MESSAGE(ir.find("@_ZGV") != std::string::npos,
                     LibmName(op, type) << " stayed scalar");
     }

@@ -94,11 +94,14 @@ TEST_CASE("the CUDA source writer accepts reduced or accumulating outputs") {
 
 template <class T>
 void RunReduced(const std::vector<int64_t>& sizes, std::vector<uint32_t> bcast,
-                std::vector<uint32_t> reduce, std::vector<bool> accumulate) {
+                std::vector<uint32_t> reduce, std::vector<bool> accumulate,
+                std::vector<ReduceOp> ops = {}) {
   const Type t = std::is_same_v<T, float> ? Type::kF32 : Type::kF64;
   const int rank = static_cast<int>(sizes.size());
   auto f = Branchy(t);
   KernelSpec spec = SpecFor(f, t, rank, bcast, reduce, accumulate);
+  spec.output_reduce_op = ops;
+  CAPTURE(spec.Describe());
   absl::StatusOr<CompiledCpuKernel> k = CompileCpuKernel(spec, nullptr);
   REQUIRE(k.ok());
 
@@ -147,9 +150,10 @@ void RunReduced(const std::vector<int64_t>& sizes, std::vector<uint32_t> bcast,
   KernelArgs args{sz.data(), in_ptrs, in_strides.data(), out_ptrs, out_strides.data(), 0, sz[0]};
   LaunchCpu(k->entry, args, spec, dests);
 
-  // Reference: the interpreter per element, summed in double.
+  // Reference: the interpreter per element, combined in double in element
+  // order (ReduceCombine; sums by default).
   std::vector<std::vector<double>> sums(3);
-  for (int m = 0; m < 3; ++m) sums[m].assign(out[m].size(), 0.0);
+  for (int m = 0; m < 3; ++m) sums[m].assign(out[m].size(), ReduceIdentity(spec.reduce_op(m)));
   int64_t total = 1;
   for (int64_t s : sizes) total *= s;
   std::vector<int64_t> idx(rank, 0);
@@ -169,7 +173,7 @@ void RunReduced(const std::vector<int64_t>& sizes, std::vector<uint32_t> bcast,
     for (int m = 0; m < 3; ++m) {
       int64_t off = 0;
       for (int d = 0; d < rank; ++d) off += idx[d] * out_strides[m * rank + d];
-      sums[m][off] += y[m];
+      sums[m][off] = ReduceCombine(spec.reduce_op(m), sums[m][off], y[m]);
     }
   }
   const double tol = t == Type::kF32 ? 2e-6 : 1e-13;
@@ -197,6 +201,60 @@ TEST_CASE("LaunchCpu(spec): reduced along inner, outer, middle and all merged di
   // Column sums only (no output summed along the inner dim): rows added in blocks.
   RunReduced<float>({203, 45}, {0, 0b10}, {0b01, 0, 0b01}, {false, true, false});
   RunReduced<double>({4, 11, 70}, {0b001, 0}, {0b010, 0b011, 0}, {true, false, false});
+}
+
+TEST_CASE("LaunchCpu(spec): max, min and product reductions along every pattern, vs the interpreter") {
+  using enum ReduceOp;
+  // Max and min are exact whatever the order; products of values in [-2, 2]
+  // stay finite over these lengths.
+  RunReduced<float>({100003}, {0, 0}, {0b1, 0b1, 0b1}, {}, {kMax, kMin, kMax});
+  RunReduced<double>({37, 1029}, {0b01, 0}, {0b10, 0b01, 0b11}, {}, {kMin, kMax, kMin});
+  RunReduced<float>({5, 33, 9}, {0b010, 0b101}, {0b010, 0b101, 0b111}, {}, {kMax, kMin, kSum});
+  RunReduced<double>({203, 45}, {0, 0b10}, {0b01, 0, 0b01}, {false, true, false}, {kMin, kSum, kMax});
+  RunReduced<double>({3, 1, 17}, {0, 0}, {0b100, 0b001, 0}, {}, {kProd, kProd, kSum});
+  RunReduced<float>({7, 13}, {0, 0b01}, {0b10, 0b01, 0b11}, {}, {kProd, kProd, kProd});
+}
+
+TEST_CASE("max and min reductions let a NaN through wherever it sits; the op is in the key") {
+  using enum ReduceOp;
+  const double nan = std::nan("");
+  CHECK(std::isnan(ReduceCombine(kMax, 1.0, nan)));
+  CHECK(std::isnan(ReduceCombine(kMax, nan, 1.0)));
+  CHECK(std::isnan(ReduceCombine(kMin, nan, -HUGE_VAL)));
+  CHECK(ReduceCombine(kMax, ReduceIdentity(kMax), -HUGE_VAL) == -HUGE_VAL);
+  CHECK(ReduceCombine(kMin, 3.0, 2.0) == 2.0);
+  CHECK(ReduceCombine(kProd, ReduceIdentity(kProd), 5.0) == 5.0);
+  auto f = Branchy(Type::kF64);
+  KernelSpec a = SpecFor(f, Type::kF64, 1, {0, 0}, {1, 0, 0}, {});
+  KernelSpec b = a;
+  b.output_reduce_op = {kMax, kSum, kSum};
+  KernelSpec c = a;
+  c.output_reduce_op = {kSum, kSum, kSum};  // all sums: the same key as none given
+  CHECK(a.Key() != b.Key());
+  CHECK(a.Key() == c.Key());
+  CHECK(b.Describe().find("out0 max") != std::string::npos);
+  KernelSpec bad = a;
+  bad.output_reduce_op = {kSum, kMax, kSum};  // output 1 is not reduced
+  CHECK_FALSE(bad.Validate("cpu").ok());
+  // A NaN element inside a row, in a vector lane and in the tail: max is NaN.
+  std::vector<double> x(37, 1.0);
+  x[20] = nan;
+  std::vector<double> y(37, 0.5);
+  KernelSpec spec = SpecFor(f, Type::kF64, 1, {0, 0}, {1, 1, 1}, {});
+  spec.output_reduce_op = {kMax, kMin, kMax};
+  absl::StatusOr<CompiledCpuKernel> k = CompileCpuKernel(spec, nullptr);
+  REQUIRE(k.ok());
+  double out[3] = {0, 0, 0};
+  std::vector<ReducedDestination> dests = {{&out[0], {}, {}}, {&out[1], {}, {}}, {&out[2], {}, {}}};
+  int64_t sizes[2] = {37, 1}, in_strides[3] = {1, 1, 0}, out_strides[4] = {0, 0, 0, 0};
+  const void* in_ptrs[2] = {x.data(), y.data()};
+  void* out_ptrs[3] = {&out[0], &out[1], &out[2]};
+  KernelArgs args{sizes, in_ptrs, in_strides, out_ptrs, out_strides, 0, 37};
+  LaunchCpu(k->entry, args, spec, dests);
+  // a > 0 yields (a c, c - a), else (a + c, c c); a = 1 except the NaN.
+  CHECK(std::isnan(out[0]));  // a + c at the NaN
+  CHECK(std::isnan(out[2]));  // a + 1 at the NaN
+  CHECK(out[1] == -0.5);      // min(c - a = -0.5 ..., c c = 0.25 at the NaN): no NaN read
 }
 
 }  // namespace

@@ -56,6 +56,7 @@ struct RCase {
   std::vector<int64_t> full;             // iteration shape
   std::vector<View<T>> out;              // per output, shape = full with 1 on reduced axes
   std::vector<bool> reduced, accumulate;  // per output
+  std::vector<jit::ReduceOp> ops;         // per output; empty: every reduced output sums
   // Filled by Prepare:
   jit::BroadcastLayout layout;
   jit::KernelSpec spec;
@@ -64,6 +65,7 @@ struct RCase {
   std::vector<std::map<int64_t, long double>> sum, magnitude;  // per output, by buffer offset
   std::vector<std::map<int64_t, int64_t>> terms;
   std::vector<std::map<int64_t, T>> elementwise;  // exact expected values, by buffer offset
+  jit::ReduceOp spec_op(size_t m) const { return m < ops.size() ? ops[m] : jit::ReduceOp::kSum; }
 };
 
 template <class T>
@@ -109,7 +111,15 @@ void Prepare(RCase<T>& c, std::mt19937_64& rng) {
     std::vector<T> y = jit::Interpret(*c.f, std::span<const T>(x));
     for (size_t m = 0; m < M; ++m) {
       const int64_t o = OffsetOf(c.out[m], idx);
-      if (c.reduced[m]) {
+      if (c.reduced[m] && c.spec_op(m) != jit::ReduceOp::kSum) {
+        // Max, min, product: combined in element order (max/min are exact in
+        // any order; products are checked within their rounding below).
+        long double& acc = c.sum[m][o];
+        if (c.terms[m][o] == 0) acc = jit::ReduceIdentity(c.spec_op(m));
+        acc = jit::ReduceCombine(c.spec_op(m), static_cast<double>(acc), static_cast<double>(y[m]));
+        c.magnitude[m][o] = std::fabs(acc);
+        ++c.terms[m][o];
+      } else if (c.reduced[m]) {
         c.sum[m][o] += y[m];
         c.magnitude[m][o] += std::fabs(static_cast<long double>(y[m]));
         ++c.terms[m][o];
@@ -143,6 +153,7 @@ void Prepare(RCase<T>& c, std::mt19937_64& rng) {
     if (c.reduced[m]) c.spec.output_reduce[m] = c.layout.in_broadcast[c.in.size() + m];
   }
   c.spec.accumulate = c.accumulate;
+  c.spec.output_reduce_op = c.ops;
   absl::StatusOr<CudaKernelSource> src = jit::cuda::BuildCudaKernelSource(c.spec);
   REQUIRE_MESSAGE(src.ok(), src.status().message());
   c.source = *std::move(src);
@@ -219,6 +230,17 @@ int Check(const RCase<T>& c, const std::vector<std::vector<T>>& got, bool report
         return;
       }
       const T sum = static_cast<T>(c.sum[m].at(o));
+      const jit::ReduceOp op = c.spec_op(m);
+      if (op == jit::ReduceOp::kMax || op == jit::ReduceOp::kMin) {  // exact in any order
+        if (!SameBits(value, sum) && !(value != value && sum != sum)) {
+          ++wrong;
+          if (report && bad++ < 3) {
+            FAIL_CHECK(jit::ReduceOpName(op) << " element at " << o << ": got " << value
+                                             << " want " << sum);
+          }
+        }
+        return;
+      }
       const T want = c.accumulate[m] ? static_cast<T>(c.initial[m][static_cast<size_t>(o)] + sum)
                                      : sum;
       const double tol = static_cast<double>(c.terms[m].at(o)) * std::ldexp(1.0, -52) *
@@ -460,6 +482,27 @@ void AddCases(std::vector<RCase<T>>& cases, std::mt19937_64& rng) {
     c.accumulate = {true, false, true};
     cases.push_back(std::move(c));
   }
+  // The same kernels reducing with max, min and product instead of sums
+  // (products only over few terms, so they stay finite in any order).
+  const size_t summed_cases = cases.size();
+  for (size_t i = 0; i < summed_cases; i += 2) {
+    RCase<T> c = cases[i];
+    c.name += "-ops";
+    c.ops.assign(c.out.size(), jit::ReduceOp::kSum);
+    bool any = false;
+    for (size_t m = 0; m < c.out.size(); ++m) {
+      if (!c.reduced[m] || c.accumulate[m]) continue;
+      int64_t terms = 1;
+      for (size_t d = 0; d < c.full.size(); ++d) {
+        if (c.out[m].shape[c.out[m].shape.size() - c.full.size() + d] == 1) terms *= c.full[d];
+      }
+      const jit::ReduceOp cycle[] = {jit::ReduceOp::kMax, jit::ReduceOp::kMin, jit::ReduceOp::kProd};
+      c.ops[m] = cycle[(i / 2 + m) % 3];
+      if (c.ops[m] == jit::ReduceOp::kProd && terms > 32) c.ops[m] = jit::ReduceOp::kMax;
+      any = true;
+    }
+    if (any) cases.push_back(std::move(c));
+  }
   for (auto& c : cases) Prepare(c, rng);
 }
 
@@ -561,7 +604,7 @@ TEST_CASE("cuda_host: the harness catches wrong printed reductions (mutation che
     std::string from, to;
   };
   const std::vector<Mutation> mutations = {
-      {"shuffle tree stops one step early", "d > 0; d /= 2) acc +=", "d > 1; d /= 2) acc +="},
+      {"shuffle tree stops one step early", "d > 0; d /= 2) {", "d > 1; d /= 2) {"},
       {"lanes stride 64 (elements skipped)", "r += 32)", "r += 64)"},
       {"splits overlap by one element", "(split + 1) * chunk < red ? (split + 1) * chunk",
        "(split + 1) * chunk + 1 < red ? (split + 1) * chunk + 1"},

@@ -200,6 +200,36 @@ TEST_CASE("reduced outputs: every axes combination, rank 0-3, odd and zero sizes
   }
 }
 
+// Repeated launches hit this thread's launch plans (runtime/launch_plan.h),
+// keyed on the function, the operands' shapes and strides, and the requested
+// output and iteration shapes. Interleaving the reduce patterns of one
+// function over same-shaped inputs, with fresh data each round, must give
+// every pattern its own plan: a plan answering for another pattern's shapes,
+// or an output left from an earlier launch, fails against the reference.
+TEST_CASE("reduced outputs: repeated, interleaved reduce patterns reuse launch plans correctly") {
+  auto fn = TestFunction(DType::kF32);
+  const Shape full = {6, 9};
+  const std::vector<std::vector<Shape>> patterns = {
+      {{1, 9}, {6, 1}}, {{6, 1}, {1, 9}}, {{1}, {}}, {{}, {1, 1}}, {{6, 9}, {9}}, {}};
+  for (int round = 0; round < 4; ++round) {
+    std::vector<std::shared_ptr<ArrayImpl>> in = {Filled(DType::kF32, full, round + 1),
+                                                  Filled(DType::kF32, {1, 9}, round + 5),
+                                                  Filled(DType::kF32, {6, 1}, round + 9)};
+    for (const std::vector<Shape>& outs_wanted : patterns) {
+      ExecuteOptions o;
+      o.output_shapes = outs_wanted;
+      if (round % 2 == 1) o.iteration_shape = full;  // the same launch, keyed differently
+      auto outs = Execute("reduce_test", fn, in, o);
+      for (int m = 0; m < 2; ++m) {
+        const Shape want = outs_wanted.empty() || outs_wanted[m].empty() ? full : outs_wanted[m];
+        CHECK(outs[m]->shape == want);
+        CheckClose(*outs[m], Reference(in, full, want, m), {}, 2e-6,
+                   absl::StrCat("round ", round, " output ", m, " -> ", jit::FormatShape(want)));
+      }
+    }
+  }
+}
+
 TEST_CASE("reduced outputs: the iteration shape comes from the inputs when not given") {
   auto fn = TestFunction(DType::kF64);
   std::vector<std::shared_ptr<ArrayImpl>> in = {Filled(DType::kF64, {6, 1}, 1),

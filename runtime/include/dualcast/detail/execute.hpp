@@ -32,6 +32,10 @@
 
 namespace dualcast::detail {
 
+// How an output reduced over axes (ExecuteOptions::output_shapes) combines
+// its elements; the values of jit::ReduceOp.
+enum class ReduceKind : uint8_t { kSum, kProd, kMax, kMin };
+
 struct ExecuteOptions {
   // Which outputs of the function to compute; empty means all. Unwanted
   // outputs come back as null.
@@ -57,6 +61,10 @@ struct ExecuteOptions {
   // every input is smaller than the space to sum over (e.g. n * sum of a broadcast scalar): the
   // inputs must broadcast to it (NumPy rules).
   std::vector<int64_t> iteration_shape;
+  // Optional per output: how a reduced output combines (empty: sums). Max and
+  // min propagate NaN; products form in double. Only sums may accumulate, and
+  // a reduction over no elements must be handled by the caller unless it sums.
+  std::vector<ReduceKind> reduce_ops;
   // jit::StructuralHash(*fn) when the caller keeps it with the function (the
   // lazy graph and the tape do), so a cache-hit launch does not rehash the
   // IR; 0: computed here.

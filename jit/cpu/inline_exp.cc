@@ -1,0 +1,166 @@
+// exp and expm1 on W-lane vectors as inline LLVM instructions (see inline_exp.h for why and how).
+#include "jit/cpu/inline_exp.h"
+
+#include <cmath>
+#include <iterator>
+
+#include "jit/cpu/vector_math.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/DerivedTypes.h"
+#include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/IntrinsicsX86.h"
+
+namespace dualcast::jit::cpu {
+namespace {
+
+// What differs between float and double: the constants.
+struct Format {
+  bool f32;
+  int mantissa_bits;  // 23 / 52
+  int bias;           // 127 / 1023
+  // Cody-Waite split of ln 2: `hi` has few significant bits, so k * hi is
+  // exact for every k the clamped range gives, with or without FMA.
+  double ln2_hi, ln2_lo;
+  double exp_lo, exp_hi;  // exp(x) is +0 below exp_lo and +inf above exp_hi
+  double expm1_lo;        // expm1(x) rounds to -1 below it
+  int expm1_kmax;         // above this k, expm1(x) = exp(x) (the -1 is below an ulp)
+  int taylor_degree;      // highest power of r in expm1(r) (f64: Taylor)
+};
+
+constexpr Format kF32{true, 23, 127, 0.693359375, -2.12194440e-4, -104.0, 89.0, -30.0, 100, 8};
+constexpr Format kF64{false, 52, 1023, 6.93145751953125e-1, 1.42860682030941723212e-6,
+                      -746.0, 710.0, -40.0, 1000, 13};
+
+class ExpEmitter {
+ public:
+  ExpEmitter(llvm::IRBuilder<>& b, llvm::Value* x)
+      : b_(b),
+        x_(x),
+        type_(llvm::cast<llvm::FixedVectorType>(x->getType())),
+        fmt_(type_->getElementType()->isFloatTy() ? kF32 : kF64),
+        i32_(llvm::FixedVectorType::get(b.getInt32Ty(), type_->getNumElements())),
+        bits_(llvm::FixedVectorType::get(fmt_.f32 ? b.getInt32Ty() : b.getInt64Ty(),
+                                         type_->getNumElements())) {}
+
+  llvm::Value* Exp() {
+    Reduce(fmt_.exp_lo);
+    return KeepNaN(Scale(b_.CreateFAdd(C(1), q_)));
+  }
+
+  llvm::Value* Expm1() {
+    Reduce(fmt_.expm1_lo);
+    llvm::Value* big = Scale(b_.CreateFAdd(C(1), q_));
+    // 2^k q + (2^k - 1); k is capped so 2^k stays finite (the lanes above the
+    // cap take `big`, where the -1 no longer shows).
+    llvm::Value* over = b_.CreateFCmpOGT(kf_, C(fmt_.expm1_kmax));
+    llvm::Value* t = Pow2(b_.CreateSelect(over, C(fmt_.expm1_kmax), kf_));
+    llvm::Value* small = FmulAdd(t, q_, b_.CreateFSub(t, C(1)));
+    llvm::Value* y = b_.CreateSelect(over, big, small);
+    // r + r^2 p adds +0 to -0 when x = -0; expm1(±0) = ±0.
+    y = b_.CreateSelect(b_.CreateFCmpOEQ(x_, C(0)), x_, y);
+    return KeepNaN(y);
+  }
+
+ private:
+  llvm::Constant* C(double v) { return llvm::ConstantFP::get(type_, v); }
+  llvm::Constant* Int(int v) { return llvm::ConstantInt::get(i32_, v); }
+
+  llvm::Value* FmulAdd(llvm::Value* a, llvm::Value* m, llvm::Value* c) {
+    return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type_}, {a, m, c});
+  }
+
+  // AVX-512's vscalef: v * 2^k in one instruction, one rounding, subnormal
+  // and overflowing results included, NaN through (512-bit vectors only).
+  bool HasScalef() const { return HostVectorBits() == 512 && type_->getPrimitiveSizeInBits() == 512; }
+  llvm::Value* Scalef(llvm::Value* v, llvm::Value* k) {
+    const bool f32 = fmt_.f32;
+    llvm::Value* all = f32 ? b_.getInt16(0xffff) : b_.getInt8(0xff);
+    return b_.CreateIntrinsic(f32 ? llvm::Intrinsic::x86_avx512_mask_scalef_ps_512
+                                  : llvm::Intrinsic::x86_avx512_mask_scalef_pd_512,
+                              {}, {v, k, v, all, b_.getInt32(4 /* current rounding */)});
+  }
+
+  // v 2^k for the integer-valued lanes kf: each factor of 2^k1 2^k2 is a
+  // normal number, so only the last product rounds, also when the result is
+  // subnormal or overflows.
+  llvm::Value* Scale(llvm::Value* v) {
+    if (HasScalef()) return Scalef(v, kf_);
+    llvm::Value* k = b_.CreateFPToSI(kf_, i32_);
+    llvm::Value* k1 = b_.CreateAShr(k, Int(1));
+    return b_.CreateFMul(b_.CreateFMul(v, Pow2Int(k1)), Pow2Int(b_.CreateSub(k, k1)));
+  }
+
+  // 2^k for integer-valued lanes k in the normal exponent range.
+  llvm::Value* Pow2(llvm::Value* kf) {
+    if (HasScalef()) return Scalef(C(1), kf);
+    return Pow2Int(b_.CreateFPToSI(kf, i32_));
+  }
+  llvm::Value* Pow2Int(llvm::Value* k) {
+    llvm::Value* wide = fmt_.f32 ? k : b_.CreateSExt(k, bits_);
+    llvm::Value* biased = b_.CreateAdd(wide, llvm::ConstantInt::get(bits_, fmt_.bias));
+    return b_.CreateBitCast(b_.CreateShl(biased, llvm::ConstantInt::get(bits_, fmt_.mantissa_bits)),
+                            type_);
+  }
+
+  // k and q = expm1(r), r = x - k ln 2, for x clamped to [lo, exp_hi]
+  // (NaN lanes computed as 0 and restored by KeepNaN: a NaN must never reach
+  // the float-to-int conversion, whose result would be poison).
+  void Reduce(double lo) {
+    // With vscalef no float-to-int conversion happens and NaN runs through.
+    llvm::Value* x = HasScalef() ? x_ : b_.CreateSelect(b_.CreateFCmpUNO(x_, x_), C(0), x_);
+    x = b_.CreateSelect(b_.CreateFCmpOGT(x, C(fmt_.exp_hi)), C(fmt_.exp_hi), x);
+    x = b_.CreateSelect(b_.CreateFCmpOLT(x, C(lo)), C(lo), x);
+    // Round x / ln 2 to the nearest integer by adding and removing 1.5 * 2^p
+    // (exact for |x / ln 2| < 2^(p-1); LLVM keeps the pair without fast-math).
+    const double magic = fmt_.f32 ? 0x1.8p23 : 0x1.8p52;
+    llvm::Value* kf = b_.CreateFSub(
+        b_.CreateFAdd(b_.CreateFMul(x, C(1.4426950408889634)), C(magic)), C(magic));
+    llvm::Value* neg_k = b_.CreateFNeg(kf);
+    llvm::Value* r = FmulAdd(neg_k, C(fmt_.ln2_hi), x);
+    r = FmulAdd(neg_k, C(fmt_.ln2_lo), r);
+    // p(r) ~ (e^r - 1 - r) / r^2, Horner from the highest power: in f32
+    // Cephes expf's minimax coefficients (degree 5, two fewer steps than the
+    // Taylor series to the same accuracy), in f64 the Taylor series 1/j!.
+    llvm::Value* p = nullptr;
+    if (fmt_.f32) {
+      static constexpr double kCephes[] = {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
+                                           4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1};
+      p = C(kCephes[0]);
+      for (size_t j = 1; j < std::size(kCephes); ++j) p = FmulAdd(p, r, C(kCephes[j]));
+    } else {
+      double factorial = 1;
+      for (int j = 2; j <= fmt_.taylor_degree; ++j) factorial *= j;
+      p = C(1 / factorial);
+      for (int j = fmt_.taylor_degree - 1; j >= 2; --j) {
+        factorial /= (j + 1);
+        p = FmulAdd(p, r, C(1 / factorial));
+      }
+    }
+    q_ = FmulAdd(b_.CreateFMul(r, r), p, r);
+    kf_ = kf;
+  }
+
+  llvm::Value* KeepNaN(llvm::Value* y) {
+    if (HasScalef()) return y;
+    return b_.CreateSelect(b_.CreateFCmpUNO(x_, x_), x_, y);
+  }
+
+  llvm::IRBuilder<>& b_;
+  llvm::Value* x_;
+  llvm::FixedVectorType* type_;
+  Format fmt_;
+  llvm::FixedVectorType* i32_;   // k
+  llvm::FixedVectorType* bits_;  // integers as wide as an element
+  llvm::Value* kf_ = nullptr;  // k as an integer-valued float
+  llvm::Value* q_ = nullptr;
+};
+
+}  // namespace
+
+llvm::Value* EmitInlineExp(llvm::IRBuilder<>& b, llvm::Value* x) { return ExpEmitter(b, x).Exp(); }
+
+llvm::Value* EmitInlineExpm1(llvm::IRBuilder<>& b, llvm::Value* x) {
+  return ExpEmitter(b, x).Expm1();
+}
+
+}  // namespace dualcast::jit::cpu

@@ -1,0 +1,42 @@
+// exp and expm1 on W-lane vectors written out as LLVM instructions, so the hot activations need no call.
+//
+// Why not libmvec here, as for every other transcendental (vector_math.h):
+// a call clobbers every vector register under the x86-64 ABI, so a kernel
+// that calls `_ZGVeN16v_expf` spills and reloads all its live values around
+// each call. The HM-LSTM cell calls exp or expm1 five times per element
+// (sigmoid twice, tanh, and their jvp), and those spills plus the calls were
+// about a third of its one-pass gradient kernel. Inline, the polynomial is
+// scheduled with the rest of the element's work and nothing is spilled.
+//
+// Method (one core for both functions): k = roundeven(x / ln 2);
+// r = x - k ln 2 in two FMA steps (Cody-Waite), |r| <= ln2/2;
+// q = expm1(r) = r + r^2 (1/2 + r/6 + ...) by Horner on the Taylor series
+// (f32: Cephes expf's degree-5 minimax fit; f64: Taylor to degree 13,
+// truncation below 2^-55 relative). Then
+//   exp(x)   = (1 + q) 2^k, one rounding also for subnormal results: AVX-512's
+//              vscalef on 512-bit vectors, else (1 + q) 2^k1 2^k2 with
+//              k1 = k >> 1, k2 = k - k1 (each factor normal, the last product
+//              rounds);
+//   expm1(x) = 2^k q + (2^k - 1) (one FMA; exact q when k = 0, so tiny x
+//              keeps full relative accuracy), exp(x) - 1 once 2^k - 1 = 2^k.
+// Special values: NaN -> NaN; +inf -> +inf; exp(-inf) = +0, expm1(-inf) = -1;
+// overflow to +inf above the largest finite result (88.72 / 709.78).
+// Accuracy (tests/cpu/accuracy_test.cc, the reference table): within 2 ulp
+// in f32 and f64 for both functions.
+//
+// Example:
+//   llvm::Value* y = EmitInlineExp(b, x);    // x: <16 x float>
+//   llvm::Value* d = EmitInlineExpm1(b, x);
+#pragma once
+
+#include "llvm/IR/IRBuilder.h"
+
+namespace dualcast::jit::cpu {
+
+// exp(x) lane by lane; x is a vector of float or double.
+llvm::Value* EmitInlineExp(llvm::IRBuilder<>& b, llvm::Value* x);
+
+// expm1(x) = exp(x) - 1 lane by lane, accurate near 0.
+llvm::Value* EmitInlineExpm1(llvm::IRBuilder<>& b, llvm::Value* x);
+
+}  // namespace dualcast::jit::cpu

@@ -1,0 +1,367 @@
+// max, min, prod, logsumexp, var, norm: forward and reverse as generated kernels (Execute), on any device.
+//
+// Each reduction is a few broadcast kernels whose outputs are reduced over
+// the axes by the backend (sum, product, max or min: ExecuteOptions::
+// reduce_ops), never a host loop over elements, so the same code runs on the
+// CPU and on a GPU, deterministic for any thread count. Conventions (NumPy's
+// and PyTorch's):
+//   max/min   NaN propagates; an empty slice is an error; ties share the
+//             adjoint equally (d max / d x_k = [x_k = max] / #ties).
+//   prod      empty = 1; the adjoint is the product of the others, exact
+//             with one zero (the zero's slot gets the others' product) and
+//             0 with two or more.
+//   logsumexp m + log(sum(exp(x - m))), m = max (stable); all -inf gives
+//             -inf, any +inf gives +inf; adjoint softmax(x) (NaN where the
+//             result is not finite).
+//   var       sum((x - mean)^2) / (n - ddof), NaN when n - ddof <= 0;
+//             adjoint 2 (x - mean) / (n - ddof).
+//   norm      Euclidean, scaled by max|x| (no overflow for large x); the
+//             adjoint x / norm, and 0 at norm = 0 (the subgradient PyTorch
+//             gives).
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "dualcast/array_ops.hpp"
+#include "dualcast/detail/execute.hpp"
+#include "dualcast/detail/grad_node.hpp"
+#include "jit/codegen/broadcast_layout.h"
+#include "jit/error.h"
+#include "jit/ir/ir.h"
+#include "runtime/grad_kernels.h"
+
+namespace dualcast {
+namespace {
+
+using detail::ArrayImpl;
+using detail::ReduceKind;
+using Arr = std::shared_ptr<ArrayImpl>;
+using Fn = std::shared_ptr<const jit::Function>;
+using jit::Op;
+using jit::ValueId;
+
+// The reduced axes of one call: the input's shape, the kept shape (1 on the
+// reduced axes, what kernels reduce to), the user's shape (keepdims or not)
+// and the number of elements each result combines.
+struct Axes {
+  std::vector<int64_t> in_shape, keep_shape, out_shape;
+  std::vector<bool> reduced;  // per input dim
+  bool keepdims = false;
+  int64_t count = 1;
+};
+
+Axes ReduceAxes(const char* what, const std::vector<int64_t>& shape, const std::vector<int>& axes,
+                bool keepdims) {
+  const int rank = static_cast<int>(shape.size());
+  std::vector<bool> reduced(shape.size(), axes.empty());
+  for (int axis : axes) {
+    if (axis < -rank || axis >= rank) {
+      throw Error(ErrorKind::kShape,
+                  absl::StrCat(what, ": axis ", axis, " is out of range for an array of rank ",
+                               rank, " (shape ", jit::FormatShape(shape), ")"));
+    }
+    const int a = axis < 0 ? axis + rank : axis;
+    if (reduced[static_cast<size_t>(a)] && !axes.empty()) {
+      throw Error(ErrorKind::kShape, absl::StrCat(what, ": axis ", axis, " is repeated (axes [",
+                                                  absl::StrJoin(axes, ", "), "])"));
+    }
+    reduced[static_cast<size_t>(a)] = true;
+  }
+  Axes l;
+  l.in_shape = shape;
+  l.reduced = reduced;
+  l.keepdims = keepdims;
+  for (int d = 0; d < rank; ++d) {
+    const int64_t n = shape[static_cast<size_t>(d)];
+    const bool r = reduced[static_cast<size_t>(d)];
+    l.keep_shape.push_back(r ? 1 : n);
+    if (r) l.count *= n;
+    if (!r || keepdims) l.out_shape.push_back(r ? 1 : n);
+  }
+  return l;
+}
+
+// Small kernels built once per element type and cached (the kernel cache
+// keys them by structure, so equal ones share compiled code).
+template <class Build>
+Fn Cached(jit::Type t, const char* name, Build build) {
+  auto make = [&](jit::Type type) {
+    auto f = std::make_shared<jit::Function>(name);
+    jit::Builder b(*f);
+    build(b, type);
+    return Fn(std::move(f));
+  };
+  static const Fn f32 = make(jit::Type::kF32);
+  static const Fn f64 = make(jit::Type::kF64);
+  return t == jit::Type::kF32 ? f32 : f64;
+}
+
+jit::Type JType(const ArrayImpl& a) {
+  return a.dtype == detail::DType::kF32 ? jit::Type::kF32 : jit::Type::kF64;
+}
+
+// f(x) = x (or |x|), reduced with `op` to `keep`.
+Arr ReduceIdentity(const Arr& x, const std::vector<int64_t>& keep, ReduceKind op, bool abs = false) {
+  const Fn f = abs ? Cached(JType(*x), "abs_reduce", [](jit::Builder& b, jit::Type t) {
+    b.Return({b.Emit(Op::kAbs, {b.Input(t)})});
+  })
+                   : Cached(JType(*x), "reduce", [](jit::Builder& b, jit::Type t) {
+                       b.Return({b.Input(t)});
+                     });
+  detail::ExecuteOptions o;
+  o.output_shapes = {keep};
+  o.reduce_ops = {op};
+  o.iteration_shape = x->shape;
+  return detail::Execute(f->name, f, {x}, o)[0];
+}
+
+// Runs `f` over `inputs` broadcast to `shape`: elementwise, or reduced to
+// `keep` with `ops` (one per output) when given.
+std::vector<Arr> Run(const Fn& f, const std::vector<Arr>& inputs, const std::vector<int64_t>& shape,
+                     const std::vector<int64_t>& keep = {}, std::vector<ReduceKind> ops = {}) {
+  detail::ExecuteOptions o;
+  o.iteration_shape = shape;
+  if (!ops.empty()) {
+    o.output_shapes.assign(ops.size(), keep);
+    o.reduce_ops = std::move(ops);
+  }
+  return detail::Execute(f->name, f, inputs, o);
+}
+
+Arr UserShaped(const Arr& keep_shaped, const Axes& l) {
+  return detail::ViewOf(*keep_shaped, l.out_shape, detail::ContiguousStrides(l.out_shape));
+}
+
+// The output adjoint as the kept shape: it arrives in the user's shape with
+// any strides (a broadcast adjoint has stride 0), so the reduced dims come
+// back as size-1 dims of stride 0 and the others keep their strides.
+Arr KeepShaped(const Arr& g, const Axes& l) {
+  if (l.keepdims) return g;
+  std::vector<int64_t> strides;
+  size_t j = 0;
+  for (size_t d = 0; d < l.keep_shape.size(); ++d) {
+    strides.push_back(l.reduced[d] ? 0 : g->strides[j++]);
+  }
+  return detail::ViewOf(*g, l.keep_shape, std::move(strides));
+}
+
+Arr Number(double v, const ArrayImpl& like) { return detail::NumberArray(v, like.dtype, like.device); }
+
+// A reverse rule: the input's adjoint from the output adjoint (kept shape).
+struct GeneratedReduceNode final : detail::GradNode {
+  Axes axes;
+  std::vector<Arr> saved;  // what the rule reads besides the input
+  std::function<Arr(const Arr& x, const std::vector<Arr>& saved, const Arr& g)> rule;
+  std::vector<Arr> Backward(const std::vector<Arr>& outs) override {
+    if (outs.empty() || outs[0] == nullptr) return {nullptr};
+    return {rule(inputs[0], saved, KeepShaped(outs[0], axes))};
+  }
+};
+
+template <ElementType T>
+Array<T> Finish(const char* what, const Arr& in, const Axes& l, const Arr& keep_result,
+                std::vector<Arr> saved,
+                std::function<Arr(const Arr&, const std::vector<Arr>&, const Arr&)> rule) {
+  Arr out = UserShaped(keep_result, l);
+  if (detail::TapeActive()) {
+    auto node = std::make_shared<GeneratedReduceNode>();
+    node->name = what;
+    node->inputs = {in};
+    node->axes = l;
+    node->saved = std::move(saved);
+    node->rule = std::move(rule);
+    detail::Record(node, {out});
+  }
+  return Array<T>(std::move(out));
+}
+
+template <ElementType T>
+Arr Evaluated(const Array<T>& a, const char* what) {
+  a.eval();
+  detail::CheckComputed(*a.impl(), what);
+  return a.impl();
+}
+
+template <ElementType T>
+Array<T> Extreme(const char* what, const Array<T>& a, const std::vector<int>& axes, bool keepdims,
+                 ReduceKind op) {
+  const Arr x = Evaluated(a, what);
+  const Axes l = ReduceAxes(what, x->shape, axes, keepdims);
+  int64_t results = 1;
+  for (int64_t n : l.keep_shape) results *= n;
+  if (l.count == 0 && results > 0) {
+    throw Error(ErrorKind::kShape,
+                absl::StrCat(what, " of an empty slice has no value (NumPy raises too); reduce ",
+                             "over non-empty axes (shape ", jit::FormatShape(x->shape), ")"));
+  }
+  const Arr r = ReduceIdentity(x, l.keep_shape, op);
+  return Finish<T>(what, x, l, r, {r}, [](const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
+    const Arr& r = saved[0];
+    // ties: how many elements equal the result, then the adjoint shared among them.
+    const Fn ties = Cached(JType(*x), "extreme_ties", [](jit::Builder& b, jit::Type t) {
+      ValueId xv = b.Input(t), rv = b.Input(t);
+      b.Return({b.Select(b.Emit(Op::kEq, {xv, rv}), b.Const(t, 1), b.Const(t, 0))});
+    });
+    const Arr count = Run(ties, {x, r}, x->shape, r->shape, {ReduceKind::kSum})[0];
+    const Fn share = Cached(JType(*x), "extreme_adjoint", [](jit::Builder& b, jit::Type t) {
+      ValueId xv = b.Input(t), rv = b.Input(t), gv = b.Input(t), cv = b.Input(t);
+      ValueId mine = b.Select(b.Emit(Op::kEq, {xv, rv}), b.Div(gv, cv), b.Const(t, 0));
+      b.Return({b.Select(b.Emit(Op::kIsnan, {rv}), rv, mine)});  // a NaN result: NaN adjoints
+    });
+    return Run(share, {x, r, g, count}, x->shape)[0];
+  });
+}
+
+}  // namespace
+
+template <ElementType T>
+Array<T> max(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
+  return Extreme("max", a, axes, keepdims, ReduceKind::kMax);
+}
+template <ElementType T>
+Array<T> min(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
+  return Extreme("min", a, axes, keepdims, ReduceKind::kMin);
+}
+
+template <ElementType T>
+Array<T> prod(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
+  const Arr x = Evaluated(a, "prod");
+  const Axes l = ReduceAxes("prod", x->shape, axes, keepdims);
+  if (l.count == 0) {  // the empty product
+    return Array<T>(UserShaped(detail::Filled(x->dtype, l.keep_shape, 1.0, x->device), l));
+  }
+  // The number of zeros and the product of the rest, in one kernel.
+  const Fn parts = Cached(JType(*x), "prod_parts", [](jit::Builder& b, jit::Type t) {
+    ValueId xv = b.Input(t);
+    ValueId zero = b.Emit(Op::kEq, {xv, b.Const(t, 0)});
+    b.Return({b.Select(zero, b.Const(t, 1), b.Const(t, 0)), b.Select(zero, b.Const(t, 1), xv)});
+  });
+  const std::vector<Arr> zn =
+      Run(parts, {x}, x->shape, l.keep_shape, {ReduceKind::kSum, ReduceKind::kProd});
+  const Fn product = Cached(JType(*x), "prod_value", [](jit::Builder& b, jit::Type t) {
+    ValueId zeros = b.Input(t), rest = b.Input(t);
+    b.Return({b.Select(b.Emit(Op::kGt, {zeros, b.Const(t, 0)}), b.Const(t, 0), rest)});
+  });
+  const Arr r = Run(product, {zn[0], zn[1]}, l.keep_shape)[0];
+  return Finish<T>("prod", x, l, r, {zn[0], zn[1]},
+                   [](const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
+                     const Fn adjoint = Cached(JType(*x), "prod_adjoint", [](jit::Builder& b, jit::Type t) {
+                       ValueId xv = b.Input(t), gv = b.Input(t), zeros = b.Input(t), rest = b.Input(t);
+                       ValueId none = b.Emit(Op::kEq, {zeros, b.Const(t, 0)});
+                       ValueId one = b.Emit(Op::kEq, {zeros, b.Const(t, 1)});
+                       ValueId is_zero = b.Emit(Op::kEq, {xv, b.Const(t, 0)});
+                       ValueId others = b.Select(none, b.Div(rest, xv),  // no zero: P / x
+                                                 b.Select(b.Emit(Op::kAnd, {one, is_zero}), rest,
+                                                          b.Const(t, 0)));
+                       b.Return({b.Mul(gv, others)});
+                     });
+                     return Run(adjoint, {x, g, saved[0], saved[1]}, x->shape)[0];
+                   });
+}
+
+template <ElementType T>
+Array<T> logsumexp(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
+  const Arr x = Evaluated(a, "logsumexp");
+  const Axes l = ReduceAxes("logsumexp", x->shape, axes, keepdims);
+  if (l.count == 0) {  // log(0)
+    return Array<T>(UserShaped(
+        detail::Filled(x->dtype, l.keep_shape, -std::numeric_limits<double>::infinity(), x->device), l));
+  }
+  const Arr m = ReduceIdentity(x, l.keep_shape, ReduceKind::kMax);
+  const Fn shifted = Cached(JType(*x), "lse_terms", [](jit::Builder& b, jit::Type t) {
+    ValueId xv = b.Input(t), mv = b.Input(t);
+    // A non-finite max: the terms do not matter (the result is the max).
+    ValueId finite = b.Emit(Op::kIsfinite, {mv});
+    b.Return({b.Select(finite, b.Emit(Op::kExp, {b.Sub(xv, mv)}), b.Const(t, 1))});
+  });
+  const Arr s = Run(shifted, {x, m}, x->shape, l.keep_shape, {ReduceKind::kSum})[0];
+  const Fn finish = Cached(JType(*x), "lse_value", [](jit::Builder& b, jit::Type t) {
+    ValueId mv = b.Input(t), sv = b.Input(t);
+    b.Return({b.Select(b.Emit(Op::kIsfinite, {mv}), b.Add(mv, b.Emit(Op::kLog, {sv})), mv)});
+  });
+  const Arr r = Run(finish, {m, s}, l.keep_shape)[0];
+  return Finish<T>("logsumexp", x, l, r, {r}, [](const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
+    const Fn softmax = Cached(JType(*x), "lse_adjoint", [](jit::Builder& b, jit::Type t) {
+      ValueId xv = b.Input(t), rv = b.Input(t), gv = b.Input(t);
+      ValueId nan = b.Const(t, std::numeric_limits<double>::quiet_NaN());
+      b.Return({b.Select(b.Emit(Op::kIsfinite, {rv}), b.Mul(gv, b.Emit(Op::kExp, {b.Sub(xv, rv)})), nan)});
+    });
+    return Run(softmax, {x, saved[0], g}, x->shape)[0];
+  });
+}
+
+template <ElementType T>
+Array<T> var(const Array<T>& a, const std::vector<int>& axes, bool keepdims, int ddof) {
+  const Arr x = Evaluated(a, "var");
+  const Axes l = ReduceAxes("var", x->shape, axes, keepdims);
+  const double dof = static_cast<double>(l.count - ddof);
+  if (dof <= 0) {  // NumPy: NaN (with a warning)
+    return Array<T>(UserShaped(detail::Filled(x->dtype, l.keep_shape,
+                                              std::numeric_limits<double>::quiet_NaN(), x->device),
+                               l));
+  }
+  const Arr mu = detail::Scaled(*ReduceIdentity(x, l.keep_shape, ReduceKind::kSum),
+                                1.0 / static_cast<double>(l.count));
+  const Fn squares = Cached(JType(*x), "var_terms", [](jit::Builder& b, jit::Type t) {
+    ValueId xv = b.Input(t), mv = b.Input(t);
+    ValueId d = b.Sub(xv, mv);
+    b.Return({b.Mul(d, d)});
+  });
+  const Arr r = detail::Scaled(*Run(squares, {x, mu}, x->shape, l.keep_shape, {ReduceKind::kSum})[0],
+                               1.0 / dof);
+  return Finish<T>("var", x, l, r, {mu, Number(2.0 / dof, *x)},
+                   [](const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
+                     const Fn adjoint = Cached(JType(*x), "var_adjoint", [](jit::Builder& b, jit::Type t) {
+                       ValueId xv = b.Input(t), mv = b.Input(t), gv = b.Input(t), k = b.Input(t);
+                       b.Return({b.Mul(b.Mul(gv, b.Sub(xv, mv)), k)});
+                     });
+                     return Run(adjoint, {x, saved[0], g, saved[1]}, x->shape)[0];
+                   });
+}
+
+template <ElementType T>
+Array<T> norm(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
+  const Arr x = Evaluated(a, "norm");
+  const Axes l = ReduceAxes("norm", x->shape, axes, keepdims);
+  if (l.count == 0) {
+    return Array<T>(UserShaped(detail::Filled(x->dtype, l.keep_shape, 0.0, x->device), l));
+  }
+  const Arr scale = ReduceIdentity(x, l.keep_shape, ReduceKind::kMax, /*abs=*/true);
+  const Fn squares = Cached(JType(*x), "norm_terms", [](jit::Builder& b, jit::Type t) {
+    ValueId xv = b.Input(t), sv = b.Input(t);
+    ValueId usable = b.Emit(Op::kAnd, {b.Emit(Op::kIsfinite, {sv}), b.Emit(Op::kGt, {sv, b.Const(t, 0)})});
+    ValueId q = b.Div(xv, sv);
+    b.Return({b.Select(usable, b.Mul(q, q), b.Const(t, 0))});
+  });
+  const Arr s = Run(squares, {x, scale}, x->shape, l.keep_shape, {ReduceKind::kSum})[0];
+  const Fn finish = Cached(JType(*x), "norm_value", [](jit::Builder& b, jit::Type t) {
+    ValueId sv = b.Input(t), ssum = b.Input(t);
+    ValueId usable = b.Emit(Op::kAnd, {b.Emit(Op::kIsfinite, {sv}), b.Emit(Op::kGt, {sv, b.Const(t, 0)})});
+    b.Return({b.Select(usable, b.Mul(sv, b.Emit(Op::kSqrt, {ssum})), sv)});
+  });
+  const Arr r = Run(finish, {scale, s}, l.keep_shape)[0];
+  return Finish<T>("norm", x, l, r, {r}, [](const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
+    const Fn adjoint = Cached(JType(*x), "norm_adjoint", [](jit::Builder& b, jit::Type t) {
+      ValueId xv = b.Input(t), rv = b.Input(t), gv = b.Input(t);
+      b.Return({b.Select(b.Emit(Op::kEq, {rv, b.Const(t, 0)}), b.Const(t, 0), b.Mul(gv, b.Div(xv, rv)))});
+    });
+    return Run(adjoint, {x, saved[0], g}, x->shape)[0];
+  });
+}
+
+#define DUALCAST_GENERATED_REDUCTIONS(T)                                             \
+  template Array<T> max(const Array<T>&, const std::vector<int>&, bool);             \
+  template Array<T> min(const Array<T>&, const std::vector<int>&, bool);             \
+  template Array<T> prod(const Array<T>&, const std::vector<int>&, bool);            \
+  template Array<T> logsumexp(const Array<T>&, const std::vector<int>&, bool);       \
+  template Array<T> var(const Array<T>&, const std::vector<int>&, bool, int);        \
+  template Array<T> norm(const Array<T>&, const std::vector<int>&, bool);
+DUALCAST_GENERATED_REDUCTIONS(float)
+DUALCAST_GENERATED_REDUCTIONS(double)
+#undef DUALCAST_GENERATED_REDUCTIONS
+
+}  // namespace dualcast
