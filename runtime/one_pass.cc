@@ -68,21 +68,24 @@ OnePassFunction BuildOnePass(const std::shared_ptr<const jit::Function>& primal,
   return result;
 }
 
-OnePassFunction CachedOnePass(const std::shared_ptr<const jit::Function>& primal,
-                              const std::vector<int>& wrt) {
+// Keyed by the primal's address and the requested leaves: a key that needs
+// no heap for up to 4 inputs, and an entry shared rather than copied, since
+// this lookup runs on every tape step.
+std::shared_ptr<const OnePassFunction> CachedOnePass(const std::shared_ptr<const jit::Function>& primal,
+                                                     const std::vector<int>& wrt) {
+  using Key = std::pair<const jit::Function*, absl::InlinedVector<int, 4>>;
   struct Entry {
     std::shared_ptr<const jit::Function> primal;  // keeps the keyed address alive
-    OnePassFunction fn;
+    std::shared_ptr<const OnePassFunction> fn;
   };
   static std::mutex mu;
-  static auto* cache = new absl::flat_hash_map<std::string, Entry>();
-  std::string key = absl::StrCat(reinterpret_cast<uintptr_t>(primal.get()), ":");
-  for (int j : wrt) absl::StrAppend(&key, j, ",");
+  static auto* cache = new absl::flat_hash_map<Key, Entry>();
+  Key key{primal.get(), absl::InlinedVector<int, 4>(wrt.begin(), wrt.end())};
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = cache->find(key); it != cache->end()) return it->second.fn;
   }
-  OnePassFunction built = BuildOnePass(primal, wrt);
+  auto built = std::make_shared<const OnePassFunction>(BuildOnePass(primal, wrt));
   std::lock_guard<std::mutex> lock(mu);
   if (cache->size() >= 4096) cache->clear();  // bounded; rebuilding is cheap
   return cache->try_emplace(std::move(key), Entry{primal, std::move(built)}).first->second.fn;
@@ -194,7 +197,8 @@ bool OnePassGradient(const std::shared_ptr<ArrayImpl>& loss,
 
     const PendingReduce& r = *reduction->reduce;
     const size_t M = plan.targets.size(), rank = plan.shape.size();
-    OnePassFunction fn = CachedOnePass(plan.primal, wrt);
+    const std::shared_ptr<const OnePassFunction> fn_ptr = CachedOnePass(plan.primal, wrt);
+    const OnePassFunction& fn = *fn_ptr;
     std::vector<std::shared_ptr<ArrayImpl>> args = plan.leaves;
     args.push_back(Scalar(plan.dtype, r.scale));  // ā: d loss / d sum
     // Per-thread scratch: a training loop repeats this every step, and the
