@@ -100,7 +100,8 @@ constexpr Type TypeOf() {
 // Runs op over xs (and ys) in one compiled kernel; returns the max ulp error and
 // reports the first few offending points.
 template <class T>
-uint64_t MaxUlpOfKernel(Op op, const std::vector<T>& xs, const std::vector<T>& ys) {
+uint64_t MaxUlpOfKernel(Op op, const std::vector<T>& xs, const std::vector<T>& ys,
+                        int vector_width = 0) {
   const int arity = Info(op).arity;
   auto f = std::make_shared<Function>(std::string("acc_") + Spelling(op));
   Builder b(*f);
@@ -116,6 +117,7 @@ uint64_t MaxUlpOfKernel(Op op, const std::vector<T>& xs, const std::vector<T>& y
   spec.dtype = TypeOf<T>();
   spec.rank = 1;
   spec.input_broadcast.assign(f->num_inputs(), 0);
+  spec.hints.vector_width = vector_width;
   absl::StatusOr<CompiledCpuKernel> k = CompileCpuKernel(spec, nullptr);
   REQUIRE_MESSAGE(k.ok(), k.status().ToString());
 
@@ -189,6 +191,23 @@ TEST_CASE("every math op in f32 kernels is within 4 ulp of the interpreter") {
 
 TEST_CASE("every math op in f64 kernels is within 4 ulp of the interpreter") {
   CheckEveryMathOp<double>("f64");
+}
+
+// exp and expm1 are written out inline (jit/cpu/inline_exp.h) with two ways
+// of scaling by 2^k: AVX-512's vscalef on 512-bit vectors, integer exponent
+// arithmetic on narrower ones. Every width runs both functions over the same
+// points (specials, subnormal and overflowing results included).
+TEST_CASE("inline exp and expm1 are within 4 ulp of the interpreter at every vector width") {
+  for (int width : {2, 4, 8, 16}) {
+    CAPTURE(width);
+    const std::vector<float> xf = Points<float>(1);
+    const std::vector<double> xd = Points<double>(1);
+    for (Op op : {Op::kExp, Op::kExpm1, Op::kTanh, Op::kSigmoid}) {
+      CAPTURE(Spelling(op));
+      CHECK(MaxUlpOfKernel<float>(op, xf, xf, width) <= kMaxUlp);
+      CHECK(MaxUlpOfKernel<double>(op, xd, xd, width) <= kMaxUlp);
+    }
+  }
 }
 
 TEST_CASE("libm-backed ops are vectorised (libmvec variants are called)") {
