@@ -1,6 +1,8 @@
 // The runtime's GPU path: Storage on cuda:i through the caching allocator, transfers, and Execute's launch.
 #include "cuda_runtime.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -200,6 +202,13 @@ namespace {
 }  // namespace
 
 std::string CudaUnavailableReason(const Device&) {
+  void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    return absl::StrCat("no CUDA device: the CUDA driver (libcuda.so.1) could not be loaded (",
+                        why ? why : "unknown reason", ")");
+  }
+  dlclose(handle);
   return "no CUDA device: this build of dualcast has no CUDA backend (rebuild with the CUDA "
          "toolkit installed)";
 }

@@ -1,8 +1,6 @@
 // Device names, availability (the CUDA driver is probed with dlopen), and the default device.
 #include "dualcast/device.hpp"
 
-#include <dlfcn.h>
-
 #include <atomic>
 
 #include "absl/strings/str_cat.h"
@@ -13,23 +11,10 @@ namespace dualcast {
 namespace {
 std::atomic<int> g_default_kind{0};  // 0 = cpu, 1 + i = cuda:i
 
-// Probed once per process. With the CUDA backend built in, the answer is the
-// backend's (the runtime-loaded driver: dlopen, cuInit and a device count);
-// without it, only whether a driver could be loaded at all.
-std::string ProbeCuda() {
-#ifdef DUALCAST_HAVE_NVRTC
-  return detail::CudaBackend().UnavailableReason(Device::cuda(0));
-#else
-  void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* why = dlerror();
-    return absl::StrCat("no CUDA device: the CUDA driver (libcuda.so.1) could not be loaded (",
-                        why ? why : "unknown reason", ")");
-  }
-  dlclose(handle);
-  return "no CUDA device: the CUDA execution backend is not built into this version";
-#endif
-}
+// Probed once per process: the CUDA backend's answer (with the toolkit built
+// in, the runtime-loaded driver's: dlopen, cuInit and a device count; without
+// it, whether a driver could be loaded at all, and that the backend is absent).
+std::string ProbeCuda() { return detail::CudaBackend().UnavailableReason(Device::cuda(0)); }
 
 const std::string& CudaReason() {
   static const std::string reason = ProbeCuda();
