@@ -1,0 +1,450 @@
+// Tests of the max/min/prod reduced outputs and of max, min, prod, logsumexp, var, norm against double loops and central differences (ported from branch reduce2).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "dualcast/array.hpp"
+#include "dualcast/array_ops.hpp"
+#include "dualcast/broadcast.hpp"
+#include "dualcast/detail/execute.hpp"
+#include "dualcast/operators.hpp"
+#include "dualcast/reductions.hpp"
+#include "dualcast/tape.hpp"
+#include "jit/codegen/broadcast_layout.h"
+#include "jit/cpu/thread_pool.h"
+#include "jit/error.h"
+#include "jit/stats.h"
+
+namespace dualcast {
+namespace {
+
+using detail::ArrayImpl;
+using detail::DType;
+using detail::ReduceKind;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+const char* KindName(ReduceKind kind) {
+  switch (kind) {
+    case ReduceKind::kSum: return "sum";
+    case ReduceKind::kProd: return "prod";
+    case ReduceKind::kMax: return "max";
+    case ReduceKind::kMin: return "min";
+  }
+  return "?";
+}
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The test's own combine (NumPy: NaN wins max/min), independent of kernel_spec.cc.
+double Combine(ReduceKind kind, double a, double b) {
+  if (kind == ReduceKind::kProd) return a * b;
+  if (std::isnan(a) || std::isnan(b)) return kNaN;
+  return kind == ReduceKind::kMax ? (a > b ? a : b) : (a < b ? a : b);
+}
+
+// f(x, y) = (x * y, x + y): output 0 reduced by `kind`, output 1 summed, in one kernel.
+std::shared_ptr<const jit::Function> TwoOutputs(DType dtype) {
+  const jit::Type t = dtype == DType::kF32 ? jit::Type::kF32 : jit::Type::kF64;
+  auto f = std::make_shared<jit::Function>("kinds_test");
+  jit::Builder b(*f);
+  jit::ValueId x = b.Input(t), y = b.Input(t);
+  b.Return({b.Mul(x, y), b.Add(x, y)});
+  return f;
+}
+
+int64_t Count(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+// Values near 1 (so long products neither overflow nor underflow), all distinct.
+std::shared_ptr<ArrayImpl> Filled(DType dtype, const Shape& shape, int seed) {
+  auto a = detail::NewArray(dtype, shape, Device::cpu());
+  for (int64_t i = 0; i < Count(shape); ++i) {
+    const double v = 1 + 0.003 * std::sin(0.37 * static_cast<double>(i) + seed);
+    if (dtype == DType::kF32) {
+      static_cast<float*>(a->data())[i] = static_cast<float>(v);
+    } else {
+      static_cast<double*>(a->data())[i] = v;
+    }
+  }
+  return a;
+}
+
+double At(const ArrayImpl& a, int64_t i) {
+  return a.dtype == DType::kF32 ? static_cast<const float*>(a.data())[i]
+                                : static_cast<const double*>(a.data())[i];
+}
+void Set(ArrayImpl& a, int64_t i, double v) {
+  if (a.dtype == DType::kF32) {
+    static_cast<float*>(a.data())[i] = static_cast<float>(v);
+  } else {
+    static_cast<double*>(a.data())[i] = v;
+  }
+}
+
+// Reference: x (full shape) times y (shape (1, .., d_last) broadcast), each
+// product rounded to the element type, combined in double in row-major order.
+std::vector<double> Reference(ReduceKind kind, const ArrayImpl& x, const ArrayImpl& y, const Shape& full,
+                              const Shape& target) {
+  const double start = kind == ReduceKind::kProd ? 1.0 : kind == ReduceKind::kMax ? -kInf : kInf;
+  std::vector<double> out(static_cast<size_t>(Count(target)), start);
+  const int64_t last = full.back();
+  for (int64_t flat = 0; flat < Count(full); ++flat) {
+    int64_t rest = flat, t = 0, step = 1;
+    for (size_t d = full.size(); d-- > 0;) {
+      const int64_t idx = rest % full[d];
+      rest /= full[d];
+      if (target[d] != 1) t += idx * step;
+      step *= target[d];
+    }
+    double v = At(x, flat) * At(y, flat % last);
+    if (x.dtype == DType::kF32) v = static_cast<float>(v);
+    out[static_cast<size_t>(t)] = Combine(kind, out[static_cast<size_t>(t)], v);
+  }
+  return out;
+}
+
+std::vector<char> Bytes(const ArrayImpl& a) {
+  std::vector<char> b(static_cast<size_t>(a.size()) * (a.dtype == DType::kF32 ? 4 : 8));
+  std::memcpy(b.data(), a.data(), b.size());
+  return b;
+}
+
+TEST_CASE("reduce kinds: max, min, prod over every axis set, beside a sum in one kernel, 1/2/8 threads bitwise") {
+  const std::vector<Shape> fulls = {{5, 33, 17}, {3, 70001}, {200001}, {40, 3001}};
+  for (DType dtype : {DType::kF32, DType::kF64}) {
+    auto fn = TwoOutputs(dtype);
+    for (const Shape& full : fulls) {
+      const int rank = static_cast<int>(full.size());
+      Shape yshape(full.size(), 1);
+      yshape.back() = full.back();
+      auto x = Filled(dtype, full, 1), y = Filled(dtype, yshape, 2);
+      // A NaN in x and infinities: max/min propagate the NaN along its rows only.
+      Set(*x, Count(full) / 3, kNaN);
+      Set(*x, Count(full) / 2, kInf);
+      Set(*x, Count(full) / 5, -kInf);
+      for (uint32_t mask = 1; mask < (1u << rank); ++mask) {
+        Shape target = full;
+        for (int d = 0; d < rank; ++d) {
+          if (mask >> d & 1u) target[static_cast<size_t>(d)] = 1;
+        }
+        for (ReduceKind kind : {ReduceKind::kMax, ReduceKind::kMin, ReduceKind::kProd}) {
+          const std::vector<double> want = Reference(kind, *x, *y, full, target);
+          std::vector<char> first;
+          for (int threads : {1, 2, 8}) {
+            jit::ThreadPool pool(threads);
+            jit::ScopedThreadPool scope(pool);
+            detail::ExecuteOptions o;
+            o.output_shapes = {target, target};
+            o.reduce_ops = {kind, ReduceKind::kSum};
+            auto outs = detail::Execute("kinds_test", fn, {x, y}, o);
+            const std::string what = std::string(KindName(kind)) + " " +
+                                     jit::FormatShape(full) + " -> " + jit::FormatShape(target);
+            CAPTURE(what);
+            CAPTURE(threads);
+            if (threads == 1) {
+              first = Bytes(*outs[0]);
+              REQUIRE(outs[0]->size() == static_cast<int64_t>(want.size()));
+              for (size_t e = 0; e < want.size(); ++e) {
+                const double got = At(*outs[0], static_cast<int64_t>(e));
+                const double w = dtype == DType::kF32 ? static_cast<float>(want[e]) : want[e];
+                if (std::isnan(w)) {
+                  CHECK(std::isnan(got));
+                } else if (kind == ReduceKind::kProd && std::isfinite(w)) {  // another order of the same products
+                  CHECK(got == doctest::Approx(w).epsilon(dtype == DType::kF32 ? 1e-6 : 1e-12));
+                } else {
+                  CHECK(got == w);  // max/min are exact, so is an infinite product
+                }
+              }
+            } else {
+              CHECK(Bytes(*outs[0]) == first);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Host reference for the public ops: `op` over the dims in `reduced` of a
+// row-major array of `shape`, keepdims layout.
+std::vector<double> HostReduce(ReduceKind kind, const std::vector<double>& v, const Shape& shape,
+                               const std::vector<bool>& reduced) {
+  Shape keep = shape;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (reduced[d]) keep[d] = 1;
+  }
+  const double start = kind == ReduceKind::kProd ? 1.0 : kind == ReduceKind::kMax ? -kInf : kInf;
+  std::vector<double> out(static_cast<size_t>(Count(keep)), start);
+  for (int64_t flat = 0; flat < Count(shape); ++flat) {
+    int64_t rest = flat, t = 0, step = 1;
+    for (size_t d = shape.size(); d-- > 0;) {
+      const int64_t idx = rest % shape[d];
+      rest /= shape[d];
+      if (!reduced[d]) t += idx * step;
+      step *= keep[d];
+    }
+    out[static_cast<size_t>(t)] = Combine(kind, out[static_cast<size_t>(t)], v[static_cast<size_t>(flat)]);
+  }
+  return out;
+}
+
+Array<double> Op(ReduceKind kind, const Array<double>& a, const std::vector<int>& axes, bool keepdims) {
+  switch (kind) {
+    case ReduceKind::kMax: return max(a, axes, keepdims);
+    case ReduceKind::kMin: return min(a, axes, keepdims);
+    default: return prod(a, axes, keepdims);
+  }
+}
+
+TEST_CASE("reduce kinds: max/min/prod of a pending operand, all axes, keepdims") {
+  const Shape shape = {4, 7, 9};
+  auto x = Array<double>::uniform(shape, 11, 0.9, 1.1);
+  auto y = Array<double>::uniform({7, 1}, 12, 0.9, 1.1);
+  const std::vector<double> xv = x.to_vector(), yv = y.to_vector();
+  std::vector<double> pv(xv.size());
+  for (size_t e = 0; e < xv.size(); ++e) pv[e] = xv[e] * yv[(e / 9) % 7];
+  for (ReduceKind kind : {ReduceKind::kMax, ReduceKind::kMin, ReduceKind::kProd}) {
+    for (uint32_t mask = 1; mask < 8; ++mask) {
+      std::vector<int> axes;
+      std::vector<bool> reduced(3);
+      for (int d = 0; d < 3; ++d) {
+        reduced[static_cast<size_t>(d)] = mask >> d & 1u;
+        if (reduced[static_cast<size_t>(d)]) axes.push_back(d - (d == 2 ? 3 : 0));  // -1 for the last
+      }
+      if (mask == 7) axes.clear();  // no axes: all of them (NumPy's axis=None)
+      for (bool keepdims : {false, true}) {
+        CAPTURE(KindName(kind));
+        CAPTURE(mask);
+        CAPTURE(keepdims);
+        Array<double> r = Op(kind, x * y, axes, keepdims);
+        const std::vector<double> got = r.to_vector();
+        Shape want_shape;
+        for (int d = 0; d < 3; ++d) {
+          if (!reduced[static_cast<size_t>(d)]) want_shape.push_back(shape[static_cast<size_t>(d)]);
+          else if (keepdims) want_shape.push_back(1);
+        }
+        CHECK(r.shape() == want_shape);
+        const std::vector<double> want = HostReduce(kind, pv, shape, reduced);
+        REQUIRE(got.size() == want.size());
+        for (size_t e = 0; e < want.size(); ++e) {
+          CHECK(got[e] == doctest::Approx(want[e]).epsilon(1e-14));
+        }
+        // The computed operand takes its own generated kernel: the same values.
+        Array<double> p = x * y;
+        p.eval();
+        const std::vector<double> again = Op(kind, p, axes, keepdims).to_vector();
+        for (size_t e = 0; e < want.size(); ++e) {
+          CHECK(again[e] == doctest::Approx(want[e]).epsilon(1e-14));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("reduce kinds: a max feeding a later broadcast (stable softmax rows)") {
+  auto x = Array<double>::uniform({6, 50}, 21, -30, 30);
+  auto s = Array<double>::uniform({1, 50}, 22, 0.5, 2);
+  Array<double> z = x * s;                            // pending
+  Array<double> m = max(z, {1}, true);
+  Array<double> e = exp(z - m);                       // m cuts the group: a second kernel
+  Array<double> p = e / sum(e, {1}, true);
+  const std::vector<double> xv = x.to_vector(), sv = s.to_vector(), got = p.to_vector();
+  for (int i = 0; i < 6; ++i) {
+    double mx = -kInf, total = 0;
+    for (int j = 0; j < 50; ++j) mx = std::fmax(mx, xv[i * 50 + j] * sv[j]);
+    for (int j = 0; j < 50; ++j) total += std::exp(xv[i * 50 + j] * sv[j] - mx);
+    for (int j = 0; j < 50; ++j) {
+      CHECK(got[i * 50 + j] == doctest::Approx(std::exp(xv[i * 50 + j] * sv[j] - mx) / total).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("reduce kinds: empty reductions follow NumPy, NaN propagates through max") {
+  auto e = Array<double>::ones({3, 0});
+  Array<double> pe = e * 2.0;
+  CHECK_THROWS_WITH_AS(max(pe, {1}), doctest::Contains("max of an empty slice"), Error);
+  CHECK_THROWS_WITH_AS(min(e, {1}), doctest::Contains("min of an empty slice"), Error);
+  const std::vector<double> ones = prod(pe, {1}).to_vector();
+  CHECK(ones == std::vector<double>{1, 1, 1});
+  CHECK(max(pe, {0}).shape() == Shape{0});  // nothing to reduce into: an empty result, no error
+
+  auto x = Array<double>::from({1, 2, 3, 4, 5, 6}, {2, 3});
+  auto n = Array<double>::from({1, kNaN, 1}, {3});
+  const std::vector<double> m = max(x * n, {0}).to_vector();  // column 1 holds a NaN
+  CHECK(m[0] == 4);
+  CHECK(std::isnan(m[1]));
+  CHECK(m[2] == 6);
+  const std::vector<double> lo = min(x * n, {1}).to_vector();  // both rows hold it
+  CHECK(std::isnan(lo[0]));
+  CHECK(std::isnan(lo[1]));
+}
+
+TEST_CASE("reduce kinds: under a tape, max/prod of a pending operand match central differences") {
+  auto x = Array<double>::uniform({3, 5}, 31, 0.5, 2.0);
+  for (ReduceKind kind : {ReduceKind::kMax, ReduceKind::kProd}) {
+    CAPTURE(KindName(kind));
+    Tape tape;
+    Array<double> loss = sum(Op(kind, x * x, {1}, false) * Array<double>::from({1, 2, 3}, {3}));
+    std::vector<Array<double>> g = tape.gradient(loss, {x});
+    const std::vector<double> xv = x.to_vector(), gv = g[0].to_vector();
+    // Central differences of the same loss on the host.
+    auto host_loss = [&](std::vector<double> v) {
+      double total = 0;
+      for (int i = 0; i < 3; ++i) {
+        double r = kind == ReduceKind::kProd ? 1 : -kInf;
+        for (int j = 0; j < 5; ++j) r = Combine(kind, r, v[i * 5 + j] * v[i * 5 + j]);
+        total += (i + 1) * r;
+      }
+      return total;
+    };
+    for (size_t e = 0; e < xv.size(); ++e) {
+      std::vector<double> hi = xv, lo = xv;
+      hi[e] += 1e-6;
+      lo[e] -= 1e-6;
+      CHECK(gv[e] == doctest::Approx((host_loss(hi) - host_loss(lo)) / 2e-6).epsilon(1e-6));
+    }
+  }
+}
+
+// Host logsumexp / var (ddof) / 2-norm of each slice, keepdims layout.
+std::vector<double> HostComposite(const std::string& op, const std::vector<double>& v, const Shape& shape,
+                                  const std::vector<bool>& reduced, int ddof = 0) {
+  Shape keep = shape;
+  int64_t len = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (reduced[d]) {
+      keep[d] = 1;
+      len *= shape[d];
+    }
+  }
+  std::vector<std::vector<double>> slices(static_cast<size_t>(Count(keep)));
+  for (int64_t flat = 0; flat < Count(shape); ++flat) {
+    int64_t rest = flat, t = 0, step = 1;
+    for (size_t d = shape.size(); d-- > 0;) {
+      const int64_t idx = rest % shape[d];
+      rest /= shape[d];
+      if (!reduced[d]) t += idx * step;
+      step *= keep[d];
+    }
+    slices[static_cast<size_t>(t)].push_back(v[static_cast<size_t>(flat)]);
+  }
+  std::vector<double> out;
+  for (const auto& sl : slices) {
+    double r = 0;
+    if (op == "logsumexp") {
+      double m = -kInf, total = 0;
+      for (double x : sl) m = std::max(m, x);
+      for (double x : sl) total += std::exp(x - m);
+      r = m + std::log(total);
+    } else if (op == "var") {
+      double mu = 0, total = 0;
+      for (double x : sl) mu += x / static_cast<double>(len);
+      for (double x : sl) total += (x - mu) * (x - mu);
+      r = total / static_cast<double>(len - ddof);
+    } else {
+      for (double x : sl) r += x * x;
+      r = std::sqrt(r);
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+TEST_CASE("reduce kinds: logsumexp, var and norm of a pending operand, every axis set, keepdims") {
+  const Shape shape = {3, 8, 5};
+  auto x = Array<double>::uniform(shape, 41, -3, 3);
+  auto y = Array<double>::uniform({8, 1}, 42, 0.5, 2);
+  const std::vector<double> xv = x.to_vector(), yv = y.to_vector();
+  std::vector<double> pv(xv.size());
+  for (size_t e = 0; e < xv.size(); ++e) pv[e] = xv[e] * yv[(e / 5) % 8];
+  for (const std::string op : {"logsumexp", "var", "norm"}) {
+    for (uint32_t mask = 1; mask < 8; ++mask) {
+      std::vector<int> axes;
+      std::vector<bool> reduced(3);
+      for (int d = 0; d < 3; ++d) {
+        reduced[static_cast<size_t>(d)] = mask >> d & 1u;
+        if (reduced[static_cast<size_t>(d)]) axes.push_back(d);
+      }
+      for (bool keepdims : {false, true}) {
+        CAPTURE(op);
+        CAPTURE(mask);
+        CAPTURE(keepdims);
+        const Array<double> p = x * y;
+        Array<double> r = op == "logsumexp" ? logsumexp(p, axes, keepdims)
+                          : op == "var"     ? var(p, axes, keepdims, 1)
+                                            : norm(p, axes, keepdims);
+        const std::vector<double> got = r.to_vector();
+        const std::vector<double> want = HostComposite(op, pv, shape, reduced, 1);
+        REQUIRE(got.size() == want.size());
+        for (size_t e = 0; e < want.size(); ++e) {
+          CHECK(got[e] == doctest::Approx(want[e]).epsilon(1e-12));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("reduce kinds: logsumexp/norm edge values and f32 range, gradients of pending operands") {
+  const auto rows = Array<double>::from({-kInf, -kInf, 1, kInf, 2, kNaN, 1000, 1000}, {4, 2});
+  const std::vector<double> lse = logsumexp(rows * 1.0, {1}).to_vector();
+  CHECK(lse[0] == -kInf);  // all -inf: -inf, not NaN
+  CHECK(lse[1] == kInf);
+  CHECK(std::isnan(lse[2]));
+  CHECK(lse[3] == doctest::Approx(1000 + std::log(2.0)));
+  // f32 squares overflow at 1.8e19; the scaled norm does not.
+  auto big = Array<float>::from({3e30f, 4e30f}, {2});
+  CHECK(norm(big * 1.0f).item() == doctest::Approx(5e30).epsilon(1e-6));
+  // Gradients through the generated compositions, operand pending, vs central differences.
+  auto x = Array<double>::uniform({2, 4}, 51, 0.5, 2.0);
+  for (const std::string op : {"logsumexp", "var", "norm"}) {
+    CAPTURE(op);
+    Tape tape;
+    Array<double> p = x * x;
+    Array<double> r = op == "logsumexp" ? logsumexp(p, {1}) : op == "var" ? var(p, {1}) : norm(p, {1});
+    const std::vector<double> gv = tape.gradient(sum(r * Array<double>::from({1, 3}, {2})), {x})[0].to_vector();
+    const std::vector<double> xv = x.to_vector();
+    auto host = [&](std::vector<double> v) {
+      for (double& e : v) e *= e;
+      const std::vector<double> rr = HostComposite(op, v, {2, 4}, {false, true});
+      return rr[0] + 3 * rr[1];
+    };
+    for (size_t e = 0; e < xv.size(); ++e) {
+      std::vector<double> hi = xv, lo = xv;
+      hi[e] += 1e-6;
+      lo[e] -= 1e-6;
+      CHECK(gv[e] == doctest::Approx((host(hi) - host(lo)) / 2e-6).epsilon(1e-6));
+    }
+  }
+}
+
+TEST_CASE("reduce kinds: the composed reductions are bitwise the same under 1, 2 and 8 threads") {
+  auto x = Array<float>::uniform({300, 2001}, 61, -5, 5);
+  for (int axis : {0, 1}) {
+    std::vector<std::vector<float>> first;
+    for (int threads : {1, 2, 8}) {
+      jit::ThreadPool pool(threads);
+      jit::ScopedThreadPool scope(pool);
+      std::vector<std::vector<float>> now = {logsumexp(x * 2.0f, {axis}).to_vector(),
+                                             var(x * 2.0f, {axis}).to_vector(),
+                                             norm(x * 2.0f, {axis}).to_vector(),
+                                             prod(x * 0.1f + 1.0f, {axis}).to_vector()};
+      if (first.empty()) {
+        first = now;
+      } else {
+        for (size_t k = 0; k < now.size(); ++k) {
+          CAPTURE(k);
+          CHECK(std::memcmp(now[k].data(), first[k].data(), now[k].size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dualcast
