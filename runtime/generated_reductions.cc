@@ -27,12 +27,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "dualcast/array_ops.hpp"
+#include "dualcast/broadcast.hpp"
 #include "dualcast/detail/execute.hpp"
 #include "dualcast/detail/grad_node.hpp"
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
 #include "jit/ir/ir.h"
 #include "runtime/grad_kernels.h"
+#include "runtime/lazy_reduce.h"
 
 namespace dualcast {
 namespace {
@@ -186,37 +188,78 @@ Arr Evaluated(const Array<T>& a, const char* what) {
   return a.impl();
 }
 
+// max/min's reverse rule: the adjoint shared equally among the elements equal
+// to the result (`r`, kept shape); NaN adjoints where the result is NaN.
+Arr ExtremeAdjoint(const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
+  const Arr& r = saved[0];
+  const Fn ties = Cached(JType(*x), "extreme_ties", [](jit::Builder& b, jit::Type t) {
+    ValueId xv = b.Input(t), rv = b.Input(t);
+    b.Return({b.Select(b.Emit(Op::kEq, {xv, rv}), b.Const(t, 1), b.Const(t, 0))});
+  });
+  const Arr count = Run(ties, {x, r}, x->shape, r->shape, {ReduceKind::kSum})[0];
+  const Fn share = Cached(JType(*x), "extreme_adjoint", [](jit::Builder& b, jit::Type t) {
+    ValueId xv = b.Input(t), rv = b.Input(t), gv = b.Input(t), cv = b.Input(t);
+    ValueId mine = b.Select(b.Emit(Op::kEq, {xv, rv}), b.Div(gv, cv), b.Const(t, 0));
+    b.Return({b.Select(b.Emit(Op::kIsnan, {rv}), rv, mine)});  // a NaN result: NaN adjoints
+  });
+  return Run(share, {x, r, g, count}, x->shape)[0];
+}
+
 template <ElementType T>
 Array<T> Extreme(const char* what, const Array<T>& a, const std::vector<int>& axes, bool keepdims,
                  ReduceKind op) {
-  const Arr x = Evaluated(a, what);
-  const Axes l = ReduceAxes(what, x->shape, axes, keepdims);
+  (void)a.rank();  // an empty handle throws here
+  const Arr& in = a.impl();
+  const Axes l = ReduceAxes(what, in->shape, axes, keepdims);
   int64_t results = 1;
   for (int64_t n : l.keep_shape) results *= n;
   if (l.count == 0 && results > 0) {
     throw Error(ErrorKind::kShape,
                 absl::StrCat(what, " of an empty slice has no value (NumPy raises too); reduce ",
-                             "over non-empty axes (shape ", jit::FormatShape(x->shape), ")"));
+                             "over non-empty axes (shape ", jit::FormatShape(in->shape), ")"));
   }
+  // A pending operand on the CPU: the max joins the kernel that produces it
+  // (lazy_reduce.cc), the operand is stored only if something else holds it.
+  // Materialised under a tape (opened since), it records max's rule.
+  if (a.is_pending() && in->device.is_cpu() && !Unfused::active()) {
+    detail::PendingReduce r;
+    r.summed = l.reduced;
+    r.keep_shape = l.keep_shape;
+    r.keepdims = keepdims;
+    r.kind = op;
+    return Array<T>(detail::LazyReduce(what, in, std::move(r)));
+  }
+  const Arr x = Evaluated(a, what);
   const Arr r = ReduceIdentity(x, l.keep_shape, op);
-  return Finish<T>(what, x, l, r, {r}, [](const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
-    const Arr& r = saved[0];
-    // ties: how many elements equal the result, then the adjoint shared among them.
-    const Fn ties = Cached(JType(*x), "extreme_ties", [](jit::Builder& b, jit::Type t) {
-      ValueId xv = b.Input(t), rv = b.Input(t);
-      b.Return({b.Select(b.Emit(Op::kEq, {xv, rv}), b.Const(t, 1), b.Const(t, 0))});
-    });
-    const Arr count = Run(ties, {x, r}, x->shape, r->shape, {ReduceKind::kSum})[0];
-    const Fn share = Cached(JType(*x), "extreme_adjoint", [](jit::Builder& b, jit::Type t) {
-      ValueId xv = b.Input(t), rv = b.Input(t), gv = b.Input(t), cv = b.Input(t);
-      ValueId mine = b.Select(b.Emit(Op::kEq, {xv, rv}), b.Div(gv, cv), b.Const(t, 0));
-      b.Return({b.Select(b.Emit(Op::kIsnan, {rv}), rv, mine)});  // a NaN result: NaN adjoints
-    });
-    return Run(share, {x, r, g, count}, x->shape)[0];
-  });
+  return Finish<T>(what, x, l, r, {r}, ExtremeAdjoint);
 }
 
 }  // namespace
+
+namespace detail {
+
+std::shared_ptr<ArrayImpl> ReduceWithKind(const std::shared_ptr<ArrayImpl>& in,
+                                          const std::vector<int64_t>& keep, ReduceKind kind) {
+  return ReduceIdentity(in, keep, kind);
+}
+
+void RecordExtremeReduction(const char* what, const std::shared_ptr<ArrayImpl>& in,
+                            const std::shared_ptr<ArrayImpl>& out, const PendingReduce& r) {
+  auto node = std::make_shared<GeneratedReduceNode>();
+  node->name = what;
+  node->inputs = {in};
+  node->axes.in_shape = in->shape;
+  node->axes.keep_shape = r.keep_shape;
+  node->axes.out_shape = out->shape;
+  node->axes.reduced = r.summed;
+  node->axes.keepdims = r.keepdims;
+  // The result in the kept shape: `out` is contiguous, so 1-dims can be put back.
+  node->saved = {ViewOf(*out, r.keep_shape, ContiguousStrides(r.keep_shape))};
+  node->rule = ExtremeAdjoint;
+  Record(node, {out});
+}
+
+}  // namespace detail
 
 template <ElementType T>
 Array<T> max(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {

@@ -96,6 +96,10 @@ bool FusedReduceLocked(const std::shared_ptr<ArrayImpl>& root, GraphLock& lock) 
   options.write[0] = operand_held;
   options.output_shapes.assign(M + 1, {});
   options.output_shapes[M] = PaddedShape(r.keep_shape, plan.shape.size());
+  if (r.kind != ReduceKind::kSum) {
+    options.reduce_ops.assign(M + 1, ReduceKind::kSum);
+    options.reduce_ops[M] = r.kind;
+  }
   options.iteration_shape = plan.shape;
   std::vector<std::shared_ptr<ArrayImpl>> values =
       Execute(plan.name, WithRootCopy(plan.primal), plan.leaves, options);

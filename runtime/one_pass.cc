@@ -162,6 +162,7 @@ bool OnePassGradient(const std::shared_ptr<ArrayImpl>& loss,
   {
     GraphLock lock;
     if (loss->pending == nullptr || loss->pending->reduce == nullptr) return false;
+    if (loss->pending->reduce->kind != ReduceKind::kSum) return false;  // one pass sums only
     reduction = loss->pending;
     const std::shared_ptr<ArrayImpl>& in = reduction->inputs[0];
     if (in->pending == nullptr || in->pending->reduce != nullptr || !in->device.is_cpu()) return false;

@@ -110,6 +110,10 @@ void NoteReduction(const char* what, const std::shared_ptr<ArrayImpl>& in,
                    const std::shared_ptr<ArrayImpl>& out, const PendingReduce& r) {
   NoteOrigin(what, {in}, {out});
   if (!TapeActive()) return;
+  if (r.kind != ReduceKind::kSum) {  // max/min: their reverse rule, never a sum's
+    RecordExtremeReduction(what, in, out, r);
+    return;
+  }
   auto node = std::make_shared<SumNode>();
   node->name = what;
   node->inputs = {in};
@@ -132,7 +136,9 @@ std::shared_ptr<ArrayImpl> ComputeReduction(const char* what, const std::shared_
   Materialize(*in);
   CheckComputed(*in, what);  // any device: ReduceProducts runs it there
   std::shared_ptr<ArrayImpl> out =
-      ReduceProducts(in->dtype, {ProductTerm{in.get(), nullptr}}, in->shape, r.keep_shape);
+      r.kind != ReduceKind::kSum
+          ? ReduceWithKind(in, r.keep_shape, r.kind)
+          : ReduceProducts(in->dtype, {ProductTerm{in.get(), nullptr}}, in->shape, r.keep_shape);
   if (r.scale != 1) out = Scaled(*out, r.scale);
   std::vector<int64_t> shape = ReducedShape(r);
   out->strides = ContiguousStrides(shape);

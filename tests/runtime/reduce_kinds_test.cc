@@ -18,6 +18,7 @@
 #include "jit/cpu/thread_pool.h"
 #include "jit/error.h"
 #include "jit/stats.h"
+#include "runtime/lazy_reduce.h"
 
 namespace dualcast {
 namespace {
@@ -309,6 +310,60 @@ TEST_CASE("reduce kinds: under a tape, max/prod of a pending operand match centr
       lo[e] -= 1e-6;
       CHECK(gv[e] == doctest::Approx((host_loss(hi) - host_loss(lo)) / 2e-6).epsilon(1e-6));
     }
+  }
+}
+
+// max/min of a pending operand join the kernel that produces it (lazy_reduce.cc).
+// Off the tape: one kernel, the product never stored. A tape opened after
+// max(x * x) was made, while it is still pending: materialised under that
+// tape, it records max's rule (never a sum's), so the gradient matches central
+// differences; and a tape that never saw x * x made says so instead of zeros.
+TEST_CASE("reduce kinds: a pending max fuses into its producer; a tape opened later records max's rule") {
+  auto x = Array<double>::uniform({4, 6}, 41, 0.5, 2.0);
+  const std::vector<double> xv = x.to_vector();
+  for (ReduceKind kind : {ReduceKind::kMax, ReduceKind::kMin}) {
+    CAPTURE(KindName(kind));
+    auto op = [&](const Array<double>& a) {
+      return kind == ReduceKind::kMax ? max(a, {1}) : min(a, {1});
+    };
+    // Off the tape: fused, the operand never written.
+    const auto before = detail::GetFusedReductionCounts();
+    Array<double> r = op(x * x);
+    CHECK(r.is_pending());
+    const std::vector<double> got = r.to_vector();
+    const auto after = detail::GetFusedReductionCounts();
+    CHECK(after.fused == before.fused + 1);
+    CHECK(after.operands_written == before.operands_written);
+    for (int i = 0; i < 4; ++i) {
+      double want = kind == ReduceKind::kMax ? -kInf : kInf;
+      for (int j = 0; j < 6; ++j) want = Combine(kind, want, xv[i * 6 + j] * xv[i * 6 + j]);
+      CHECK(got[static_cast<size_t>(i)] == want);
+    }
+    // Made before the tape, still pending when it opens: recorded when computed.
+    Array<double> pending = op(x * x);
+    Tape tape;
+    Array<double> loss = sum(pending * Array<double>::from({1, -2, 3, 0.5}, {4}));
+    std::vector<Array<double>> g = tape.gradient(loss, {x});
+    const std::vector<double> gv = g[0].to_vector();
+    auto host_loss = [&](std::vector<double> v) {
+      const double w[4] = {1, -2, 3, 0.5};
+      double total = 0;
+      for (int i = 0; i < 4; ++i) {
+        double m = kind == ReduceKind::kMax ? -kInf : kInf;
+        for (int j = 0; j < 6; ++j) m = Combine(kind, m, v[i * 6 + j] * v[i * 6 + j]);
+        total += w[i] * m;
+      }
+      return total;
+    };
+    int nonzero = 0;
+    for (size_t e = 0; e < xv.size(); ++e) {
+      std::vector<double> hi = xv, lo = xv;
+      hi[e] += 1e-6;
+      lo[e] -= 1e-6;
+      CHECK(gv[e] == doctest::Approx((host_loss(hi) - host_loss(lo)) / 2e-6).epsilon(1e-6));
+      nonzero += gv[e] != 0;
+    }
+    CHECK(nonzero == 4);  // one extreme per row (uniform values: no ties)
   }
 }
 

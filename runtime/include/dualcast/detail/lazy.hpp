@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "dualcast/detail/array_impl.hpp"
+#include "dualcast/detail/execute.hpp"
 #include "jit/ir/ir.h"
 #include "jit/passes/jvp.h"
 
@@ -33,6 +34,7 @@ struct PendingReduce {
   std::vector<int64_t> keep_shape;   // the operand's shape with summed dims 1
   double scale = 1;                  // 1 / count for a mean
   bool keepdims = false;
+  ReduceKind kind = ReduceKind::kSum;  // max/min fuse the same way (their own reverse rule)
 };
 
 struct LazyNode {
