@@ -3,7 +3,11 @@
 // Each reduction is a few broadcast kernels whose outputs are reduced over
 // the axes by the backend (sum, product, max or min: ExecuteOptions::
 // reduce_ops), never a host loop over elements, so the same code runs on the
-// CPU and on a GPU, deterministic for any thread count. Conventions (NumPy's
+// CPU and on a GPU, deterministic for any thread count. max and min of a
+// pending CPU operand join the kernel that produces it, like sum
+// (lazy_reduce.cc); the others evaluate their operand first (prod needs two
+// reduced outputs for its reverse rule, the composites several passes).
+// Conventions (NumPy's
 // and PyTorch's):
 //   max/min   NaN propagates; an empty slice is an error; ties share the
 //             adjoint equally (d max / d x_k = [x_k = max] / #ties).

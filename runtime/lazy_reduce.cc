@@ -1,4 +1,4 @@
-// Pending sum/mean: the node, and its evaluation as an extra reduced output of the operand's fused kernel.
+// Pending sum/mean/max/min: the node, and its evaluation as an extra reduced output of the operand's fused kernel.
 //
 // Off the tape, `sum(x * y)` with x * y pending runs ONE kernel over the
 // operand's group whose extra output is the operand summed down to the

@@ -1,4 +1,4 @@
-// Pending reductions: sum/mean of a pending array, fused into the kernel that produces it (lazy_reduce.cc).
+// Pending reductions: sum/mean (and max/min) of a pending array, fused into the kernel that produces it (lazy_reduce.cc).
 //
 // reductions.cc decides (pending operand on the CPU, no Unfused scope) and
 // calls LazyReduce; Materialize computes the node later: off the tape, as an
