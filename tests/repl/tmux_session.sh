@@ -73,6 +73,9 @@ wait_for 1 '5555'
 
 # Ctrl-C while typing drops the line (nothing runs) and prompts again.
 keys 'cancelled_line = 1 +'
+# Wait for the echo first: a Ctrl-C that overtakes the typed keys (a slow,
+# sanitized build) would cancel half a line and the check below would race.
+wait_for 1 'cancelled_line = 1 +'
 keys C-c
 wait_for 1 '^C'
 keys 'cancelled_line' Enter
