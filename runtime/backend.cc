@@ -1,12 +1,11 @@
 // BackendFor, and the CPU backend: host memory, LLVM kernels through the kernel cache, BLAS.
 #include "runtime/backend.h"
 
-#include <cstring>
-
 #include "absl/status/statusor.h"
 #include "jit/codegen/disk_cache.h"
 #include "jit/cpu/cpu_backend.h"
 #include "jit/error.h"
+#include "runtime/grad_kernels.h"
 
 namespace dualcast::detail {
 namespace {
@@ -20,18 +19,9 @@ class Cpu final : public Backend {
   std::shared_ptr<Storage> Allocate(size_t bytes, Device) override { return CpuAllocate(bytes); }
   void Release(Storage& storage) noexcept override { CpuRelease(storage); }
 
-  // Host to host: a contiguous gathered copy (the other backends handle
-  // copies that cross to their device).
-  std::shared_ptr<ArrayImpl> Transfer(const ArrayImpl& src, Device to) override {
-    std::shared_ptr<ArrayImpl> out = NewArray(src.dtype, src.shape, to);
-    const size_t es = SizeOf(src.dtype);
-    const char* from = static_cast<const char*>(src.data());
-    char* into = static_cast<char*>(out->data());
-    ForEachElement(src.shape, src.strides, [&](int64_t i, int64_t off) {
-      std::memcpy(into + i * static_cast<int64_t>(es), from + off * static_cast<int64_t>(es), es);
-    });
-    return out;
-  }
+  // Host to host: a contiguous copy (the other backends handle copies that
+  // cross to their device).
+  std::shared_ptr<ArrayImpl> Transfer(const ArrayImpl& src, Device) override { return CopyArray(src); }
 
   void StoreZeros(const std::shared_ptr<ArrayImpl>& dest) override { CpuStoreZeros(*dest); }
 

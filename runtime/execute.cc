@@ -13,9 +13,7 @@
 #include "dualcast/kernel.hpp"
 #include "absl/strings/str_cat.h"
 #include "jit/codegen/broadcast_layout.h"
-#include "jit/cpu/cpu_backend.h"
 #include "jit/cpu/launch.h"
-#include "jit/codegen/disk_cache.h"
 #include "jit/error.h"
 #include "jit/codegen/kernel_abi.h"
 #include "jit/codegen/kernel_cache.h"
@@ -370,16 +368,15 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
   absl::StatusOr<jit::BroadcastLayout> merged = jit::MergeBroadcast(shapes, strides, kernel_name);
   if (!merged.ok()) ThrowStatus(merged.status());
   if (merged->num_elements == 0) {  // nothing to compute: a sum over nothing is 0
-    for (size_t m = 0; m < n_out && m < options.reduce_ops.size(); ++m) {
-      if (summed[m] && options.reduce_ops[m] != ReduceKind::kSum && outputs[m]->size() > 0) {
+    for (size_t m = 0; m < n_out; ++m) {
+      if (!summed[m] || plan.accumulate[m] || outputs[m]->size() == 0) continue;
+      if (m < options.reduce_ops.size() && options.reduce_ops[m] != ReduceKind::kSum) {
         throw Error(ErrorKind::kInternal,
                     absl::StrCat(kernel_name, ": output ", m + 1,
                                  " reduces over no elements with an op that is not a sum; the "
                                  "caller must handle empty reductions"));
       }
-    }
-    for (size_t m = 0; m < n_out; ++m) {
-      if (summed[m] && !plan.accumulate[m] && outputs[m]->size() > 0) backend.StoreZeros(outputs[m]);
+      backend.StoreZeros(outputs[m]);
     }
     return outputs;
   }
@@ -432,11 +429,8 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
   jit::KernelArgs args{sizes.data(),       in_ptrs.data(),     in_strides.data(),
                        out_ptrs.data(),    out_strides.data(), 0,
                        rank == 0 ? 1 : sizes[0]};
-  std::vector<jit::ReducedDestination> reduced(spec.HasReductions() ? n_out : 0);
-  for (size_t m = 0; m < reduced.size(); ++m) {
-    if (summed[m]) reduced[m] = {outputs[m]->data(), outputs[m]->shape, outputs[m]->strides};
-  }
-  jit::KernelCache::Ref kernel = backend.Run(kernel_name, spec, args, reduced, device);
+  jit::KernelCache::Ref kernel =
+      backend.Run(kernel_name, spec, args, ReducedDestinations(spec, outputs), device);
   if (plannable && kernel != nullptr) {
     // Every written output here is a new contiguous array, as RunPlan makes them.
     auto kept = std::make_unique<LaunchPlan>();
@@ -447,7 +441,6 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
       kept->in_shapes.push_back(in->shape);
       kept->in_strides.push_back(in->strides);
     }
-    kept->out_shape = out_shape;
     kept->rank = rank;
     kept->sizes = sizes;
     kept->arg_in_strides = in_strides;
@@ -457,7 +450,6 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
     kept->iteration_shape = options.iteration_shape;
     kept->reduce_ops = options.reduce_ops;
     kept->out_shapes = plan.shapes;
-    kept->summed = summed;
     if (spec.HasReductions()) kept->reduce_spec = std::make_shared<const jit::KernelSpec>(spec);
     KeepPlan(std::move(kept));
   }

@@ -29,7 +29,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "dualcast/array_ops.hpp"
 #include "dualcast/broadcast.hpp"
 #include "dualcast/detail/execute.hpp"
@@ -56,37 +55,20 @@ using jit::ValueId;
 struct Axes {
   std::vector<int64_t> in_shape, keep_shape, out_shape;
   std::vector<bool> reduced;  // per input dim
-  bool keepdims = false;
   int64_t count = 1;
 };
 
 Axes ReduceAxes(const char* what, const std::vector<int64_t>& shape, const std::vector<int>& axes,
                 bool keepdims) {
-  const int rank = static_cast<int>(shape.size());
-  std::vector<bool> reduced(shape.size(), axes.empty());
-  for (int axis : axes) {
-    if (axis < -rank || axis >= rank) {
-      throw Error(ErrorKind::kShape,
-                  absl::StrCat(what, ": axis ", axis, " is out of range for an array of rank ",
-                               rank, " (shape ", jit::FormatShape(shape), ")"));
-    }
-    const int a = axis < 0 ? axis + rank : axis;
-    if (reduced[static_cast<size_t>(a)] && !axes.empty()) {
-      throw Error(ErrorKind::kShape, absl::StrCat(what, ": axis ", axis, " is repeated (axes [",
-                                                  absl::StrJoin(axes, ", "), "])"));
-    }
-    reduced[static_cast<size_t>(a)] = true;
-  }
   Axes l;
   l.in_shape = shape;
-  l.reduced = reduced;
-  l.keepdims = keepdims;
-  for (int d = 0; d < rank; ++d) {
-    const int64_t n = shape[static_cast<size_t>(d)];
-    const bool r = reduced[static_cast<size_t>(d)];
-    l.keep_shape.push_back(r ? 1 : n);
-    if (r) l.count *= n;
-    if (!r || keepdims) l.out_shape.push_back(r ? 1 : n);
+  l.reduced = axes.empty() ? std::vector<bool>(shape.size(), true)  // no axes: all (NumPy's None)
+                           : detail::AxisMask(what, shape, axes);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const bool r = l.reduced[d];
+    l.keep_shape.push_back(r ? 1 : shape[d]);
+    if (r) l.count *= shape[d];
+    if (!r || keepdims) l.out_shape.push_back(r ? 1 : shape[d]);
   }
   return l;
 }
@@ -110,8 +92,8 @@ jit::Type JType(const ArrayImpl& a) {
   return a.dtype == detail::DType::kF32 ? jit::Type::kF32 : jit::Type::kF64;
 }
 
-// f(x) = x (or |x|), reduced with `op` to `keep`.
-Arr ReduceIdentity(const Arr& x, const std::vector<int64_t>& keep, ReduceKind op, bool abs = false) {
+// f(x) = x (or |x|), reduced with `op` to `keep`: the elements themselves combined.
+Arr ReduceElements(const Arr& x, const std::vector<int64_t>& keep, ReduceKind op, bool abs = false) {
   const Fn f = abs ? Cached(JType(*x), "abs_reduce", [](jit::Builder& b, jit::Type t) {
     b.Return({b.Emit(Op::kAbs, {b.Input(t)})});
   })
@@ -142,18 +124,7 @@ Arr UserShaped(const Arr& keep_shaped, const Axes& l) {
   return detail::ViewOf(*keep_shaped, l.out_shape, detail::ContiguousStrides(l.out_shape));
 }
 
-// The output adjoint as the kept shape: it arrives in the user's shape with
-// any strides (a broadcast adjoint has stride 0), so the reduced dims come
-// back as size-1 dims of stride 0 and the others keep their strides.
-Arr KeepShaped(const Arr& g, const Axes& l) {
-  if (l.keepdims) return g;
-  std::vector<int64_t> strides;
-  size_t j = 0;
-  for (size_t d = 0; d < l.keep_shape.size(); ++d) {
-    strides.push_back(l.reduced[d] ? 0 : g->strides[j++]);
-  }
-  return detail::ViewOf(*g, l.keep_shape, std::move(strides));
-}
+Arr KeepShaped(const Arr& g, const Axes& l) { return detail::KeptView(*g, l.keep_shape, l.reduced); }
 
 Arr Number(double v, const ArrayImpl& like) { return detail::NumberArray(v, like.dtype, like.device); }
 
@@ -234,7 +205,7 @@ Array<T> Extreme(const char* what, const Array<T>& a, const std::vector<int>& ax
     return Array<T>(detail::LazyReduce(what, in, std::move(r)));
   }
   const Arr x = Evaluated(a, what);
-  const Arr r = ReduceIdentity(x, l.keep_shape, op);
+  const Arr r = ReduceElements(x, l.keep_shape, op);
   return Finish<T>(what, x, l, r, {r}, ExtremeAdjoint);
 }
 
@@ -244,7 +215,7 @@ namespace detail {
 
 std::shared_ptr<ArrayImpl> ReduceWithKind(const std::shared_ptr<ArrayImpl>& in,
                                           const std::vector<int64_t>& keep, ReduceKind kind) {
-  return ReduceIdentity(in, keep, kind);
+  return ReduceElements(in, keep, kind);
 }
 
 void RecordExtremeReduction(const char* what, const std::shared_ptr<ArrayImpl>& in,
@@ -256,7 +227,6 @@ void RecordExtremeReduction(const char* what, const std::shared_ptr<ArrayImpl>& 
   node->axes.keep_shape = r.keep_shape;
   node->axes.out_shape = out->shape;
   node->axes.reduced = r.summed;
-  node->axes.keepdims = r.keepdims;
   // The result in the kept shape: `out` is contiguous, so 1-dims can be put back.
   node->saved = {ViewOf(*out, r.keep_shape, ContiguousStrides(r.keep_shape))};
   node->rule = ExtremeAdjoint;
@@ -318,7 +288,7 @@ Array<T> logsumexp(const Array<T>& a, const std::vector<int>& axes, bool keepdim
     return Array<T>(UserShaped(
         detail::Filled(x->dtype, l.keep_shape, -std::numeric_limits<double>::infinity(), x->device), l));
   }
-  const Arr m = ReduceIdentity(x, l.keep_shape, ReduceKind::kMax);
+  const Arr m = ReduceElements(x, l.keep_shape, ReduceKind::kMax);
   const Fn shifted = Cached(JType(*x), "lse_terms", [](jit::Builder& b, jit::Type t) {
     ValueId xv = b.Input(t), mv = b.Input(t);
     // A non-finite max: the terms do not matter (the result is the max).
@@ -351,7 +321,7 @@ Array<T> var(const Array<T>& a, const std::vector<int>& axes, bool keepdims, int
                                               std::numeric_limits<double>::quiet_NaN(), x->device),
                                l));
   }
-  const Arr mu = detail::Scaled(*ReduceIdentity(x, l.keep_shape, ReduceKind::kSum),
+  const Arr mu = detail::Scaled(*ReduceElements(x, l.keep_shape, ReduceKind::kSum),
                                 1.0 / static_cast<double>(l.count));
   const Fn squares = Cached(JType(*x), "var_terms", [](jit::Builder& b, jit::Type t) {
     ValueId xv = b.Input(t), mv = b.Input(t);
@@ -377,7 +347,7 @@ Array<T> norm(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
   if (l.count == 0) {
     return Array<T>(UserShaped(detail::Filled(x->dtype, l.keep_shape, 0.0, x->device), l));
   }
-  const Arr scale = ReduceIdentity(x, l.keep_shape, ReduceKind::kMax, /*abs=*/true);
+  const Arr scale = ReduceElements(x, l.keep_shape, ReduceKind::kMax, /*abs=*/true);
   const Fn squares = Cached(JType(*x), "norm_terms", [](jit::Builder& b, jit::Type t) {
     ValueId xv = b.Input(t), sv = b.Input(t);
     ValueId usable = b.Emit(Op::kAnd, {b.Emit(Op::kIsfinite, {sv}), b.Emit(Op::kGt, {sv, b.Const(t, 0)})});

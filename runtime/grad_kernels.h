@@ -49,6 +49,18 @@ std::shared_ptr<ArrayImpl> CopyArray(const ArrayImpl& a);
 std::shared_ptr<ArrayImpl> ViewOf(const ArrayImpl& a, std::vector<int64_t> shape,
                                   std::vector<int64_t> strides);
 
+// The dims of `shape` that `axes` name (negative counts from the end), or
+// Error(kShape) naming `what`, the axis and the shape when one is out of
+// range or repeated.
+std::vector<bool> AxisMask(const char* what, const std::vector<int64_t>& shape,
+                           const std::vector<int>& axes);
+
+// A reduction's output adjoint `g` (the user's shape, any strides: a
+// broadcast adjoint has stride 0) as `keep_shape`: the reduced dims (`reduced`)
+// put back as size-1 dims when keepdims dropped them.
+std::shared_ptr<ArrayImpl> KeptView(const ArrayImpl& g, const std::vector<int64_t>& keep_shape,
+                                    const std::vector<bool>& reduced);
+
 // A stride-0 view of `a` broadcast to `shape` (NumPy rules; no copy).
 std::shared_ptr<ArrayImpl> BroadcastView(const ArrayImpl& a, const std::vector<int64_t>& shape);
 

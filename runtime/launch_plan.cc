@@ -84,8 +84,7 @@ std::vector<std::shared_ptr<ArrayImpl>> RunPlan(const LaunchPlan& plan, size_t n
   for (size_t m = 0; m < n_out; ++m) {
     out_ptrs[m] = nullptr;
     if (!plan.write.empty() && !plan.write[m]) continue;
-    outputs[m] = NewArray(plan.dtype, plan.out_shapes.empty() ? plan.out_shape : plan.out_shapes[m],
-                          device);
+    outputs[m] = NewArray(plan.dtype, plan.out_shapes[m], device);
     out_ptrs[m] = outputs[m]->data();
   }
   jit::KernelArgs args{plan.sizes.data(),       in_ptrs, plan.arg_in_strides.data(),
@@ -96,12 +95,18 @@ std::vector<std::shared_ptr<ArrayImpl>> RunPlan(const LaunchPlan& plan, size_t n
     jit::LaunchCpu(plan.kernel->entry_as<jit::KernelEntry>(), args, plan.rank);
     return outputs;
   }
-  std::vector<jit::ReducedDestination> reduced(n_out);
-  for (size_t m = 0; m < n_out; ++m) {
-    if (plan.summed[m]) reduced[m] = {outputs[m]->data(), outputs[m]->shape, outputs[m]->strides};
-  }
-  jit::LaunchCpu(plan.kernel->entry_as<jit::KernelEntry>(), args, *plan.reduce_spec, reduced);
+  jit::LaunchCpu(plan.kernel->entry_as<jit::KernelEntry>(), args, *plan.reduce_spec,
+                 ReducedDestinations(*plan.reduce_spec, outputs));
   return outputs;
+}
+
+std::vector<jit::ReducedDestination> ReducedDestinations(
+    const jit::KernelSpec& spec, const std::vector<std::shared_ptr<ArrayImpl>>& outputs) {
+  std::vector<jit::ReducedDestination> reduced(outputs.size());
+  for (size_t m = 0; m < outputs.size(); ++m) {
+    if (spec.reduces(m) != 0) reduced[m] = {outputs[m]->data(), outputs[m]->shape, outputs[m]->strides};
+  }
+  return reduced;
 }
 
 }  // namespace dualcast::detail

@@ -28,6 +28,7 @@
 #include "dualcast/detail/execute.hpp"
 #include "jit/codegen/kernel_cache.h"
 #include "jit/codegen/kernel_spec.h"
+#include "jit/cpu/launch.h"
 #include "jit/ir/ir.h"
 
 namespace dualcast::detail {
@@ -37,20 +38,18 @@ struct LaunchPlan {
   DType dtype = DType::kF32;
   std::vector<bool> write;  // as requested (empty: all)
   std::vector<std::vector<int64_t>> in_shapes, in_strides;
-  std::vector<int64_t> out_shape;
   int rank = 0;
   std::vector<int64_t> sizes;            // merged, then a trailing 1
   std::vector<int64_t> arg_in_strides;   // KernelArgs::in_strides
   std::vector<int64_t> arg_out_strides;  // KernelArgs::out_strides (contiguous outputs)
   jit::KernelCache::Ref kernel;
-  // Outputs summed over axes: the request (part of the key), the shape each
-  // output is allocated in, which are summed, and the spec the reducing
-  // launcher needs (null when nothing is summed).
+  // The request's reductions (part of the key), the shape each output is
+  // allocated in, and the spec the reducing launcher needs (null when no
+  // output is summed).
   std::vector<std::vector<int64_t>> output_shapes;
   std::vector<int64_t> iteration_shape;
   std::vector<ReduceKind> reduce_ops;
   std::vector<std::vector<int64_t>> out_shapes;
-  std::vector<bool> summed;
   std::shared_ptr<const jit::KernelSpec> reduce_spec;
 };
 
@@ -64,6 +63,10 @@ void KeepPlan(std::unique_ptr<LaunchPlan> plan);
 // thread launched without a plan (new shapes each call, or one-off callers
 // such as partials()), so that those launches do not rehash the IR either.
 uint64_t FunctionHash(const std::shared_ptr<const jit::Function>& fn);
+// Where the reducing launcher stores each output `spec` sums (empty entries
+// for the others): the outputs' own memory, shape and strides.
+std::vector<jit::ReducedDestination> ReducedDestinations(
+    const jit::KernelSpec& spec, const std::vector<std::shared_ptr<ArrayImpl>>& outputs);
 // New contiguous outputs (null where not written), then the kernel's launch.
 std::vector<std::shared_ptr<ArrayImpl>> RunPlan(const LaunchPlan& plan, size_t n_out,
                                                 const std::vector<std::shared_ptr<ArrayImpl>>& inputs,

@@ -91,11 +91,6 @@ std::shared_ptr<const OnePassFunction> CachedOnePass(const std::shared_ptr<const
   return cache->try_emplace(std::move(key), Entry{primal, std::move(built)}).first->second.fn;
 }
 
-// Whether a requested input could reach the loss through a leaf (a path the
-// kernel would not see): whether a leaf was computed, on a tape or not, from
-// a requested input. Found through the tape nodes' inputs and the arrays'
-// Origins, as the sweep's own checks do; a leaf computed from other arrays
-// only is a constant to these inputs, so the kernel's answer is exact.
 // A set of arrays that stays on the stack while small (a tape step's graph
 // is a handful of arrays; this check runs on every step).
 class ArraySet {
@@ -119,6 +114,11 @@ class ArraySet {
   absl::flat_hash_set<const ArrayImpl*> large_;
 };
 
+// Whether a requested input could reach the loss through a leaf (a path the
+// kernel would not see): whether a leaf was computed, on a tape or not, from
+// a requested input. Found through the tape nodes' inputs and the arrays'
+// Origins, as the sweep's own checks do; a leaf computed from other arrays
+// only is a constant to these inputs, so the kernel's answer is exact.
 bool PathBehindLeaves(const std::vector<std::shared_ptr<ArrayImpl>>& leaves,
                       const std::vector<std::shared_ptr<ArrayImpl>>& inputs) {
   ArraySet requested;

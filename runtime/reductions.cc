@@ -28,41 +28,12 @@ struct SumNode final : detail::GradNode {
   std::vector<std::shared_ptr<ArrayImpl>> Backward(
       const std::vector<std::shared_ptr<ArrayImpl>>& outs) override {
     if (outs.empty() || outs[0] == nullptr) return {nullptr};
-    const ArrayImpl& g = *outs[0];
-    // ḡ with the summed axes reinserted as size-1 dims.
-    std::vector<int64_t> strides(keep_shape.size(), 0);
-    if (g.shape == keep_shape) {
-      strides = g.strides;
-    } else {  // keepdims = false: the summed axes were dropped
-      size_t k = 0;
-      for (size_t d = 0; d < keep_shape.size(); ++d) {
-        if (!summed[d]) strides[d] = g.strides[k++];
-      }
-    }
-    std::shared_ptr<ArrayImpl> kept = detail::ViewOf(g, keep_shape, std::move(strides));
+    std::shared_ptr<ArrayImpl> kept = detail::KeptView(*outs[0], keep_shape, summed);
     if (scale != 1) kept = detail::Scaled(*kept, scale);
     return {detail::BroadcastView(*kept, in_shape)};
   }
 };
 
-std::vector<bool> AxisMask(const char* what, const std::vector<int64_t>& shape,
-                           const std::vector<int>& axes) {
-  const int rank = static_cast<int>(shape.size());
-  std::vector<bool> mask(shape.size(), false);
-  for (int axis : axes) {
-    const int a = axis < 0 ? axis + rank : axis;
-    if (a < 0 || a >= rank || mask[static_cast<size_t>(a)]) {
-      throw Error(ErrorKind::kShape,
-                  absl::StrCat(what, ": axis ", axis,
-                               a < 0 || a >= rank ? " is out of range" : " is repeated",
-                               " for an array of shape ", jit::FormatShape(shape), " (axes [",
-                               absl::StrJoin(axes, ", "), "]; valid axes are ", -rank, "..",
-                               rank - 1, ")"));
-    }
-    mask[static_cast<size_t>(a)] = true;
-  }
-  return mask;
-}
 
 template <ElementType T>
 Array<T> Reduce(const char* what, const Array<T>& a, const std::vector<int>& axes, bool keepdims,
@@ -70,7 +41,7 @@ Array<T> Reduce(const char* what, const Array<T>& a, const std::vector<int>& axe
   (void)a.rank();  // an empty handle throws here
   const std::shared_ptr<ArrayImpl>& in = a.impl();
   detail::PendingReduce r;
-  r.summed = AxisMask(what, in->shape, axes);
+  r.summed = detail::AxisMask(what, in->shape, axes);
   r.keep_shape = in->shape;
   r.keepdims = keepdims;
   int64_t count = 1;
@@ -97,6 +68,36 @@ std::vector<int> AllAxes(int rank) {
 }  // namespace
 
 namespace detail {
+
+std::vector<bool> AxisMask(const char* what, const std::vector<int64_t>& shape,
+                           const std::vector<int>& axes) {
+  const int rank = static_cast<int>(shape.size());
+  std::vector<bool> mask(shape.size(), false);
+  for (int axis : axes) {
+    const int a = axis < 0 ? axis + rank : axis;
+    if (a < 0 || a >= rank || mask[static_cast<size_t>(a)]) {
+      throw Error(ErrorKind::kShape,
+                  absl::StrCat(what, ": axis ", axis,
+                               a < 0 || a >= rank ? " is out of range" : " is repeated",
+                               " for an array of shape ", jit::FormatShape(shape), " (axes [",
+                               absl::StrJoin(axes, ", "), "]; valid axes are ", -rank, "..",
+                               rank - 1, ")"));
+    }
+    mask[static_cast<size_t>(a)] = true;
+  }
+  return mask;
+}
+
+std::shared_ptr<ArrayImpl> KeptView(const ArrayImpl& g, const std::vector<int64_t>& keep_shape,
+                                    const std::vector<bool>& reduced) {
+  if (g.shape == keep_shape) return ViewOf(g, keep_shape, g.strides);
+  std::vector<int64_t> strides(keep_shape.size(), 0);
+  size_t k = 0;
+  for (size_t d = 0; d < keep_shape.size(); ++d) {
+    if (!reduced[d]) strides[d] = g.strides[k++];
+  }
+  return ViewOf(g, keep_shape, std::move(strides));
+}
 
 std::vector<int64_t> ReducedShape(const PendingReduce& r) {
   std::vector<int64_t> shape;

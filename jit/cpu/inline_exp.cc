@@ -1,7 +1,6 @@
 // exp and expm1 on W-lane vectors as inline LLVM instructions (see inline_exp.h for why and how).
 #include "jit/cpu/inline_exp.h"
 
-#include <cmath>
 #include <iterator>
 
 #include "jit/cpu/vector_math.h"
@@ -24,10 +23,10 @@ struct Format {
   double exp_lo, exp_hi;  // exp(x) is +0 below exp_lo and +inf above exp_hi
   double expm1_lo;        // expm1(x) rounds to -1 below it
   int expm1_kmax;         // above this k, expm1(x) = exp(x) (the -1 is below an ulp)
-  int taylor_degree;      // highest power of r in expm1(r) (f64: Taylor)
+  int taylor_degree;      // f64: highest power of r in the Taylor series (f32 uses Cephes' fit)
 };
 
-constexpr Format kF32{true, 23, 127, 0.693359375, -2.12194440e-4, -104.0, 89.0, -30.0, 100, 8};
+constexpr Format kF32{true, 23, 127, 0.693359375, -2.12194440e-4, -104.0, 89.0, -30.0, 100, 0};
 constexpr Format kF64{false, 52, 1023, 6.93145751953125e-1, 1.42860682030941723212e-6,
                       -746.0, 710.0, -40.0, 1000, 13};
 

@@ -509,32 +509,25 @@ class KernelEmitter {
       return Split(b, full, what, plain, masked);
     };
 
-    // Loads, all before the Function.
+    // Loads, all before the Function. A contiguous input is one masked load,
+    // full rows or tail alike (with every lane active it costs what a plain
+    // load costs): a single load instruction per input, not a full/tail pair
+    // joined by a phi, is what lets SinkIntoUniformBranches move it into the
+    // sides of a uniform branch that read it (a COPY row of the HM-LSTM then
+    // reads 2 of its 5 arrays).
     const size_t n_in = f_.num_inputs();
     std::vector<llvm::Value*> loaded(n_in, nullptr);
-    std::vector<llvm::Value*> contiguous_base;
-    std::vector<size_t> contiguous;
     for (size_t k = 0; k < n_in; ++k) {
       const int stride = stride_of(in_stride_, k);
       llvm::Value* base = lane0(in_ptr_[k], in_off[k], stride);
+      const std::string name = absl::StrCat("x", k);
       if (stride == kZeroStride) {
-        loaded[k] = b.CreateVectorSplat(lanes_, b.CreateLoad(elem_, base), absl::StrCat("x", k));
+        loaded[k] = b.CreateVectorSplat(lanes_, b.CreateLoad(elem_, base), name);
       } else if (stride == kUnitStride) {
-        contiguous.push_back(k);
-        contiguous_base.push_back(base);
+        loaded[k] = b.CreateMaskedLoad(vec, base, align, active, zeros, name);
       } else {
-        loaded[k] = b.CreateMaskedGather(vec, lane_addresses(base, stride), align, active, zeros,
-                                         absl::StrCat("x", k));
+        loaded[k] = b.CreateMaskedGather(vec, lane_addresses(base, stride), align, active, zeros, name);
       }
-    }
-    // Contiguous inputs: one masked load each, full rows or tail alike (with
-    // every lane active it costs what a plain load costs). A single load
-    // instruction per input, not a full/tail pair joined by a phi, is what
-    // lets SinkIntoUniformBranches move it into the sides of a uniform branch
-    // that read it: a COPY row of the HM-LSTM then reads 2 of its 5 arrays.
-    for (size_t c = 0; c < contiguous.size(); ++c) {
-      loaded[contiguous[c]] = b.CreateMaskedLoad(vec, contiguous_base[c], align, active, zeros,
-                                                 absl::StrCat("x", contiguous[c]));
     }
 
     LlvmPrinter* printer_ptr = nullptr;
