@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <tuple>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -36,24 +37,27 @@ std::shared_ptr<ArrayImpl> Scalar(DType dtype, double value) {
 
 // Outputs: y_0..y_{M-1}, ā·y_0 (reduced: the loss, ā being 1, or 1/count for
 // a mean), then ā·∂y_0/∂x_wrt[j] for every j that is not structurally zero.
-// Inputs: the leaves, then ā.
+// Inputs: the leaves, then ā for a mean. A sum's ā is 1, and multiplying by 1
+// is exact, so its kernel has no ā at all: the same bits, one multiply fewer
+// per output and element (a tenth of HM-LSTM's arithmetic outside exp/div).
 struct OnePassFunction {
   std::shared_ptr<const jit::Function> function;
   std::vector<int> grad_output;  // per j: its output index, or -1 (zero)
 };
 
 OnePassFunction BuildOnePass(const std::shared_ptr<const jit::Function>& primal,
-                             const std::vector<int>& wrt) {
+                             const std::vector<int>& wrt, bool unit_abar) {
   const size_t M = primal->num_outputs(), J = wrt.size();
   std::shared_ptr<const jit::JvpResult> jvp = CachedJvp(primal, wrt);
   jit::Function fn(absl::StrCat(primal->name, "_grad"));
   jit::Builder b(fn);
   std::vector<jit::ValueId> leaves;
   for (size_t i = 0; i < primal->num_inputs(); ++i) leaves.push_back(b.Input(primal->input_type(i)));
-  const jit::ValueId abar = b.Input(primal->output_type(0));
+  const jit::ValueId abar = unit_abar ? jit::ValueId{} : b.Input(primal->output_type(0));
+  auto times_abar = [&](jit::ValueId v) { return unit_abar ? v : b.Mul(abar, v); };
   std::vector<jit::ValueId> values = jit::Inline(b, jvp->function, leaves);
   std::vector<jit::ValueId> outs(values.begin(), values.begin() + static_cast<long>(M));
-  outs.push_back(b.Mul(abar, values[0]));
+  outs.push_back(times_abar(values[0]));
   OnePassFunction result;
   for (size_t j = 0; j < J; ++j) {
     if (jvp->structurally_zero[j]) {  // partial (m = 0, j)
@@ -61,7 +65,7 @@ OnePassFunction BuildOnePass(const std::shared_ptr<const jit::Function>& primal,
       continue;
     }
     result.grad_output.push_back(static_cast<int>(outs.size()));
-    outs.push_back(b.Mul(abar, values[jit::PartialIndex(M, J, 0, j)]));
+    outs.push_back(times_abar(values[jit::PartialIndex(M, J, 0, j)]));
   }
   b.Return(outs);
   result.function = std::make_shared<const jit::Function>(jit::Optimize(fn));
@@ -72,20 +76,20 @@ OnePassFunction BuildOnePass(const std::shared_ptr<const jit::Function>& primal,
 // no heap for up to 4 inputs, and an entry shared rather than copied, since
 // this lookup runs on every tape step.
 std::shared_ptr<const OnePassFunction> CachedOnePass(const std::shared_ptr<const jit::Function>& primal,
-                                                     const std::vector<int>& wrt) {
-  using Key = std::pair<const jit::Function*, absl::InlinedVector<int, 4>>;
+                                                     const std::vector<int>& wrt, bool unit_abar) {
+  using Key = std::tuple<const jit::Function*, absl::InlinedVector<int, 4>, bool>;
   struct Entry {
     std::shared_ptr<const jit::Function> primal;  // keeps the keyed address alive
     std::shared_ptr<const OnePassFunction> fn;
   };
   static std::mutex mu;
   static auto* cache = new absl::flat_hash_map<Key, Entry>();
-  Key key{primal.get(), absl::InlinedVector<int, 4>(wrt.begin(), wrt.end())};
+  Key key{primal.get(), absl::InlinedVector<int, 4>(wrt.begin(), wrt.end()), unit_abar};
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = cache->find(key); it != cache->end()) return it->second.fn;
   }
-  auto built = std::make_shared<const OnePassFunction>(BuildOnePass(primal, wrt));
+  auto built = std::make_shared<const OnePassFunction>(BuildOnePass(primal, wrt, unit_abar));
   std::lock_guard<std::mutex> lock(mu);
   if (cache->size() >= 4096) cache->clear();  // bounded; rebuilding is cheap
   return cache->try_emplace(std::move(key), Entry{primal, std::move(built)}).first->second.fn;
@@ -198,10 +202,11 @@ bool OnePassGradient(const std::shared_ptr<ArrayImpl>& loss,
 
     const PendingReduce& r = *reduction->reduce;
     const size_t M = plan.targets.size(), rank = plan.shape.size();
-    const std::shared_ptr<const OnePassFunction> fn_ptr = CachedOnePass(plan.primal, wrt);
+    const bool unit_abar = r.scale == 1;
+    const std::shared_ptr<const OnePassFunction> fn_ptr = CachedOnePass(plan.primal, wrt, unit_abar);
     const OnePassFunction& fn = *fn_ptr;
     std::vector<std::shared_ptr<ArrayImpl>> args = plan.leaves;
-    args.push_back(Scalar(plan.dtype, r.scale));  // ā: d loss / d sum
+    if (!unit_abar) args.push_back(Scalar(plan.dtype, r.scale));  // ā: d loss / d sum
     // Per-thread scratch: a training loop repeats this every step, and the
     // vectors keep their memory from one step to the next.
     thread_local ExecuteOptions options;

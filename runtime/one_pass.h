@@ -7,8 +7,8 @@
 // `c = cell.(...); loss = sum(c .* cbar)`), and for each requested leaf x_j
 // its gradient ā · ∂y/∂x_j summed down to shape(x_j) (the jvp lane of a
 // leaf used several times already sums its uses). No partial array or
-// full-size product is stored. ā = 1 (1/count for a mean) is an input, so
-// another size reuses the compiled kernel.
+// full-size product is stored. A mean's ā = 1/count is an input (a sum's ā = 1
+// is left out), so another size reuses the compiled kernel.
 //
 // The group is then recorded on the tape without cached partials (as in
 // kRecompute), so later gradient() calls, or gradients with respect to held

@@ -15,9 +15,10 @@
 namespace dualcast::jit {
 
 std::string CpuKernelSymbol(const KernelSpec& spec) {
-  // Format tag "dc_cpu" + 2 (1: tanh/sigmoid formulas; 2: inline exp/expm1): bump whenever the
-  // generated code changes, so no process loads an object compiled by older code from disk.
-  return spec.Symbol(0x64635f637077ull);
+  // Format tag "dc_cpu" + 3 (1: tanh/sigmoid formulas; 2: inline exp/expm1; 3: i32 lane masks):
+  // bump whenever the generated code changes, so no process loads an object compiled by older
+  // code from disk.
+  return spec.Symbol(0x64635f637078ull);
 }
 
 std::string CpuFeaturesString() { return cpu::CpuFeaturesString(); }
