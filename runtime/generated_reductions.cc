@@ -5,8 +5,10 @@
 // reduce_ops), never a host loop over elements, so the same code runs on the
 // CPU and on a GPU, deterministic for any thread count. max and min of a
 // pending CPU operand join the kernel that produces it, like sum
-// (lazy_reduce.cc); the others evaluate their operand first (prod needs two
-// reduced outputs for its reverse rule, the composites several passes).
+// (lazy_reduce.cc). The composites' first pass joins it too, off the tape
+// (logsumexp's max, var's mean, norm's max|x|: the producer writes the
+// operand and reduces it in one pass, and only the second pass reads it
+// back); prod evaluates its operand first (two reduced outputs).
 // Conventions (NumPy's
 // and PyTorch's):
 //   max/min   NaN propagates; an empty slice is an error; ties share the
@@ -33,6 +35,7 @@
 #include "dualcast/broadcast.hpp"
 #include "dualcast/detail/execute.hpp"
 #include "dualcast/detail/grad_node.hpp"
+#include "dualcast/operators.hpp"
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
 #include "jit/ir/ir.h"
@@ -163,6 +166,30 @@ Arr Evaluated(const Array<T>& a, const char* what) {
   return a.impl();
 }
 
+// The first pass of a composite, fused: `a` (pending, on the CPU, no tape
+// recording, no Unfused scope) reduced with `kind` (of |a| when `abs`), times
+// `scale`, to l.keep_shape inside the kernel that produces `a`, which writes
+// `a` in the same pass (it is held here). Null when `a` does not qualify: the
+// caller then evaluates `a` and reduces it. Under a tape the operand's
+// partials are recorded first, so the reduction runs on the computed operand.
+template <ElementType T>
+Arr FusedFirstPass(const Array<T>& a, const Axes& l, ReduceKind kind, double scale, bool abs,
+                   const char* what) {
+  if (!a.is_pending() || !a.impl()->device.is_cpu() || Unfused::active() || detail::TapeActive()) {
+    return nullptr;
+  }
+  const Array<T> operand = abs ? dualcast::abs(a) : a;  // pending too: joins a's group
+  detail::PendingReduce r;
+  r.summed = l.reduced;
+  r.keep_shape = l.keep_shape;
+  r.keepdims = true;
+  r.scale = scale;
+  r.kind = kind;
+  Array<T> reduced(detail::LazyReduce(what, operand.impl(), std::move(r)));
+  reduced.eval();
+  return reduced.impl();
+}
+
 // max/min's reverse rule: the adjoint shared equally among the elements equal
 // to the result (`r`, kept shape); NaN adjoints where the result is NaN.
 Arr ExtremeAdjoint(const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
@@ -282,13 +309,16 @@ Array<T> prod(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
 
 template <ElementType T>
 Array<T> logsumexp(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
-  const Arr x = Evaluated(a, "logsumexp");
-  const Axes l = ReduceAxes("logsumexp", x->shape, axes, keepdims);
+  (void)a.rank();  // an empty handle throws here
+  const Axes l = ReduceAxes("logsumexp", a.impl()->shape, axes, keepdims);
   if (l.count == 0) {  // log(0)
+    const Arr& in = a.impl();
     return Array<T>(UserShaped(
-        detail::Filled(x->dtype, l.keep_shape, -std::numeric_limits<double>::infinity(), x->device), l));
+        detail::Filled(in->dtype, l.keep_shape, -std::numeric_limits<double>::infinity(), in->device), l));
   }
-  const Arr m = ReduceElements(x, l.keep_shape, ReduceKind::kMax);
+  Arr m = FusedFirstPass(a, l, ReduceKind::kMax, 1, false, "logsumexp");
+  const Arr x = Evaluated(a, "logsumexp");
+  if (m == nullptr) m = ReduceElements(x, l.keep_shape, ReduceKind::kMax);
   const Fn shifted = Cached(JType(*x), "lse_terms", [](jit::Builder& b, jit::Type t) {
     ValueId xv = b.Input(t), mv = b.Input(t);
     // A non-finite max: the terms do not matter (the result is the max).
@@ -313,16 +343,19 @@ Array<T> logsumexp(const Array<T>& a, const std::vector<int>& axes, bool keepdim
 
 template <ElementType T>
 Array<T> var(const Array<T>& a, const std::vector<int>& axes, bool keepdims, int ddof) {
-  const Arr x = Evaluated(a, "var");
-  const Axes l = ReduceAxes("var", x->shape, axes, keepdims);
+  (void)a.rank();  // an empty handle throws here
+  const Axes l = ReduceAxes("var", a.impl()->shape, axes, keepdims);
   const double dof = static_cast<double>(l.count - ddof);
   if (dof <= 0) {  // NumPy: NaN (with a warning)
-    return Array<T>(UserShaped(detail::Filled(x->dtype, l.keep_shape,
-                                              std::numeric_limits<double>::quiet_NaN(), x->device),
+    const Arr& in = a.impl();
+    return Array<T>(UserShaped(detail::Filled(in->dtype, l.keep_shape,
+                                              std::numeric_limits<double>::quiet_NaN(), in->device),
                                l));
   }
-  const Arr mu = detail::Scaled(*ReduceElements(x, l.keep_shape, ReduceKind::kSum),
-                                1.0 / static_cast<double>(l.count));
+  const double inv_count = 1.0 / static_cast<double>(l.count);
+  Arr mu = FusedFirstPass(a, l, ReduceKind::kSum, inv_count, false, "var");
+  const Arr x = Evaluated(a, "var");
+  if (mu == nullptr) mu = detail::Scaled(*ReduceElements(x, l.keep_shape, ReduceKind::kSum), inv_count);
   const Fn squares = Cached(JType(*x), "var_terms", [](jit::Builder& b, jit::Type t) {
     ValueId xv = b.Input(t), mv = b.Input(t);
     ValueId d = b.Sub(xv, mv);
@@ -342,12 +375,15 @@ Array<T> var(const Array<T>& a, const std::vector<int>& axes, bool keepdims, int
 
 template <ElementType T>
 Array<T> norm(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
-  const Arr x = Evaluated(a, "norm");
-  const Axes l = ReduceAxes("norm", x->shape, axes, keepdims);
+  (void)a.rank();  // an empty handle throws here
+  const Axes l = ReduceAxes("norm", a.impl()->shape, axes, keepdims);
   if (l.count == 0) {
-    return Array<T>(UserShaped(detail::Filled(x->dtype, l.keep_shape, 0.0, x->device), l));
+    const Arr& in = a.impl();
+    return Array<T>(UserShaped(detail::Filled(in->dtype, l.keep_shape, 0.0, in->device), l));
   }
-  const Arr scale = ReduceElements(x, l.keep_shape, ReduceKind::kMax, /*abs=*/true);
+  Arr scale = FusedFirstPass(a, l, ReduceKind::kMax, 1, /*abs=*/true, "norm");
+  const Arr x = Evaluated(a, "norm");
+  if (scale == nullptr) scale = ReduceElements(x, l.keep_shape, ReduceKind::kMax, /*abs=*/true);
   const Fn squares = Cached(JType(*x), "norm_terms", [](jit::Builder& b, jit::Type t) {
     ValueId xv = b.Input(t), sv = b.Input(t);
     ValueId usable = b.Emit(Op::kAnd, {b.Emit(Op::kIsfinite, {sv}), b.Emit(Op::kGt, {sv, b.Const(t, 0)})});

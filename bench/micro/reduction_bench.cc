@@ -8,6 +8,9 @@
 //   fused ...             the same through Execute's reduced outputs: ONE generated kernel
 //                         computes x * y and sums it (the product never materialises)
 //   fused sum_to(x) ...   a plain axis sum_to of x through the same path
+//   logsumexp/norm(x * y, {1})  row composites: their first pass (max, max|.|) joins the
+//                         kernel that produces x * y; `unfused` computes x * y first
+//                         (dc::Unfused), then both passes read it
 // GB/s counts the bytes the inputs must be read (4 n² per operand); the
 // STREAM read figure is what a read-only pass can reach on this machine.
 // Each result is checked against a float64 sum (relative error printed).
@@ -123,6 +126,27 @@ int main(int argc, char** argv) {
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t c = 0; c < n; ++c) cols_x[c] += xv[r * n + c];
   }
+  std::vector<double> row_lse(static_cast<size_t>(n)), row_norm(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r) {
+    double m = -INFINITY, scale = 0;
+    for (int64_t c = 0; c < n; ++c) {
+      const double p = double(xv[r * n + c]) * double(yv[r * n + c]);
+      m = std::max(m, p);
+      scale += p * p;
+    }
+    double total = 0;
+    for (int64_t c = 0; c < n; ++c) total += std::exp(double(xv[r * n + c]) * double(yv[r * n + c]) - m);
+    row_lse[r] = m + std::log(total);
+    row_norm[r] = std::sqrt(scale);
+  }
+  auto unfused = [&](auto op) {
+    return [&, op] {
+      dc::Unfused off;
+      return op(x * y);
+    };
+  };
+  auto lse = [](const dc::Array<float>& a) { return dc::logsumexp(a, {1}); };
+  auto norm = [](const dc::Array<float>& a) { return dc::norm(a, {1}); };
   std::vector<Case> cases = {
       {"sum(x * y)", 2, [&] { return dc::sum(x * y); }, all_xy},
       {"sum(x)", 1, [&] { return dc::sum(x); }, all_x},
@@ -132,6 +156,10 @@ int main(int argc, char** argv) {
       {"fused x * y -> (n,1)", 2, fused(true, {n, 1}), rows},
       {"fused x * y -> (1,n)", 2, fused(true, {1, n}), cols},
       {"fused sum_to(x) (1,n)", 1, fused(false, {1, n}), cols_x},
+      {"logsumexp(x * y, {1})", 2, [&] { return lse(x * y); }, row_lse},
+      {"  unfused", 2, unfused(lse), row_lse},
+      {"norm(x * y, {1})", 2, [&] { return norm(x * y); }, row_norm},
+      {"  unfused", 2, unfused(norm), row_norm},
   };
   for (Case& c : cases) {
     auto t0 = std::chrono::steady_clock::now();

@@ -445,6 +445,46 @@ TEST_CASE("reduce kinds: logsumexp, var and norm of a pending operand, every axi
   }
 }
 
+TEST_CASE("reduce kinds: the first pass of logsumexp/var/norm joins the operand's kernel off the tape") {
+  const Shape shape = {6, 7};
+  auto x = Array<double>::uniform(shape, 43, -3, 3);
+  auto y = Array<double>::uniform({1, 7}, 44, 0.5, 2);
+  const std::vector<double> xv = x.to_vector(), yv = y.to_vector();
+  std::vector<double> pv(xv.size());
+  for (size_t e = 0; e < xv.size(); ++e) pv[e] = xv[e] * yv[e % 7];
+  for (const std::string op : {"logsumexp", "var", "norm"}) {
+    for (const std::vector<int>& axes : {std::vector<int>{1}, std::vector<int>{0}, std::vector<int>{0, 1}}) {
+      CAPTURE(op);
+      CAPTURE(axes.size());
+      CAPTURE(axes[0]);
+      std::vector<bool> reduced(2, false);
+      for (int d : axes) reduced[static_cast<size_t>(d)] = true;
+      Array<double> p = x * y;
+      REQUIRE(p.is_pending());
+      const auto before = detail::GetFusedReductionCounts();
+      Array<double> r = op == "logsumexp" ? logsumexp(p, axes) : op == "var" ? var(p, axes) : norm(p, axes);
+      const auto after = detail::GetFusedReductionCounts();
+      // One fused reduction (the first pass), which also wrote p (held here).
+      CHECK(after.fused == before.fused + 1);
+      CHECK(after.operands_written == before.operands_written + 1);
+      CHECK_FALSE(p.is_pending());
+      const std::vector<double> got = r.to_vector(), pgot = p.to_vector();
+      const std::vector<double> want = HostComposite(op, pv, shape, reduced);
+      REQUIRE(got.size() == want.size());
+      for (size_t e = 0; e < want.size(); ++e) CHECK(got[e] == doctest::Approx(want[e]).epsilon(1e-12));
+      for (size_t e = 0; e < pv.size(); ++e) CHECK(pgot[e] == pv[e]);
+      // Under a tape the operand is recorded first: nothing fused, the same values.
+      Tape tape;
+      Array<double> q = x * y;
+      const auto before_tape = detail::GetFusedReductionCounts();
+      Array<double> rt = op == "logsumexp" ? logsumexp(q, axes) : op == "var" ? var(q, axes) : norm(q, axes);
+      CHECK(detail::GetFusedReductionCounts().fused == before_tape.fused);
+      const std::vector<double> got_tape = rt.to_vector();
+      for (size_t e = 0; e < want.size(); ++e) CHECK(got_tape[e] == doctest::Approx(want[e]).epsilon(1e-12));
+    }
+  }
+}
+
 TEST_CASE("reduce kinds: logsumexp/norm edge values and f32 range, gradients of pending operands") {
   const auto rows = Array<double>::from({-kInf, -kInf, 1, kInf, 2, kNaN, 1000, 1000}, {4, 2});
   const std::vector<double> lse = logsumexp(rows * 1.0, {1}).to_vector();

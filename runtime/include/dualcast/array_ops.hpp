@@ -1,14 +1,20 @@
 // More reductions (max, min, prod, logsumexp, var, norm, argmax, argmin) and array assembly (slice, concat, stack, clip), each with its reverse rule.
 //
 // They complete sum/mean/matmul/reshape/transpose (reductions.hpp) with what
-// ported NumPy code reaches for. Like those, each computes its result now (a
-// pending argument is computed first) and, while a Tape records on this
-// thread, records one node with its reverse rule:
+// ported NumPy code reaches for. Every reduction is generated code, on any
+// device. Of a pending argument on the CPU: max and min are pending like sum
+// (computed inside the kernel that produces the argument); logsumexp, var
+// and norm run their first pass (max, mean, max|a|) inside that kernel, which
+// writes the argument for the second pass (off the tape; under a tape the
+// argument is computed and recorded first); the rest compute the argument
+// first. While a Tape records on this thread, each records one node with its
+// reverse rule:
 //   max, min:   ḡ goes to the elements equal to the result, split evenly
 //               between ties (as PyTorch and JAX do); a slice holding NaN has
 //               result NaN and NaN adjoints (never a silent number)
-//   prod:       āᵢ = ḡ · Πₖ≠ᵢ aₖ, from prefix and suffix products (exact with
-//               zeros, no division)
+//   prod:       āᵢ = ḡ · Πₖ≠ᵢ aₖ: P / aᵢ with no zero in the slice, the
+//               product of the others at the only zero, 0 with two or more
+//               (counted, never 0/0)
 //   logsumexp:  computed as m + log Σ exp(a - m) with m the slice's max (no
 //               overflow); ā = ḡ · exp(a - result) (the softmax). An empty
 //               slice gives -inf; a non-finite result gives NaN adjoints.
