@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "dualcast/activation_steps.hpp"
+#include "dualcast/digamma_steps.hpp"
 #include "jit/error.h"
 #include "jit/passes/rewrite.h"
 
@@ -67,7 +68,11 @@ struct IrSteps {
   V Expm1(V x) { return b.Emit(Op::kExpm1, {x}); }
   V Copysign(V x, V y) { return b.Emit(Op::kCopysign, {x, y}); }
   V Lt(V x, V y) { return b.Emit(Op::kLt, {x, y}); }
+  V Eq(V x, V y) { return b.Emit(Op::kEq, {x, y}); }
   V Select(V c, V x, V y) { return b.Select(c, x, y); }
+  V Log(V x) { return b.Emit(Op::kLog, {x}); }
+  V Tan(V x) { return b.Emit(Op::kTan, {x}); }
+  V Floor(V x) { return b.Emit(Op::kFloor, {x}); }
 };
 
 class ForwardMode {
@@ -516,29 +521,14 @@ class ForwardMode {
   ValueId NanGuard(ValueId y, ValueId value) {
     return b_.Select(b_.Emit(Op::kIsnan, {y}), y, value);
   }
-  // digamma(x): the asymptotic series at x + 10 (terms to x^-14, error ~1e-17),
-  // stepped down by psi(x) = psi(x + 10) - sum 1/(x + k); for x < 0 the
-  // reflection psi(x) = psi(1 - x) - pi / tan(pi x). Poles give +-inf or NaN.
+  // digamma(x): digamma_steps.hpp's steps, in double (a float converted and
+  // rounded back once, as Dual<float> does), so lgamma' and tgamma' take the
+  // same steps as Dual's; poles give NaN.
   ValueId Digamma(ValueId x) {
-    Type t = out_.type(x);
-    auto k = [&](double v) { return b_.Const(t, v); };
-    ValueId negative = b_.Emit(Op::kLt, {x, k(0)});
-    ValueId u = b_.Select(negative, b_.Sub(k(1), x), x);
-    ValueId shift_sum = k(0);
-    for (int i = 0; i < 10; ++i) shift_sum = b_.Add(shift_sum, b_.Div(k(1), b_.Add(u, k(i))));
-    ValueId z = b_.Add(u, k(10));
-    ValueId inv = b_.Div(k(1), z), inv2 = b_.Mul(inv, inv);
-    // Bernoulli terms B_2n / (2n z^2n), n = 1..7, by Horner in 1/z^2.
-    static constexpr double kTerms[] = {1.0 / 12, -1.0 / 120, 1.0 / 252, -1.0 / 240,
-                                        1.0 / 132, -691.0 / 32760, 1.0 / 12};
-    ValueId series = k(kTerms[6]);
-    for (int i = 5; i >= 0; --i) series = b_.Add(k(kTerms[i]), b_.Mul(series, inv2));
-    series = b_.Mul(series, inv2);
-    ValueId psi_z = b_.Sub(b_.Sub(b_.Emit(Op::kLog, {z}), b_.Mul(k(0.5), inv)), series);
-    ValueId psi_u = b_.Sub(psi_z, shift_sum);
-    ValueId pi_x = b_.Mul(k(std::numbers::pi), x);
-    ValueId reflected = b_.Sub(psi_u, b_.Div(k(std::numbers::pi), b_.Emit(Op::kTan, {pi_x})));
-    return b_.Select(negative, reflected, psi_u);
+    const Type t = out_.type(x);
+    IrSteps m{b_, Type::kF64};
+    const ValueId psi = ::dualcast::detail::digamma_steps(m, t == Type::kF64 ? x : b_.Cast(Type::kF64, x));
+    return t == Type::kF64 ? psi : b_.Cast(t, psi);
   }
 
   // --- Lane algebra: structural zeros in, structural zeros out.

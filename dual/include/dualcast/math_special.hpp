@@ -1,6 +1,7 @@
 // Special functions libm lacks (erfinv, digamma), written once so host, nvcc and NVRTC agree.
 #pragma once
 
+#include "dualcast/digamma_steps.hpp"
 #include "dualcast/host_device.hpp"
 
 #if !DUALCAST_RTC
@@ -114,60 +115,24 @@ DUALCAST_HD inline double erfinv(double y, double* deriv = nullptr) {
   return y < 0 ? -hi : hi;
 }
 
-// digamma(x) = d/dx lgamma(x). Around its positive root x0 a Taylor series (coefficients from
-// mpmath, 50 digits) avoids the cancellation of the recurrence; elsewhere on x > 0 the
-// recurrence brings x into that window or up to 10, where the asymptotic series is used.
-// x < 0 by reflection: psi(x) = psi(1 - x) - pi cot(pi x). Poles (x = 0, -1, ...) give NaN.
-DUALCAST_HD inline double digamma_taylor(double dx) {
-  constexpr double c[] = {
-      0.967672245447621170427,     -0.442763168983592106093,     0.258499760955651010624,
-      -0.163942705442406527504,    0.107824050691262365757,      -0.0721995612564547109261,
-      0.0488042881641431072251,    -0.0331611264748473592923,    0.0225976482322181046596,
-      -0.0154247659049489591388,   0.0105387916166121753881,     -0.00720453438635686824097,
-      0.00492678139572985344635,   -0.00336980165543932808279,   0.00230512632673492783694,
-      -0.00157693677143019725927,  0.00107882520191629658069,    -0.000738070938996005129566,
-      0.000504953265834602035177,  -0.000345468025106307699556,  0.000236356015640270527924,
-      -0.000161706220919748034494, 0.000110633727687474109041,   -0.0000756917958219506591924,
-      0.0000517857579522208086899, -0.0000354300709476596063157, 0.0000242400661186013176527,
-      -0.0000165842422718541333752, 0.0000113463845846638498067, -0.00000776281766846209442527,
-      0.00000531106092088986338732, -0.00000363365078980104566837, 0.0000024860227331295379489,
-      -0.00000170085388543326065825, 0.00000116366753635488427029, -7.96142543124197040035e-7};
-  constexpr int n = sizeof(c) / sizeof(c[0]);
-  double s = c[n - 1];
-  for (int k = n - 2; k >= 0; --k) s = c[k] + s * dx;
-  return s * dx;
-}
-
-DUALCAST_HD inline double digamma_positive(double x) {
-  constexpr double x0_hi = 1.4616321449683622, x0_lo = 9.549995429965697e-17;
-  if (x >= 10.0) {
-    const double r = 1.0 / x, r2 = r * r;
-    // -sum B_2k / (2k x^2k), k = 1..7
-    const double s =
-        r2 * (-1.0 / 12 +
-              r2 * (1.0 / 120 +
-                    r2 * (-1.0 / 252 + r2 * (1.0 / 240 + r2 * (-1.0 / 132 + r2 * (691.0 / 32760 - r2 / 12))))));
-    return d_log(x) - 0.5 * r + s;
-  }
-  if (x < x0_hi - 0.5) return digamma_taylor(((x + 1.0) - x0_hi) - x0_lo) - 1.0 / x;
-  // Shift down into [x0 - 1/2, x0 + 1/2): every correction term is positive.
-  double sum = 0;
-  while (x >= x0_hi + 0.5) {
-    x -= 1.0;
-    sum += 1.0 / x;
-  }
-  return digamma_taylor((x - x0_hi) - x0_lo) + sum;
-}
+// digamma(x) = d/dx lgamma(x): digamma_steps.hpp's steps (shared with the jvp pass) on doubles.
+struct DoubleSteps {
+  DUALCAST_HD double Const(double c) const { return c; }
+  DUALCAST_HD double Add(double a, double b) const { return a + b; }
+  DUALCAST_HD double Sub(double a, double b) const { return a - b; }
+  DUALCAST_HD double Mul(double a, double b) const { return a * b; }
+  DUALCAST_HD double Div(double a, double b) const { return a / b; }
+  DUALCAST_HD bool Lt(double a, double b) const { return a < b; }
+  DUALCAST_HD bool Eq(double a, double b) const { return a == b; }
+  DUALCAST_HD double Select(bool c, double a, double b) const { return c ? a : b; }
+  DUALCAST_HD double Log(double a) const { return d_log(a); }
+  DUALCAST_HD double Tan(double a) const { return d_tan(a); }
+  DUALCAST_HD double Floor(double a) const { return d_floor(a); }
+};
 
 DUALCAST_HD inline double digamma(double x) {
-  if (x != x) return x;
-  if (x > 0) return x == d_inf() ? x : digamma_positive(x);
-  const double t = x - d_floor(x);  // exact; in [0, 1)
-  if (t == 0) return (x - x) / (x - x);  // pole or -inf: NaN
-  // pi cot(pi t) with the tangent's argument within pi/4 (well conditioned): 1/tan(pi t) near
-  // the poles (t - 1 is exact), tan(pi (1/2 - t)) in the middle (1/2 - t is exact).
-  const double cot = t < 0.25 ? 1.0 / d_tan(kPi * t) : t > 0.75 ? 1.0 / d_tan(kPi * (t - 1.0)) : d_tan(kPi * (0.5 - t));
-  return digamma_positive(1.0 - x) - kPi * cot;
+  DoubleSteps m;
+  return digamma_steps(m, x);
 }
 
 // trigamma(x) = d/dx digamma(x). For x > 0 the recurrence psi1(x) = psi1(x + 1) + 1/x^2 adds
