@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdlib>
 #include <string>
@@ -21,7 +22,7 @@ struct ThreadPool::Job {
   int64_t chunk;
   int64_t num_chunks;
   std::atomic<int64_t> next{0};  // the next unclaimed chunk
-  int active = 0;                // workers inside RunChunks (guarded by the pool's mu_)
+  std::atomic<int> active{0};    // workers inside RunChunks (changed under the pool's mu_)
 };
 
 namespace {
@@ -46,6 +47,35 @@ int AvailableCores() {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
+// How long a thread spins for work (or for a worker's last chunk) before it sleeps.
+std::chrono::nanoseconds SpinTime() {
+  static const std::chrono::nanoseconds spin = [] {
+    long us = 100;
+    if (const char* env = std::getenv("DUALCAST_SPIN_US"); env != nullptr && env[0] != '\0') {
+      char* end = nullptr;
+      const long v = std::strtol(env, &end, 10);
+      if (end != env && *end == '\0' && v >= 0) us = std::min(v, 1000000L);
+    }
+    return std::chrono::nanoseconds(us * 1000);
+  }();
+  return spin;
+}
+
+// Spins until done() or the spin time is over; true when done() held.
+template <class Done>
+bool SpinUntil(Done&& done) {
+  const std::chrono::nanoseconds spin = SpinTime();
+  if (spin.count() == 0) return done();
+  const auto deadline = std::chrono::steady_clock::now() + spin;
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() >= deadline) return done();
+  }
+}
+
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)) {}
@@ -55,6 +85,7 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
+    queued_.fetch_add(1, std::memory_order_release);
     workers.swap(workers_);
   }
   work_cv_.notify_all();
@@ -99,15 +130,25 @@ void ThreadPool::RemoveLocked(Job* job) {
 void ThreadPool::WorkerLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    work_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (!stop_ && queue_.empty()) {
+      // Spin (without the lock) for the next job before sleeping; a job
+      // queued meanwhile is found under the lock below either way.
+      const uint64_t seen = queued_.load(std::memory_order_acquire);
+      lock.unlock();
+      SpinUntil([&] { return queued_.load(std::memory_order_acquire) != seen; });
+      lock.lock();
+      ++sleeping_;
+      work_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      --sleeping_;
+    }
     if (stop_) return;
     Job* job = queue_.front();
-    ++job->active;
+    job->active.fetch_add(1, std::memory_order_relaxed);
     lock.unlock();
     RunChunks(*job);
     lock.lock();
     RemoveLocked(job);  // every chunk is claimed: nobody else should pick it up
-    if (--job->active == 0) idle_cv_.notify_all();
+    if (job->active.fetch_sub(1, std::memory_order_release) == 1) idle_cv_.notify_all();
   }
 }
 
@@ -125,17 +166,26 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
   }
 
   Job job{fn, n, chunk, num_chunks};
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     StartWorkersLocked();
     queue_.push_back(&job);
+    queued_.fetch_add(1, std::memory_order_release);
+    wake = sleeping_ > 0;  // spinning workers see queued_ change: no system call for them
   }
-  work_cv_.notify_all();
+  if (wake) work_cv_.notify_all();
   RunChunks(job);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    RemoveLocked(&job);  // no worker joins it from now on
+  }
+  // Chunks claimed by workers finish before they drop `active`: spin for
+  // them briefly, then sleep (the lock orders the last worker's decrement
+  // and its notify before this wait's check).
+  if (SpinUntil([&job] { return job.active.load(std::memory_order_acquire) == 0; })) return;
   std::unique_lock<std::mutex> lock(mu_);
-  RemoveLocked(&job);
-  // Chunks claimed by workers finish before they drop `active`.
-  idle_cv_.wait(lock, [&job] { return job.active == 0; });
+  idle_cv_.wait(lock, [&job] { return job.active.load(std::memory_order_acquire) == 0; });
 }
 
 namespace {

@@ -14,6 +14,15 @@
 // deadlock and never wait behind another caller's whole job. `fn` must not
 // throw.
 //
+// Waking a sleeping thread costs tens of microseconds on a VM (a futex wake
+// and a reschedule), as much as a whole launch of 64K elements. So a worker
+// that runs out of work spins for DUALCAST_SPIN_US microseconds (default 100;
+// 0 turns spinning off) before it sleeps, and a caller waiting for a worker
+// to finish its last chunk spins for as long before it sleeps: back-to-back
+// launches (a training loop, a benchmark) find their workers awake. An idle
+// process stops spinning after that time (OpenMP's blocktime and Dr.Jit's
+// nanothread make the same trade, with longer spins).
+//
 // Size: DUALCAST_NUM_THREADS if set (>= 1), else the number of cores the
 // process may run on (its CPU affinity: `taskset`, an MPI rank's binding, a
 // container's cpuset), else the hardware concurrency; that count includes the
@@ -25,6 +34,7 @@
 //   });
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -74,6 +84,8 @@ class ThreadPool {
   std::condition_variable idle_cv_;  // a worker left a job
   std::deque<Job*> queue_;           // jobs with unclaimed chunks, oldest first (mu_)
   bool stop_ = false;                // (mu_)
+  int sleeping_ = 0;                 // workers waiting on work_cv_ (mu_): notified only then
+  std::atomic<uint64_t> queued_{0};  // jobs ever queued, and stop: what a spinning worker watches
   std::vector<std::thread> workers_; // (mu_)
 };
 
