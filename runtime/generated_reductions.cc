@@ -166,28 +166,42 @@ Arr Evaluated(const Array<T>& a, const char* what) {
   return a.impl();
 }
 
-// The first pass of a composite, fused: `a` (pending, on the CPU, no tape
-// recording, no Unfused scope) reduced with `kind` (of |a| when `abs`), times
-// `scale`, to l.keep_shape inside the kernel that produces `a`, which writes
-// `a` in the same pass (it is held here). Null when `a` does not qualify: the
-// caller then evaluates `a` and reduces it. Under a tape the operand's
-// partials are recorded first, so the reduction runs on the computed operand.
+// A composite's first pass: `a` reduced with `kind` (of |a| when `abs`), times
+// `scale`, to l.keep_shape, and `a` itself computed for the passes after it.
+// A pending CPU operand (off the tape, no Unfused scope) is reduced inside the
+// kernel that produces it, which writes `a` in the same pass (it is held
+// here); otherwise `a` is evaluated (under a tape: recorded) and reduced.
+struct FirstPass {
+  Arr x;        // a, computed
+  Arr reduced;  // in the kept shape
+};
 template <ElementType T>
-Arr FusedFirstPass(const Array<T>& a, const Axes& l, ReduceKind kind, double scale, bool abs,
-                   const char* what) {
-  if (!a.is_pending() || !a.impl()->device.is_cpu() || Unfused::active() || detail::TapeActive()) {
-    return nullptr;
+FirstPass ReduceFirst(const Array<T>& a, const Axes& l, ReduceKind kind, double scale, bool abs,
+                      const char* what) {
+  Arr fused;
+  if (a.is_pending() && a.impl()->device.is_cpu() && !Unfused::active() && !detail::TapeActive()) {
+    const Array<T> operand = abs ? dualcast::abs(a) : a;  // pending too: joins a's group
+    detail::PendingReduce r;
+    r.summed = l.reduced;
+    r.keep_shape = l.keep_shape;
+    r.keepdims = true;
+    r.scale = scale;
+    r.kind = kind;
+    Array<T> reduced(detail::LazyReduce(what, operand.impl(), std::move(r)));
+    reduced.eval();
+    fused = reduced.impl();
   }
-  const Array<T> operand = abs ? dualcast::abs(a) : a;  // pending too: joins a's group
-  detail::PendingReduce r;
-  r.summed = l.reduced;
-  r.keep_shape = l.keep_shape;
-  r.keepdims = true;
-  r.scale = scale;
-  r.kind = kind;
-  Array<T> reduced(detail::LazyReduce(what, operand.impl(), std::move(r)));
-  reduced.eval();
-  return reduced.impl();
+  const Arr x = Evaluated(a, what);
+  if (fused != nullptr) return {x, fused};
+  Arr reduced = ReduceElements(x, l.keep_shape, kind, abs);
+  if (scale != 1) reduced = detail::Scaled(*reduced, scale);
+  return {x, reduced};
+}
+
+// The result of a reduction over empty slices (or too few elements): `value`
+// in every slot, in the user's shape.
+Arr FilledResult(const Arr& in, const Axes& l, double value) {
+  return UserShaped(detail::Filled(in->dtype, l.keep_shape, value, in->device), l);
 }
 
 // max/min's reverse rule: the adjoint shared equally among the elements equal
@@ -276,7 +290,7 @@ Array<T> prod(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
   const Arr x = Evaluated(a, "prod");
   const Axes l = ReduceAxes("prod", x->shape, axes, keepdims);
   if (l.count == 0) {  // the empty product
-    return Array<T>(UserShaped(detail::Filled(x->dtype, l.keep_shape, 1.0, x->device), l));
+    return Array<T>(FilledResult(x, l, 1.0));
   }
   // The number of zeros and the product of the rest, in one kernel.
   const Fn parts = Cached(JType(*x), "prod_parts", [](jit::Builder& b, jit::Type t) {
@@ -312,13 +326,9 @@ Array<T> logsumexp(const Array<T>& a, const std::vector<int>& axes, bool keepdim
   (void)a.rank();  // an empty handle throws here
   const Axes l = ReduceAxes("logsumexp", a.impl()->shape, axes, keepdims);
   if (l.count == 0) {  // log(0)
-    const Arr& in = a.impl();
-    return Array<T>(UserShaped(
-        detail::Filled(in->dtype, l.keep_shape, -std::numeric_limits<double>::infinity(), in->device), l));
+    return Array<T>(FilledResult(a.impl(), l, -std::numeric_limits<double>::infinity()));
   }
-  Arr m = FusedFirstPass(a, l, ReduceKind::kMax, 1, false, "logsumexp");
-  const Arr x = Evaluated(a, "logsumexp");
-  if (m == nullptr) m = ReduceElements(x, l.keep_shape, ReduceKind::kMax);
+  const auto [x, m] = ReduceFirst(a, l, ReduceKind::kMax, 1, false, "logsumexp");
   const Fn shifted = Cached(JType(*x), "lse_terms", [](jit::Builder& b, jit::Type t) {
     ValueId xv = b.Input(t), mv = b.Input(t);
     // A non-finite max: the terms do not matter (the result is the max).
@@ -347,15 +357,9 @@ Array<T> var(const Array<T>& a, const std::vector<int>& axes, bool keepdims, int
   const Axes l = ReduceAxes("var", a.impl()->shape, axes, keepdims);
   const double dof = static_cast<double>(l.count - ddof);
   if (dof <= 0) {  // NumPy: NaN (with a warning)
-    const Arr& in = a.impl();
-    return Array<T>(UserShaped(detail::Filled(in->dtype, l.keep_shape,
-                                              std::numeric_limits<double>::quiet_NaN(), in->device),
-                               l));
+    return Array<T>(FilledResult(a.impl(), l, std::numeric_limits<double>::quiet_NaN()));
   }
-  const double inv_count = 1.0 / static_cast<double>(l.count);
-  Arr mu = FusedFirstPass(a, l, ReduceKind::kSum, inv_count, false, "var");
-  const Arr x = Evaluated(a, "var");
-  if (mu == nullptr) mu = detail::Scaled(*ReduceElements(x, l.keep_shape, ReduceKind::kSum), inv_count);
+  const auto [x, mu] = ReduceFirst(a, l, ReduceKind::kSum, 1.0 / static_cast<double>(l.count), false, "var");
   const Fn squares = Cached(JType(*x), "var_terms", [](jit::Builder& b, jit::Type t) {
     ValueId xv = b.Input(t), mv = b.Input(t);
     ValueId d = b.Sub(xv, mv);
@@ -377,13 +381,8 @@ template <ElementType T>
 Array<T> norm(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
   (void)a.rank();  // an empty handle throws here
   const Axes l = ReduceAxes("norm", a.impl()->shape, axes, keepdims);
-  if (l.count == 0) {
-    const Arr& in = a.impl();
-    return Array<T>(UserShaped(detail::Filled(in->dtype, l.keep_shape, 0.0, in->device), l));
-  }
-  Arr scale = FusedFirstPass(a, l, ReduceKind::kMax, 1, /*abs=*/true, "norm");
-  const Arr x = Evaluated(a, "norm");
-  if (scale == nullptr) scale = ReduceElements(x, l.keep_shape, ReduceKind::kMax, /*abs=*/true);
+  if (l.count == 0) return Array<T>(FilledResult(a.impl(), l, 0.0));
+  const auto [x, scale] = ReduceFirst(a, l, ReduceKind::kMax, 1, /*abs=*/true, "norm");
   const Fn squares = Cached(JType(*x), "norm_terms", [](jit::Builder& b, jit::Type t) {
     ValueId xv = b.Input(t), sv = b.Input(t);
     ValueId usable = b.Emit(Op::kAnd, {b.Emit(Op::kIsfinite, {sv}), b.Emit(Op::kGt, {sv, b.Const(t, 0)})});

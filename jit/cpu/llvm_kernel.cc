@@ -325,7 +325,7 @@ class KernelEmitter {
     llvm::Value* left = b.CreateSub(hi, i, "left", false, /*HasNSW=*/true);
     left = b.CreateTrunc(b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, left, b.getInt64(lanes_)),
                          b.getInt32Ty());
-    llvm::Value* active = b.CreateICmpSGT(b.CreateVectorSplat(lanes_, left), LaneSteps32(b), "active");
+    llvm::Value* active = b.CreateICmpSGT(b.CreateVectorSplat(lanes_, left), LaneSteps(b, 32), "active");
     llvm::Value* full = b.CreateICmpSLE(
         b.CreateAdd(i, b.getInt64(lanes_), "", false, /*HasNSW=*/true), hi, "full");
     std::vector<llvm::Value*> sums;
@@ -463,15 +463,10 @@ class KernelEmitter {
         });
   }
 
-  // <0, 1, ..., W-1> as i64 (lane offsets) and as i32 (lane masks).
-  llvm::Value* LaneSteps(llvm::IRBuilder<>& b) const {
+  // <0, 1, ..., W-1> as i64 (lane offsets) or i32 (lane masks).
+  llvm::Value* LaneSteps(llvm::IRBuilder<>& b, unsigned bits = 64) const {
     std::vector<llvm::Constant*> steps;
-    for (int k = 0; k < lanes_; ++k) steps.push_back(b.getInt64(k));
-    return llvm::ConstantVector::get(steps);
-  }
-  llvm::Value* LaneSteps32(llvm::IRBuilder<>& b) const {
-    std::vector<llvm::Constant*> steps;
-    for (int k = 0; k < lanes_; ++k) steps.push_back(b.getInt32(k));
+    for (int k = 0; k < lanes_; ++k) steps.push_back(b.getIntN(bits, static_cast<uint64_t>(k)));
     return llvm::ConstantVector::get(steps);
   }
 

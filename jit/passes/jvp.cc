@@ -538,8 +538,9 @@ class ForwardMode {
     const ValueId e = b_.Emit(Op::kExp, {s});
     const ValueId ax = b_.Emit(Op::kAbs, {x}), ay = b_.Emit(Op::kAbs, {y});
     // Residuals, each times 1/erf'(y) = c e: the step from y towards z.
-    const ValueId mid = b_.Mul(b_.Sub(x, b_.Emit(Op::kErf, {y})), b_.Mul(k(c), e));
-    const ValueId tail_mag = b_.Mul(b_.Sub(b_.Emit(Op::kErfc, {ay}), b_.Sub(k(1), ax)), b_.Mul(k(c), e));
+    const ValueId inv_slope = b_.Mul(k(c), e);
+    const ValueId mid = b_.Mul(b_.Sub(x, b_.Emit(Op::kErf, {y})), inv_slope);
+    const ValueId tail_mag = b_.Mul(b_.Sub(b_.Emit(Op::kErfc, {ay}), b_.Sub(k(1), ax)), inv_slope);
     const ValueId tail = b_.Select(b_.Emit(Op::kLt, {y, k(0)}), b_.Neg(tail_mag), tail_mag);  // the step on |y|
     const ValueId lo = b_.Select(b_.Emit(Op::kLt, {k(0.5), ax}), tail, mid);
     // exp((y + lo)^2) = e exp(s_lo), s_lo = (y^2 - s) + 2 y lo (both tiny).

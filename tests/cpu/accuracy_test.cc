@@ -25,6 +25,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "data/accuracy/accuracy_bounds.h"
 #include "jit/codegen/codegen.h"
 #include "jit/codegen/kernel_abi.h"
 #include "jit/codegen/kernel_spec.h"
@@ -320,7 +321,6 @@ std::vector<double> CompiledPartialErrors(Op op, int width) {
   const int64_t strides[] = {1, 1}, out_strides[] = {1, 1, 1};
   KernelArgs kargs{&n, inputs, strides, outputs, out_strides, 0, n};
   k->entry(&kargs);
-  const bool reflected_gamma = std::is_same_v<T, double> && (op == Op::kLgamma || op == Op::kTgamma);
   for (size_t i = 0; i < x.size(); ++i) {
     const double in[2] = {static_cast<double>(x[i]), static_cast<double>(y[i])};
     const std::vector<double> interpreted =
@@ -331,13 +331,10 @@ std::vector<double> CompiledPartialErrors(Op op, int width) {
       CAPTURE(x[i]);
       CAPTURE(y[i]);
       CAPTURE(j);
-      const long double ulp = std::ldexp(1.0L, std::ilogb(ref) - (std::numeric_limits<T>::digits - 1));
-      const long double bound = reflected_gamma && x[i] < 0 ? 200 : 8;
-      const T got = j == 0 ? d0[i] : d1[i];
-      const T interp = static_cast<T>(interpreted[static_cast<size_t>(1 + j)]);
-      const long double compiled_ulp = std::fabs(static_cast<long double>(got) - ref) / ulp;
+      const long double bound = accuracy::Bound(Spelling(op), type_name, "deriv", x[i], accuracy::kDerivUlp);
+      const long double compiled_ulp = accuracy::UlpError(j == 0 ? d0[i] : d1[i], ref);
       CHECK(compiled_ulp <= bound);
-      CHECK(std::fabs(static_cast<long double>(interp) - ref) / ulp <= bound);
+      CHECK(accuracy::UlpError(static_cast<T>(interpreted[static_cast<size_t>(1 + j)]), ref) <= bound);
       worst[static_cast<size_t>(j)] = std::max(worst[static_cast<size_t>(j)], static_cast<double>(compiled_ulp));
     }
   }

@@ -13,34 +13,15 @@
 
 #include <dualcast/dual.hpp>
 
+#include "data/accuracy/accuracy_bounds.h"
+
 namespace {
 
 using dualcast::Dual;
 namespace m = dualcast::math;
 
-// The goal (issue 20): values within 4 ulp, derivatives within 8 ulp of the exact ones wherever
-// those are normal numbers of the type.
-constexpr long double kValueUlp = 4, kDerivUlp = 8;
-
-// Ops where the library knowingly misses the goal, with the bound it does meet and why. Every
-// entry is reported in docs/accuracy.md.
-struct Allowance {
-  long double ulp;
-  const char* why;
-};
-const std::map<std::string, Allowance>& allowances() {
-  static const std::map<std::string, Allowance> a = {
-      // key: op/type/value|deriv, or op/type/value|deriv/x<0 for negative first arguments only
-      {"digamma/f64/value/x<0",
-       {200, "reflection psi(1 - x) - pi cot(pi x) cancels near the negative roots of digamma (one in "
-             "each (-n-1, -n)); the absolute error stays ~1e-16 |pi cot(pi x)|, the relative error grows "
-             "as 1/|psi(x)| there (a double-double reflection would fix it). lgamma' and tgamma' for "
-             "x < 0 use the same digamma."}},
-      {"lgamma/f64/deriv/x<0", {200, "= digamma(x), see digamma/f64/value/x<0"}},
-      {"tgamma/f64/deriv/x<0", {200, "= tgamma(x) digamma(x), see digamma/f64/value/x<0"}},
-  };
-  return a;
-}
+using accuracy::kDerivUlp;
+using accuracy::kValueUlp;
 
 // The op under test, evaluated on Duals seeded in every argument: out = {value, d/dx, d/dy}.
 template <class T>
@@ -106,17 +87,6 @@ bool evaluate(const std::string& op, const T* in, T* out) {
   return false;
 }
 
-// Error of got in ulp of T at the reference: -1 when the reference is not a normal number of T
-// (subnormal, zero, beyond the range: checked separately), +inf when got is wrong in kind.
-template <class T>
-long double ulp_error(T got, long double ref) {
-  const long double a = std::fabs(ref);
-  if (!(a >= std::numeric_limits<T>::min() && a <= std::numeric_limits<T>::max())) return -1;
-  if (!std::isfinite(got)) return std::numeric_limits<long double>::infinity();
-  const long double ulp = std::ldexp(1.0L, std::ilogb(ref) - (std::numeric_limits<T>::digits - 1));
-  return std::fabs(static_cast<long double>(got) - ref) / ulp;
-}
-
 struct Stat {
   long double max_ulp = 0;
   long double worst_at = 0;
@@ -132,7 +102,7 @@ std::string check_one(T got, long double ref, long double bound, Stat& st, long 
   if (ref == 0) return got == 0 ? "" : "expected exactly 0 (a limit)";
   if (std::fabs(ref) > std::numeric_limits<T>::max())
     return std::fabs(got) >= std::numeric_limits<T>::max() ? "" : "expected overflow";
-  const long double e = ulp_error(got, ref);
+  const long double e = accuracy::UlpError(got, ref);
   if (e < 0) return "";  // subnormal reference: outside the goal
   ++st.checked;
   if (e > st.max_ulp) {
@@ -168,15 +138,7 @@ void run_line(const std::string& op, const std::string& type, std::istringstream
   T x[2] = {static_cast<T>(parse(f[0])), bin ? static_cast<T>(parse(f[1])) : T(0)};
   T out[3] = {};
   REQUIRE_MESSAGE(evaluate(op, x, out), "unknown op " << op);
-  const auto bound = [&](const char* kind, long double def) {
-    const std::string key = op + "/" + type + "/" + kind;
-    if (x[0] < 0) {
-      const auto neg = allowances().find(key + "/x<0");
-      if (neg != allowances().end()) return neg->second.ulp;
-    }
-    const auto it = allowances().find(key);
-    return it == allowances().end() ? def : it->second.ulp;
-  };
+  const auto bound = [&](const char* kind, long double def) { return accuracy::Bound(op, type, kind, x[0], def); };
   std::ostringstream where;
   where.precision(21);
   where << op << "(" << x[0];
@@ -221,9 +183,9 @@ void write_doc(const std::string& path, const std::map<Key, OpStats>& stats) {
     out << "| " << op << " | " << fmt_ulp(f.value) << " | " << fmt_ulp(f.deriv) << " | " << fmt_ulp(d.value)
         << " | " << fmt_ulp(d.deriv) << " | " << f.value.points << "/" << d.value.points << " |\n";
   }
-  if (!allowances().empty()) {
+  if (!accuracy::Allowances().empty()) {
     out << "\nKnown exceptions to the goal (the bound the test enforces instead):\n\n";
-    for (const auto& [k, a] : allowances())
+    for (const auto& [k, a] : accuracy::Allowances())
       out << "- `" << k << "` <= " << static_cast<double>(a.ulp) << " ulp: " << a.why << "\n";
   }
 }

@@ -1,6 +1,7 @@
 // Tests of the max/min/prod reduced outputs and of max, min, prod, logsumexp, var, norm against double loops and central differences (ported from branch reduce2).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -18,6 +19,7 @@
 #include "jit/cpu/thread_pool.h"
 #include "jit/error.h"
 #include "jit/stats.h"
+#include "runtime/element_access.h"
 #include "runtime/lazy_reduce.h"
 
 namespace dualcast {
@@ -56,35 +58,24 @@ std::shared_ptr<const jit::Function> TwoOutputs(DType dtype) {
   return f;
 }
 
-int64_t Count(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
+using test::At;
+using test::Count;
+using test::Set;
 
 // Values near 1 (so long products neither overflow nor underflow), all distinct.
 std::shared_ptr<ArrayImpl> Filled(DType dtype, const Shape& shape, int seed) {
-  auto a = detail::NewArray(dtype, shape, Device::cpu());
-  for (int64_t i = 0; i < Count(shape); ++i) {
-    const double v = 1 + 0.003 * std::sin(0.37 * static_cast<double>(i) + seed);
-    if (dtype == DType::kF32) {
-      static_cast<float*>(a->data())[i] = static_cast<float>(v);
-    } else {
-      static_cast<double*>(a->data())[i] = v;
-    }
-  }
-  return a;
+  return test::FilledWith(dtype, shape,
+                          [&](int64_t i) { return 1 + 0.003 * std::sin(0.37 * static_cast<double>(i) + seed); });
 }
 
-double At(const ArrayImpl& a, int64_t i) {
-  return a.dtype == DType::kF32 ? static_cast<const float*>(a.data())[i]
-                                : static_cast<const double*>(a.data())[i];
-}
-void Set(ArrayImpl& a, int64_t i, double v) {
-  if (a.dtype == DType::kF32) {
-    static_cast<float*>(a.data())[i] = static_cast<float>(v);
-  } else {
-    static_cast<double*>(a.data())[i] = v;
+// Each gradient entry against central differences of `loss` (h = 1e-6, relative 1e-6).
+template <class Loss>
+void CheckCentralDifferences(const std::vector<double>& grad, const std::vector<double>& x, Loss&& loss) {
+  for (size_t e = 0; e < x.size(); ++e) {
+    std::vector<double> hi = x, lo = x;
+    hi[e] += 1e-6;
+    lo[e] -= 1e-6;
+    CHECK(grad[e] == doctest::Approx((loss(hi) - loss(lo)) / 2e-6).epsilon(1e-6));
   }
 }
 
@@ -304,12 +295,7 @@ TEST_CASE("reduce kinds: under a tape, max/prod of a pending operand match centr
       }
       return total;
     };
-    for (size_t e = 0; e < xv.size(); ++e) {
-      std::vector<double> hi = xv, lo = xv;
-      hi[e] += 1e-6;
-      lo[e] -= 1e-6;
-      CHECK(gv[e] == doctest::Approx((host_loss(hi) - host_loss(lo)) / 2e-6).epsilon(1e-6));
-    }
+    CheckCentralDifferences(gv, xv, host_loss);
   }
 }
 
@@ -355,14 +341,8 @@ TEST_CASE("reduce kinds: a pending max fuses into its producer; a tape opened la
       }
       return total;
     };
-    int nonzero = 0;
-    for (size_t e = 0; e < xv.size(); ++e) {
-      std::vector<double> hi = xv, lo = xv;
-      hi[e] += 1e-6;
-      lo[e] -= 1e-6;
-      CHECK(gv[e] == doctest::Approx((host_loss(hi) - host_loss(lo)) / 2e-6).epsilon(1e-6));
-      nonzero += gv[e] != 0;
-    }
+    CheckCentralDifferences(gv, xv, host_loss);
+    const int nonzero = static_cast<int>(std::count_if(gv.begin(), gv.end(), [](double g) { return g != 0; }));
     CHECK(nonzero == 4);  // one extreme per row (uniform values: no ties)
   }
 }
@@ -509,12 +489,7 @@ TEST_CASE("reduce kinds: logsumexp/norm edge values and f32 range, gradients of 
       const std::vector<double> rr = HostComposite(op, v, {2, 4}, {false, true});
       return rr[0] + 3 * rr[1];
     };
-    for (size_t e = 0; e < xv.size(); ++e) {
-      std::vector<double> hi = xv, lo = xv;
-      hi[e] += 1e-6;
-      lo[e] -= 1e-6;
-      CHECK(gv[e] == doctest::Approx((host(hi) - host(lo)) / 2e-6).epsilon(1e-6));
-    }
+    CheckCentralDifferences(gv, xv, host);
   }
 }
 

@@ -15,6 +15,7 @@
 #include "jit/cpu/thread_pool.h"
 #include "jit/error.h"
 #include "jit/ir/ir.h"
+#include "runtime/element_access.h"
 
 namespace dualcast::detail {
 namespace {
@@ -31,29 +32,13 @@ std::shared_ptr<const jit::Function> TestFunction(DType dtype) {
   return f;
 }
 
-int64_t Count(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
+using test::At;
+using test::Count;
 
 // A contiguous array of `shape` with distinct, sign-mixed values.
 std::shared_ptr<ArrayImpl> Filled(DType dtype, const Shape& shape, int seed) {
-  auto a = NewArray(dtype, shape, Device::cpu());
-  for (int64_t i = 0; i < Count(shape); ++i) {
-    const double v = std::sin(0.37 * static_cast<double>(i) + seed) * (1 + seed % 3);
-    if (dtype == DType::kF32) {
-      static_cast<float*>(a->data())[i] = static_cast<float>(v);
-    } else {
-      static_cast<double*>(a->data())[i] = v;
-    }
-  }
-  return a;
-}
-
-double At(const ArrayImpl& a, int64_t element_offset) {
-  return a.dtype == DType::kF32 ? static_cast<const float*>(a.data())[element_offset]
-                                : static_cast<const double*>(a.data())[element_offset];
+  return test::FilledWith(dtype, shape,
+                          [&](int64_t i) { return std::sin(0.37 * static_cast<double>(i) + seed) * (1 + seed % 3); });
 }
 
 // Offset (elements) of full-shape index `idx` in array `a`, broadcast NumPy-style.

@@ -19,7 +19,7 @@
 // with glibc's scalar log and tan.
 //
 // Example:
-//   special::DoubleSteps m;                       // math_special.hpp
+//   ScalarSteps<double> m;                        // math.hpp
 //   double psi = digamma_steps(m, 0.5);           // -gamma - 2 ln 2
 #pragma once
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "dualcast/activation_steps.hpp"
+#include "dualcast/digamma_steps.hpp"
 #include "dualcast/host_device.hpp"
 #include "dualcast/math_special.hpp"
 
@@ -166,8 +167,8 @@ DUALCAST_HD constexpr T min_normal() {
     return T(3.36210314311209350626e-4932L);
 }
 
-// The activations' arithmetic on plain T (activation_steps.hpp): one C++ operation per step, so
-// scalar code, Dual and the JIT backends' lowerings agree bit for bit.
+// The steps' arithmetic on plain T (activation_steps.hpp, digamma_steps.hpp): one C++ operation
+// per step, so scalar code, Dual and the JIT backends' lowerings agree bit for bit.
 template <floating_point T>
 struct ScalarSteps {
   using V = T;
@@ -182,7 +183,11 @@ struct ScalarSteps {
   DUALCAST_HD T Expm1(const T& a) const { return libm::expm1(a); }
   DUALCAST_HD T Copysign(const T& a, const T& b) const { return libm::copysign(a, b); }
   DUALCAST_HD bool Lt(const T& a, const T& b) const { return a < b; }
+  DUALCAST_HD bool Eq(const T& a, const T& b) const { return a == b; }
   DUALCAST_HD T Select(bool c, const T& a, const T& b) const { return c ? a : b; }
+  DUALCAST_HD T Log(const T& a) const { return libm::log(a); }
+  DUALCAST_HD T Tan(const T& a) const { return libm::tan(a); }
+  DUALCAST_HD T Floor(const T& a) const { return libm::floor(a); }
 };
 template <floating_point T>
 DUALCAST_HD inline T softplus_from_exp(const T& x, const T& e) {
@@ -469,7 +474,8 @@ DUALCAST_HD inline T erfinv(T y) {
 // d/dx lgamma(x); NaN at the poles 0, -1, -2, ...
 template <detail::floating_point T>
 DUALCAST_HD inline T digamma(T x) {
-  return T(detail::special::digamma(double(x)));
+  detail::ScalarSteps<double> m;  // in double, rounded once (as the jvp rules do)
+  return T(detail::digamma_steps(m, double(x)));
 }
 
 // d/dx digamma(x) (the first polygamma function); NaN at the poles.

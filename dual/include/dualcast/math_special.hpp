@@ -1,7 +1,6 @@
-// Special functions libm lacks (erfinv, digamma), written once so host, nvcc and NVRTC agree.
+// Special functions libm lacks (erfinv, trigamma; digamma is digamma_steps.hpp), written once so host, nvcc and NVRTC agree.
 #pragma once
 
-#include "dualcast/digamma_steps.hpp"
 #include "dualcast/host_device.hpp"
 
 #if !DUALCAST_RTC
@@ -113,26 +112,6 @@ DUALCAST_HD inline double erfinv(double y, double* deriv = nullptr) {
     *deriv = 0.886226925452758013649083741671139 * (e + e * s_lo);
   }
   return y < 0 ? -hi : hi;
-}
-
-// digamma(x) = d/dx lgamma(x): digamma_steps.hpp's steps (shared with the jvp pass) on doubles.
-struct DoubleSteps {
-  DUALCAST_HD double Const(double c) const { return c; }
-  DUALCAST_HD double Add(double a, double b) const { return a + b; }
-  DUALCAST_HD double Sub(double a, double b) const { return a - b; }
-  DUALCAST_HD double Mul(double a, double b) const { return a * b; }
-  DUALCAST_HD double Div(double a, double b) const { return a / b; }
-  DUALCAST_HD bool Lt(double a, double b) const { return a < b; }
-  DUALCAST_HD bool Eq(double a, double b) const { return a == b; }
-  DUALCAST_HD double Select(bool c, double a, double b) const { return c ? a : b; }
-  DUALCAST_HD double Log(double a) const { return d_log(a); }
-  DUALCAST_HD double Tan(double a) const { return d_tan(a); }
-  DUALCAST_HD double Floor(double a) const { return d_floor(a); }
-};
-
-DUALCAST_HD inline double digamma(double x) {
-  DoubleSteps m;
-  return digamma_steps(m, x);
 }
 
 // trigamma(x) = d/dx digamma(x). For x > 0 the recurrence psi1(x) = psi1(x + 1) + 1/x^2 adds
