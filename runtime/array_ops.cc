@@ -1,15 +1,12 @@
-// argmax/argmin, slice, concat, stack, clip: forward computations and their tape nodes.
+// slice, concat, stack, clip: forward computations and their tape nodes.
 //
-// (max, min, prod, logsumexp, var and norm are generated kernels:
-// generated_reductions.cc.) argmax/argmin move the reduced axes last (a
-// transposed view), make it contiguous, and scan `rows` slices of `len`
-// elements; they have no gradient.
+// (The reductions, argmax/argmin among them, are generated kernels:
+// generated_reductions.cc.)
 #include "dualcast/array_ops.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -24,8 +21,6 @@ namespace dualcast {
 namespace {
 
 using detail::ArrayImpl;
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 int NormalizeAxis(const char* what, int axis, int rank, const std::vector<int64_t>& shape) {
   const int a = axis < 0 ? axis + rank : axis;
@@ -36,114 +31,6 @@ int NormalizeAxis(const char* what, int axis, int rank, const std::vector<int64_
                              ")"));
   }
   return a;
-}
-
-// The reduced axes moved last: `perm` (a transpose), rows x len, and the result shapes.
-struct ReduceLayout {
-  std::vector<int> perm;             // permuted dim k is input dim perm[k]
-  std::vector<int64_t> in_shape;     // the input's shape
-  std::vector<int64_t> perm_shape;   // in_shape permuted
-  std::vector<int64_t> out_shape;    // what the user gets (keepdims or not)
-  int64_t rows = 1, len = 1;
-};
-
-ReduceLayout MakeLayout(const char* what, const std::vector<int64_t>& shape,
-                        const std::vector<int>& axes, bool keepdims) {
-  const int rank = static_cast<int>(shape.size());
-  std::vector<bool> reduced(shape.size(), axes.empty());
-  for (int axis : axes) {
-    const int a = NormalizeAxis(what, axis, rank, shape);
-    if (reduced[static_cast<size_t>(a)]) {
-      throw Error(ErrorKind::kShape, absl::StrCat(what, ": axis ", axis, " is repeated (axes [",
-                                                  absl::StrJoin(axes, ", "), "])"));
-    }
-    reduced[static_cast<size_t>(a)] = true;
-  }
-  ReduceLayout l;
-  l.in_shape = shape;
-  for (int d = 0; d < rank; ++d) {
-    if (!reduced[static_cast<size_t>(d)]) l.perm.push_back(d);
-  }
-  for (int d = 0; d < rank; ++d) {
-    if (reduced[static_cast<size_t>(d)]) l.perm.push_back(d);
-  }
-  for (int d : l.perm) l.perm_shape.push_back(shape[static_cast<size_t>(d)]);
-  for (int d = 0; d < rank; ++d) {
-    const int64_t n = shape[static_cast<size_t>(d)];
-    if (reduced[static_cast<size_t>(d)]) {
-      l.len *= n;
-      if (keepdims) l.out_shape.push_back(1);
-    } else {
-      l.rows *= n;
-      l.out_shape.push_back(n);
-    }
-  }
-  return l;
-}
-
-// The input as contiguous rows x len doubles in the permuted order.
-std::vector<double> PermutedValues(const ArrayImpl& in, const ReduceLayout& l) {
-  std::vector<int64_t> strides;
-  for (int d : l.perm) strides.push_back(in.strides[static_cast<size_t>(d)]);
-  std::vector<double> out(static_cast<size_t>(l.rows * l.len));
-  if (in.dtype == detail::DType::kF32) {
-    const float* p = static_cast<const float*>(in.data());
-    detail::ForEachElement(l.perm_shape, strides,
-                           [&](int64_t i, int64_t off) { out[static_cast<size_t>(i)] = p[off]; });
-  } else {
-    const double* p = static_cast<const double*>(in.data());
-    detail::ForEachElement(l.perm_shape, strides,
-                           [&](int64_t i, int64_t off) { out[static_cast<size_t>(i)] = p[off]; });
-  }
-  return out;
-}
-
-// A new contiguous array of `shape` holding `values` (converted to `dtype`).
-std::shared_ptr<ArrayImpl> FromValues(detail::DType dtype, const std::vector<int64_t>& shape,
-                                      const std::vector<double>& values) {
-  auto out = detail::NewArray(dtype, shape, Device::cpu());
-  if (dtype == detail::DType::kF32) {
-    std::transform(values.begin(), values.end(), static_cast<float*>(out->data()),
-                   [](double v) { return static_cast<float>(v); });
-  } else {
-    std::copy(values.begin(), values.end(), static_cast<double*>(out->data()));
-  }
-  return out;
-}
-
-// Index of the first extreme element of each row; a NaN wins (NumPy).
-template <ElementType T>
-Array<T> ArgExtreme(const char* what, const Array<T>& a, const std::vector<int>& axes, bool keepdims,
-                    double sign) {
-  a.eval();
-  const std::shared_ptr<ArrayImpl>& in = a.impl();
-  detail::CheckHostArray(*in, what);
-  const ReduceLayout layout = MakeLayout(what, in->shape, axes, keepdims);
-  if (layout.len == 0 && layout.rows > 0) {
-    throw Error(ErrorKind::kShape, absl::StrCat(what, ": an empty slice (shape ",
-                                                jit::FormatShape(in->shape),
-                                                ") has no extreme element"));
-  }
-  if (std::is_same_v<T, float> && layout.len > (int64_t{1} << 24)) {
-    throw Error(ErrorKind::kShape,
-                absl::StrCat(what, ": indices up to ", layout.len - 1,
-                             " are not exact in float32; use a float64 array"));
-  }
-  const std::vector<double> values = PermutedValues(*in, layout);
-  std::vector<double> index(static_cast<size_t>(layout.rows));
-  for (int64_t r = 0; r < layout.rows; ++r) {
-    const double* row = values.data() + r * layout.len;
-    int64_t best = 0;
-    for (int64_t k = 0; k < layout.len; ++k) {
-      if (std::isnan(row[k])) {
-        best = k;
-        break;
-      }
-      if (sign * row[k] > sign * row[best]) best = k;
-    }
-    index[static_cast<size_t>(r)] = static_cast<double>(best);
-  }
-  return Array<T>(FromValues(in->dtype, layout.out_shape, index));
 }
 
 // ḡ scattered into zeros of the input's shape at the slice's positions.
@@ -273,23 +160,6 @@ const Kernel& ClipKernel() {
 }  // namespace
 
 template <ElementType T>
-Array<T> argmax(const Array<T>& a) {
-  return ArgExtreme("argmax", a.reshape({a.size()}), {}, false, +1);
-}
-template <ElementType T>
-Array<T> argmax(const Array<T>& a, int axis, bool keepdims) {
-  return ArgExtreme("argmax", a, {axis}, keepdims, +1);
-}
-template <ElementType T>
-Array<T> argmin(const Array<T>& a) {
-  return ArgExtreme("argmin", a.reshape({a.size()}), {}, false, -1);
-}
-template <ElementType T>
-Array<T> argmin(const Array<T>& a, int axis, bool keepdims) {
-  return ArgExtreme("argmin", a, {axis}, keepdims, -1);
-}
-
-template <ElementType T>
 Array<T> slice(const Array<T>& a, const std::vector<Slice>& dims) {
   if (!a.valid()) throw Error(ErrorKind::kInvalidArgument, "slice: empty Array handle");
   if (dims.size() > static_cast<size_t>(a.rank())) {
@@ -360,10 +230,6 @@ Array<T> clip(const Array<T>& a, double lo, double hi) {
 }
 
 #define DUALCAST_ARRAY_OPS_INSTANTIATE(T)                                          \
-  template Array<T> argmax(const Array<T>&);                                       \
-  template Array<T> argmax(const Array<T>&, int, bool);                            \
-  template Array<T> argmin(const Array<T>&);                                       \
-  template Array<T> argmin(const Array<T>&, int, bool);                            \
   template Array<T> slice(const Array<T>&, const std::vector<Slice>&);             \
   template Array<T> concat(const std::vector<Array<T>>&, int);                     \
   template Array<T> stack(const std::vector<Array<T>>&, int);                      \

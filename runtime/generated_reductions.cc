@@ -1,21 +1,20 @@
-// max, min, prod, logsumexp, var, norm: forward and reverse as generated kernels (Execute), on any device.
+// max, min, prod, logsumexp, var, norm, argmax, argmin: forward and reverse as generated kernels (Execute), on any device.
 //
 // Each reduction is a few broadcast kernels whose outputs are reduced over
 // the axes by the backend (sum, product, max or min: ExecuteOptions::
 // reduce_ops), never a host loop over elements, so the same code runs on the
-// CPU and on a GPU, deterministic for any thread count. max and min of a
-// pending CPU operand join the kernel that produces it, like sum
+// CPU and on a GPU, deterministic for any thread count. max, min and prod
+// of a pending CPU operand join the kernel that produces it, like sum
 // (lazy_reduce.cc). The composites' first pass joins it too, off the tape
-// (logsumexp's max, var's mean, norm's max|x|: the producer writes the
-// operand and reduces it in one pass, and only the second pass reads it
-// back); prod evaluates its operand first (two reduced outputs).
-// Conventions (NumPy's
-// and PyTorch's):
+// (logsumexp's max, var's mean, norm's max|x|, argmax's max: the producer
+// writes the operand and reduces it in one pass, and only the second pass
+// reads it back). Conventions (NumPy's and PyTorch's):
 //   max/min   NaN propagates; an empty slice is an error; ties share the
 //             adjoint equally (d max / d x_k = [x_k = max] / #ties).
-//   prod      empty = 1; the adjoint is the product of the others, exact
+//   prod      the plain product (IEEE: 0 * inf and NaN give NaN, as NumPy);
+//             empty = 1; the adjoint is the product of the others, exact
 //             with one zero (the zero's slot gets the others' product) and
-//             0 with two or more.
+//             0 with two or more (its parts are counted in the reverse pass).
 //   logsumexp m + log(sum(exp(x - m))), m = max (stable); all -inf gives
 //             -inf, any +inf gives +inf; adjoint softmax(x) (NaN where the
 //             result is not finite).
@@ -24,10 +23,16 @@
 //   norm      Euclidean, scaled by max|x| (no overflow for large x); the
 //             adjoint x / norm, and 0 at norm = 0 (the subgradient PyTorch
 //             gives).
+//   argmax    the first position of the extreme in the reduced axes (row-
+//   argmin    major), a NaN counting as the extreme; an empty slice is an
+//             error; no gradient. Positions are a min-reduction over a
+//             small input holding 0..count-1 (count = the reduced extent),
+//             so float32 refuses slices of more than 2^24 elements.
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -221,22 +226,54 @@ Arr ExtremeAdjoint(const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
   return Run(share, {x, r, g, count}, x->shape)[0];
 }
 
+// prod's reverse rule: g times the product of the others. The zeros are
+// counted here (only a gradient needs them): with none it is P / x from the
+// product of the rest, with one the zero's slot gets that product, with more
+// every slot gets 0.
+Arr ProdAdjoint(const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
+  const Fn parts = Cached(JType(*x), "prod_parts", [](jit::Builder& b, jit::Type t) {
+    ValueId xv = b.Input(t);
+    ValueId zero = b.Emit(Op::kEq, {xv, b.Const(t, 0)});
+    b.Return({b.Select(zero, b.Const(t, 1), b.Const(t, 0)), b.Select(zero, b.Const(t, 1), xv)});
+  });
+  const std::vector<Arr> zn =
+      Run(parts, {x}, x->shape, saved[0]->shape, {ReduceKind::kSum, ReduceKind::kProd});
+  const Fn adjoint = Cached(JType(*x), "prod_adjoint", [](jit::Builder& b, jit::Type t) {
+    ValueId xv = b.Input(t), gv = b.Input(t), zeros = b.Input(t), rest = b.Input(t);
+    ValueId none = b.Emit(Op::kEq, {zeros, b.Const(t, 0)});
+    ValueId one = b.Emit(Op::kEq, {zeros, b.Const(t, 1)});
+    ValueId is_zero = b.Emit(Op::kEq, {xv, b.Const(t, 0)});
+    ValueId others = b.Select(none, b.Div(rest, xv),  // no zero: P / x
+                              b.Select(b.Emit(Op::kAnd, {one, is_zero}), rest, b.Const(t, 0)));
+    b.Return({b.Mul(gv, others)});
+  });
+  return Run(adjoint, {x, g, zn[0], zn[1]}, x->shape)[0];
+}
+
+// The reverse rule of a max, min or prod (saved[0]: the result, kept shape).
+Arr ElementReductionAdjoint(ReduceKind kind, const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
+  return kind == ReduceKind::kProd ? ProdAdjoint(x, saved, g) : ExtremeAdjoint(x, saved, g);
+}
+
+// max, min, prod: the elements themselves combined with `op`.
 template <ElementType T>
-Array<T> Extreme(const char* what, const Array<T>& a, const std::vector<int>& axes, bool keepdims,
-                 ReduceKind op) {
+Array<T> ElementReduction(const char* what, const Array<T>& a, const std::vector<int>& axes,
+                          bool keepdims, ReduceKind op) {
   (void)a.rank();  // an empty handle throws here
   const Arr& in = a.impl();
   const Axes l = ReduceAxes(what, in->shape, axes, keepdims);
   int64_t results = 1;
   for (int64_t n : l.keep_shape) results *= n;
   if (l.count == 0 && results > 0) {
+    if (op == ReduceKind::kProd) return Array<T>(FilledResult(in, l, 1.0));  // the empty product
     throw Error(ErrorKind::kShape,
                 absl::StrCat(what, " of an empty slice has no value (NumPy raises too); reduce ",
                              "over non-empty axes (shape ", jit::FormatShape(in->shape), ")"));
   }
-  // A pending operand on the CPU: the max joins the kernel that produces it
-  // (lazy_reduce.cc), the operand is stored only if something else holds it.
-  // Materialised under a tape (opened since), it records max's rule.
+  // A pending operand on the CPU: the reduction joins the kernel that
+  // produces it (lazy_reduce.cc), the operand is stored only if something
+  // else holds it. Materialised under a tape (opened since), it records the
+  // rule below (RecordElementReduction).
   if (a.is_pending() && in->device.is_cpu() && !Unfused::active()) {
     detail::PendingReduce r;
     r.summed = l.reduced;
@@ -247,7 +284,45 @@ Array<T> Extreme(const char* what, const Array<T>& a, const std::vector<int>& ax
   }
   const Arr x = Evaluated(a, what);
   const Arr r = ReduceElements(x, l.keep_shape, op);
-  return Finish<T>(what, x, l, r, {r}, ExtremeAdjoint);
+  return Finish<T>(what, x, l, r, {r}, [op](const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
+    return ElementReductionAdjoint(op, x, saved, g);
+  });
+}
+
+// argmax (kMax) / argmin (kMin): the extreme of each slice, then the least
+// position holding it (a NaN extreme matches the NaNs: max/min propagate it).
+template <ElementType T>
+Array<T> ArgExtreme(const char* what, const Array<T>& a, const std::vector<int>& axes, bool keepdims,
+                    ReduceKind op) {
+  (void)a.rank();  // an empty handle throws here
+  const Axes l = ReduceAxes(what, a.impl()->shape, axes, keepdims);
+  int64_t results = 1;
+  for (int64_t n : l.keep_shape) results *= n;
+  if (l.count == 0 && results > 0) {
+    throw Error(ErrorKind::kShape, absl::StrCat(what, ": an empty slice (shape ",
+                                                jit::FormatShape(l.in_shape),
+                                                ") has no extreme element"));
+  }
+  if (std::is_same_v<T, float> && l.count > (int64_t{1} << 24)) {
+    throw Error(ErrorKind::kShape,
+                absl::StrCat(what, ": positions up to ", l.count - 1,
+                             " are not exact in float32; use a float64 array"));
+  }
+  if (results == 0) return Array<T>(FilledResult(a.impl(), l, 0.0));
+  const auto [x, extreme] = ReduceFirst(a, l, op, 1, false, what);
+  // 0..count-1 over the reduced dims (row-major), size 1 on the others.
+  std::vector<int64_t> position_shape;
+  for (size_t d = 0; d < l.in_shape.size(); ++d) position_shape.push_back(l.reduced[d] ? l.in_shape[d] : 1);
+  std::vector<T> positions(static_cast<size_t>(l.count));
+  for (size_t k = 0; k < positions.size(); ++k) positions[k] = static_cast<T>(k);
+  const Array<T> position = Array<T>::from(positions, position_shape, x->device);
+  const Fn first = Cached(JType(*x), "arg_extreme", [](jit::Builder& b, jit::Type t) {
+    ValueId xv = b.Input(t), mv = b.Input(t), pv = b.Input(t);
+    ValueId match = b.Emit(Op::kOr, {b.Emit(Op::kEq, {xv, mv}), b.Emit(Op::kIsnan, {xv})});
+    b.Return({b.Select(match, pv, b.Const(t, std::numeric_limits<double>::infinity()))});
+  });
+  const Arr r = Run(first, {x, extreme, position.impl()}, x->shape, l.keep_shape, {ReduceKind::kMin})[0];
+  return Array<T>(UserShaped(r, l));
 }
 
 }  // namespace
@@ -259,7 +334,7 @@ std::shared_ptr<ArrayImpl> ReduceWithKind(const std::shared_ptr<ArrayImpl>& in,
   return ReduceElements(in, keep, kind);
 }
 
-void RecordExtremeReduction(const char* what, const std::shared_ptr<ArrayImpl>& in,
+void RecordElementReduction(const char* what, const std::shared_ptr<ArrayImpl>& in,
                             const std::shared_ptr<ArrayImpl>& out, const PendingReduce& r) {
   auto node = std::make_shared<GeneratedReduceNode>();
   node->name = what;
@@ -270,7 +345,10 @@ void RecordExtremeReduction(const char* what, const std::shared_ptr<ArrayImpl>& 
   node->axes.reduced = r.summed;
   // The result in the kept shape: `out` is contiguous, so 1-dims can be put back.
   node->saved = {ViewOf(*out, r.keep_shape, ContiguousStrides(r.keep_shape))};
-  node->rule = ExtremeAdjoint;
+  const ReduceKind kind = r.kind;
+  node->rule = [kind](const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
+    return ElementReductionAdjoint(kind, x, saved, g);
+  };
   Record(node, {out});
 }
 
@@ -278,47 +356,33 @@ void RecordExtremeReduction(const char* what, const std::shared_ptr<ArrayImpl>& 
 
 template <ElementType T>
 Array<T> max(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
-  return Extreme("max", a, axes, keepdims, ReduceKind::kMax);
+  return ElementReduction("max", a, axes, keepdims, ReduceKind::kMax);
 }
 template <ElementType T>
 Array<T> min(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
-  return Extreme("min", a, axes, keepdims, ReduceKind::kMin);
+  return ElementReduction("min", a, axes, keepdims, ReduceKind::kMin);
 }
 
 template <ElementType T>
 Array<T> prod(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
-  const Arr x = Evaluated(a, "prod");
-  const Axes l = ReduceAxes("prod", x->shape, axes, keepdims);
-  if (l.count == 0) {  // the empty product
-    return Array<T>(FilledResult(x, l, 1.0));
-  }
-  // The number of zeros and the product of the rest, in one kernel.
-  const Fn parts = Cached(JType(*x), "prod_parts", [](jit::Builder& b, jit::Type t) {
-    ValueId xv = b.Input(t);
-    ValueId zero = b.Emit(Op::kEq, {xv, b.Const(t, 0)});
-    b.Return({b.Select(zero, b.Const(t, 1), b.Const(t, 0)), b.Select(zero, b.Const(t, 1), xv)});
-  });
-  const std::vector<Arr> zn =
-      Run(parts, {x}, x->shape, l.keep_shape, {ReduceKind::kSum, ReduceKind::kProd});
-  const Fn product = Cached(JType(*x), "prod_value", [](jit::Builder& b, jit::Type t) {
-    ValueId zeros = b.Input(t), rest = b.Input(t);
-    b.Return({b.Select(b.Emit(Op::kGt, {zeros, b.Const(t, 0)}), b.Const(t, 0), rest)});
-  });
-  const Arr r = Run(product, {zn[0], zn[1]}, l.keep_shape)[0];
-  return Finish<T>("prod", x, l, r, {zn[0], zn[1]},
-                   [](const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
-                     const Fn adjoint = Cached(JType(*x), "prod_adjoint", [](jit::Builder& b, jit::Type t) {
-                       ValueId xv = b.Input(t), gv = b.Input(t), zeros = b.Input(t), rest = b.Input(t);
-                       ValueId none = b.Emit(Op::kEq, {zeros, b.Const(t, 0)});
-                       ValueId one = b.Emit(Op::kEq, {zeros, b.Const(t, 1)});
-                       ValueId is_zero = b.Emit(Op::kEq, {xv, b.Const(t, 0)});
-                       ValueId others = b.Select(none, b.Div(rest, xv),  // no zero: P / x
-                                                 b.Select(b.Emit(Op::kAnd, {one, is_zero}), rest,
-                                                          b.Const(t, 0)));
-                       b.Return({b.Mul(gv, others)});
-                     });
-                     return Run(adjoint, {x, g, saved[0], saved[1]}, x->shape)[0];
-                   });
+  return ElementReduction("prod", a, axes, keepdims, ReduceKind::kProd);
+}
+
+template <ElementType T>
+Array<T> argmax(const Array<T>& a) {
+  return ArgExtreme("argmax", a, {}, false, ReduceKind::kMax);
+}
+template <ElementType T>
+Array<T> argmax(const Array<T>& a, int axis, bool keepdims) {
+  return ArgExtreme("argmax", a, {axis}, keepdims, ReduceKind::kMax);
+}
+template <ElementType T>
+Array<T> argmin(const Array<T>& a) {
+  return ArgExtreme("argmin", a, {}, false, ReduceKind::kMin);
+}
+template <ElementType T>
+Array<T> argmin(const Array<T>& a, int axis, bool keepdims) {
+  return ArgExtreme("argmin", a, {axis}, keepdims, ReduceKind::kMin);
 }
 
 template <ElementType T>
@@ -411,7 +475,11 @@ Array<T> norm(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
   template Array<T> prod(const Array<T>&, const std::vector<int>&, bool);            \
   template Array<T> logsumexp(const Array<T>&, const std::vector<int>&, bool);       \
   template Array<T> var(const Array<T>&, const std::vector<int>&, bool, int);        \
-  template Array<T> norm(const Array<T>&, const std::vector<int>&, bool);
+  template Array<T> norm(const Array<T>&, const std::vector<int>&, bool);            \
+  template Array<T> argmax(const Array<T>&);                                         \
+  template Array<T> argmax(const Array<T>&, int, bool);                              \
+  template Array<T> argmin(const Array<T>&);                                         \
+  template Array<T> argmin(const Array<T>&, int, bool);
 DUALCAST_GENERATED_REDUCTIONS(float)
 DUALCAST_GENERATED_REDUCTIONS(double)
 #undef DUALCAST_GENERATED_REDUCTIONS

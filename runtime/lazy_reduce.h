@@ -45,11 +45,12 @@ struct FusedReductionCounts {
 FusedReductionCounts GetFusedReductionCounts();
 
 // generated_reductions.cc: `in` reduced with `kind` to `keep` (a generated
-// kernel), and the tape record of a max/min computed elsewhere (a pending one
-// materialised under a tape opened after it was made): max/min's tie rule.
+// kernel), and the tape record of a max/min/prod computed elsewhere (a
+// pending one materialised under a tape opened after it was made): max/min's
+// tie rule, prod's product of the others.
 std::shared_ptr<ArrayImpl> ReduceWithKind(const std::shared_ptr<ArrayImpl>& in,
                                           const std::vector<int64_t>& keep, ReduceKind kind);
-void RecordExtremeReduction(const char* what, const std::shared_ptr<ArrayImpl>& in,
+void RecordElementReduction(const char* what, const std::shared_ptr<ArrayImpl>& in,
                             const std::shared_ptr<ArrayImpl>& out, const PendingReduce& r);
 // `shape` with leading 1s up to `rank` dims (a reduced output's shape for
 // ExecuteOptions::output_shapes, where an empty shape means "not reduced").

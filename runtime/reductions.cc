@@ -111,8 +111,8 @@ void NoteReduction(const char* what, const std::shared_ptr<ArrayImpl>& in,
                    const std::shared_ptr<ArrayImpl>& out, const PendingReduce& r) {
   NoteOrigin(what, {in}, {out});
   if (!TapeActive()) return;
-  if (r.kind != ReduceKind::kSum) {  // max/min: their reverse rule, never a sum's
-    RecordExtremeReduction(what, in, out, r);
+  if (r.kind != ReduceKind::kSum) {  // max/min/prod: their reverse rule, never a sum's
+    RecordElementReduction(what, in, out, r);
     return;
   }
   auto node = std::make_shared<SumNode>();

@@ -1,4 +1,4 @@
-// Tests of the max/min/prod reduced outputs and of max, min, prod, logsumexp, var, norm against double loops and central differences (ported from branch reduce2).
+// Tests of the max/min/prod reduced outputs and of max, min, prod, logsumexp, var, norm, argmax, argmin against double loops and central differences.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -299,19 +299,21 @@ TEST_CASE("reduce kinds: under a tape, max/prod of a pending operand match centr
   }
 }
 
-// max/min of a pending operand join the kernel that produces it (lazy_reduce.cc).
-// Off the tape: one kernel, the product never stored. A tape opened after
-// max(x * x) was made, while it is still pending: materialised under that
-// tape, it records max's rule (never a sum's), so the gradient matches central
-// differences; and a tape that never saw x * x made says so instead of zeros.
-TEST_CASE("reduce kinds: a pending max fuses into its producer; a tape opened later records max's rule") {
+double Identity(ReduceKind kind) {
+  return kind == ReduceKind::kMax ? -kInf : kind == ReduceKind::kMin ? kInf : kind == ReduceKind::kProd ? 1 : 0;
+}
+
+// max/min/prod of a pending operand join the kernel that produces it
+// (lazy_reduce.cc). Off the tape: one kernel, the product never stored. A
+// tape opened after max(x * x) was made, while it is still pending:
+// materialised under that tape, it records max's rule (never a sum's), so
+// the gradient matches central differences.
+TEST_CASE("reduce kinds: a pending max/min/prod fuses into its producer; a tape opened later records its rule") {
   auto x = Array<double>::uniform({4, 6}, 41, 0.5, 2.0);
   const std::vector<double> xv = x.to_vector();
-  for (ReduceKind kind : {ReduceKind::kMax, ReduceKind::kMin}) {
+  for (ReduceKind kind : {ReduceKind::kMax, ReduceKind::kMin, ReduceKind::kProd}) {
     CAPTURE(KindName(kind));
-    auto op = [&](const Array<double>& a) {
-      return kind == ReduceKind::kMax ? max(a, {1}) : min(a, {1});
-    };
+    auto op = [&](const Array<double>& a) { return Op(kind, a, {1}, false); };
     // Off the tape: fused, the operand never written.
     const auto before = detail::GetFusedReductionCounts();
     Array<double> r = op(x * x);
@@ -321,9 +323,13 @@ TEST_CASE("reduce kinds: a pending max fuses into its producer; a tape opened la
     CHECK(after.fused == before.fused + 1);
     CHECK(after.operands_written == before.operands_written);
     for (int i = 0; i < 4; ++i) {
-      double want = kind == ReduceKind::kMax ? -kInf : kInf;
+      double want = Identity(kind);
       for (int j = 0; j < 6; ++j) want = Combine(kind, want, xv[i * 6 + j] * xv[i * 6 + j]);
-      CHECK(got[static_cast<size_t>(i)] == want);
+      if (kind == ReduceKind::kProd) {
+        CHECK(got[static_cast<size_t>(i)] == doctest::Approx(want).epsilon(1e-15));  // another order
+      } else {
+        CHECK(got[static_cast<size_t>(i)] == want);
+      }
     }
     // Made before the tape, still pending when it opens: recorded when computed.
     Array<double> pending = op(x * x);
@@ -335,7 +341,7 @@ TEST_CASE("reduce kinds: a pending max fuses into its producer; a tape opened la
       const double w[4] = {1, -2, 3, 0.5};
       double total = 0;
       for (int i = 0; i < 4; ++i) {
-        double m = kind == ReduceKind::kMax ? -kInf : kInf;
+        double m = Identity(kind);
         for (int j = 0; j < 6; ++j) m = Combine(kind, m, v[i * 6 + j] * v[i * 6 + j]);
         total += w[i] * m;
       }
@@ -343,8 +349,118 @@ TEST_CASE("reduce kinds: a pending max fuses into its producer; a tape opened la
     };
     CheckCentralDifferences(gv, xv, host_loss);
     const int nonzero = static_cast<int>(std::count_if(gv.begin(), gv.end(), [](double g) { return g != 0; }));
-    CHECK(nonzero == 4);  // one extreme per row (uniform values: no ties)
+    CHECK(nonzero == (kind == ReduceKind::kProd ? 24 : 4));  // one extreme per row (no ties)
   }
+}
+
+// prod is the plain product, as NumPy: a zero beside an infinity or a NaN
+// gives NaN (never a silent 0), pending (fused) or computed alike.
+TEST_CASE("reduce kinds: prod follows IEEE like NumPy: 0 * inf and NaN propagate, empty is 1") {
+  const std::vector<double> rows = {2, 0, kInf, 3,  0, kNaN, 1, 1,  0, 0, 5, 2,  -1, 2, -0.5, 4};
+  const std::vector<double> want = {kNaN, kNaN, 0, 4};
+  auto x = Array<double>::from(rows, {4, 4});
+  const std::vector<double> computed = prod(x, {1}).to_vector();
+  const std::vector<double> pending = prod(x * 1.0, {1}).to_vector();
+  for (size_t i = 0; i < want.size(); ++i) {
+    CAPTURE(i);
+    for (double got : {computed[i], pending[i]}) {
+      if (std::isnan(want[i])) {
+        CHECK(std::isnan(got));
+      } else {
+        CHECK(got == want[i]);
+      }
+    }
+  }
+  CHECK(prod(Array<double>::zeros({3, 0}), {1}).to_vector() == std::vector<double>{1, 1, 1});
+  CHECK(prod(Array<double>::zeros({3, 0}) * 2.0, {1}).to_vector() == std::vector<double>{1, 1, 1});
+}
+
+// The test's own argmax/argmin: first position of the extreme along `axis` of
+// a row-major array (-1: over all elements), a NaN counting as the extreme.
+std::vector<double> HostArg(bool is_max, const std::vector<double>& v, const Shape& shape, int axis) {
+  int64_t outer = 1, len = static_cast<int64_t>(v.size()), inner = 1;
+  if (axis >= 0) {
+    len = shape[static_cast<size_t>(axis)];
+    for (int d = 0; d < axis; ++d) outer *= shape[static_cast<size_t>(d)];
+    for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
+  }
+  std::vector<double> out;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t in = 0; in < inner; ++in) {
+      int64_t best = 0;
+      for (int64_t k = 0; k < len; ++k) {
+        const double e = v[static_cast<size_t>((o * len + k) * inner + in)];
+        const double b = v[static_cast<size_t>((o * len + best) * inner + in)];
+        if (std::isnan(e)) {
+          best = k;
+          break;
+        }
+        if (is_max ? e > b : e < b) best = k;
+      }
+      out.push_back(static_cast<double>(best));
+    }
+  }
+  return out;
+}
+
+// Generated kernels (the extreme, then the least position holding it): every
+// axis, keepdims, many ties (values rounded to a few levels, signed zeros),
+// NaNs in some slices, a pending operand (its max joins the producer) and a
+// computed one, float64 and float32, 1/2/8 threads with the same result.
+TEST_CASE("reduce kinds: argmax/argmin match a first-occurrence host loop on every axis, ties and NaN") {
+  const Shape shape = {5, 7, 9};
+  auto u = Array<double>::uniform(shape, 71, -2, 2);
+  std::vector<double> v = u.to_vector();
+  for (double& e : v) e = std::round(e);  // -2..2: ties everywhere, and -0.0 beside 0.0
+  v[3] = kNaN;                            // NaNs in a few slices, after their extreme
+  v[100] = kNaN;
+  v[200] = -0.0;
+  const auto x = Array<double>::from(v, shape);
+  for (bool is_max : {true, false}) {
+    for (int axis : {-1, 0, 1, 2}) {
+      for (bool keepdims : {false, true}) {
+        CAPTURE(is_max);
+        CAPTURE(axis);
+        CAPTURE(keepdims);
+        auto arg = [&](const auto& a) {
+          if (axis < 0) return is_max ? argmax(a) : argmin(a);
+          return is_max ? argmax(a, axis, keepdims) : argmin(a, axis, keepdims);
+        };
+        const std::vector<double> want = HostArg(is_max, v, shape, axis);
+        Shape want_shape;
+        for (int d = 0; d < 3 && axis >= 0; ++d) {
+          if (d != axis) want_shape.push_back(shape[static_cast<size_t>(d)]);
+          else if (keepdims) want_shape.push_back(1);
+        }
+        const auto before = detail::GetFusedReductionCounts();
+        const Array<double> fused = arg(x * 1.0);  // pending: the extreme is fused
+        CHECK(detail::GetFusedReductionCounts().fused == before.fused + 1);
+        CHECK(fused.shape() == want_shape);
+        CHECK(fused.to_vector() == want);
+        CHECK(arg(x).to_vector() == want);
+        const Array<float> xf = Array<float>::from(std::vector<float>(v.begin(), v.end()), shape);
+        CHECK(arg(xf).to_vector() == std::vector<float>(want.begin(), want.end()));
+      }
+    }
+  }
+  // The same positions under any thread count (the min over positions is exact).
+  auto big = Array<float>::uniform({300, 2001}, 72, -3, 3);
+  std::vector<float> first;
+  for (int threads : {1, 2, 8}) {
+    jit::ThreadPool pool(threads);
+    jit::ScopedThreadPool scope(pool);
+    const std::vector<float> now = argmax(big * 1.0f, 0).to_vector();
+    if (first.empty()) first = now;
+    CHECK(now == first);
+  }
+  const std::vector<float> bv = big.to_vector();
+  const std::vector<double> col = HostArg(true, std::vector<double>(bv.begin(), bv.end()), {300, 2001}, 0);
+  CHECK(std::vector<double>(first.begin(), first.end()) == col);
+  // Errors name the op and the sizes.
+  CHECK_THROWS_WITH_AS(argmax(Array<double>::zeros({3, 0}), 1), doctest::Contains("argmax: an empty slice"), Error);
+  CHECK(argmin(Array<double>::zeros({0, 3}), 1).shape() == Shape{0});  // no slices: no error
+  CHECK_THROWS_WITH_AS(argmin(Array<float>::zeros({(int64_t{1} << 24) + 2})),
+                       doctest::Contains("not exact in float32"), Error);
 }
 
 // Host logsumexp / var (ddof) / 2-norm of each slice, keepdims layout.

@@ -2,17 +2,18 @@
 //
 // They complete sum/mean/matmul/reshape/transpose (reductions.hpp) with what
 // ported NumPy code reaches for. Every reduction is generated code, on any
-// device. Of a pending argument on the CPU: max and min are pending like sum
-// (computed inside the kernel that produces the argument); logsumexp, var
-// and norm run their first pass (max, mean, max|a|) inside that kernel, which
-// writes the argument for the second pass (off the tape; under a tape the
-// argument is computed and recorded first); the rest compute the argument
-// first. While a Tape records on this thread, each records one node with its
-// reverse rule:
+// device. Of a pending argument on the CPU: max, min and prod are pending
+// like sum (computed inside the kernel that produces the argument);
+// logsumexp, var, norm, argmax and argmin run their first pass (max, mean,
+// max|a|, the extreme) inside that kernel, which writes the argument for the
+// second pass (off the tape; under a tape the argument is computed and
+// recorded first). While a Tape records on this thread, each records one
+// node with its reverse rule:
 //   max, min:   ḡ goes to the elements equal to the result, split evenly
 //               between ties (as PyTorch and JAX do); a slice holding NaN has
 //               result NaN and NaN adjoints (never a silent number)
-//   prod:       āᵢ = ḡ · Πₖ≠ᵢ aₖ: P / aᵢ with no zero in the slice, the
+//   prod:       the plain product (0 · inf and NaN give NaN, as NumPy);
+//               āᵢ = ḡ · Πₖ≠ᵢ aₖ: P / aᵢ with no zero in the slice, the
 //               product of the others at the only zero, 0 with two or more
 //               (counted, never 0/0)
 //   logsumexp:  computed as m + log Σ exp(a - m) with m the slice's max (no
@@ -24,7 +25,9 @@
 //               underflows; ā = ḡ · a / norm, and 0 where the norm is 0 (the
 //               minimum-norm subgradient)
 //   argmax/argmin: indices (first occurrence; a NaN counts as the extreme, as
-//               in NumPy), stored as numbers of the array's type, no gradient
+//               in NumPy), stored as numbers of the array's type, no gradient;
+//               float32 refuses slices of more than 2^24 elements (indices
+//               would not be exact)
 //   slice:      a strided VIEW (no copy; writes through it reach the parent);
 //               ā = ḡ scattered into zeros of the input's shape
 //   concat, stack: a new array; each input's adjoint is a view of ḡ
