@@ -321,8 +321,10 @@ Array<T> ArgExtreme(const char* what, const Array<T>& a, const std::vector<int>&
     ValueId match = b.Emit(Op::kOr, {b.Emit(Op::kEq, {xv, mv}), b.Emit(Op::kIsnan, {xv})});
     b.Return({b.Select(match, pv, b.Const(t, std::numeric_limits<double>::infinity()))});
   });
-  const Arr r = Run(first, {x, extreme, position.impl()}, x->shape, l.keep_shape, {ReduceKind::kMin})[0];
-  return Array<T>(UserShaped(r, l));
+  const Arr r = UserShaped(
+      Run(first, {x, extreme, position.impl()}, x->shape, l.keep_shape, {ReduceKind::kMin})[0], l);
+  detail::NoteOrigin(what, {x}, {r}, /*constant=*/true);  // no gradient: the tape's errors say so
+  return Array<T>(r);
 }
 
 }  // namespace

@@ -105,11 +105,15 @@ void Record(std::shared_ptr<GradNode> node, const std::vector<std::shared_ptr<Ar
 }
 
 void NoteOrigin(std::string op, const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
-                const std::vector<std::shared_ptr<ArrayImpl>>& outputs) {
+                const std::vector<std::shared_ptr<ArrayImpl>>& outputs, bool constant) {
   auto origin = std::make_shared<Origin>();
   origin->op = std::move(op);
   origin->inputs.assign(inputs.begin(), inputs.end());
   origin->taped = TapeActive();
+  origin->constant = constant;
+  if (constant) {
+    for (const auto& in : inputs) origin->producers.emplace_back(in->grad_fn, in->grad_output);
+  }
   for (const auto& out : outputs) {
     if (out != nullptr) out->origin = origin;
   }
@@ -176,38 +180,59 @@ std::string Described(size_t i, const detail::ArrayImpl& a) {
 // on the path: the tape sees that array as a constant, so a gradient with
 // respect to anything behind it would miss that path. Found through the
 // arrays' Origins, which hold their inputs weakly: paths through arrays
-// nobody holds any more are not seen.
+// nobody holds any more are not seen. Paths through an op without a
+// gradient (Origin::constant, taped ones) are not missed paths: the arrays
+// behind it land in `through_constant` instead, with that op's result.
 using UntapedMap = absl::flat_hash_map<const detail::ArrayImpl*, const detail::ArrayImpl*>;
+struct Behind {
+  UntapedMap untaped;
+  UntapedMap through_constant;
+};
 
-UntapedMap BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeIndex& on_tape) {
+Behind BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeIndex& on_tape) {
   struct Item {
     std::shared_ptr<detail::ArrayImpl> array;
-    const detail::ArrayImpl* via;  // the first array on the path the tape did not record
+    const detail::ArrayImpl* via;       // the first array on the path the tape did not record
+    const detail::ArrayImpl* constant;  // the first result of an op without a gradient
   };
-  UntapedMap behind;
-  std::vector<Item> stack = {{loss, nullptr}};
+  Behind behind;
+  std::vector<Item> stack = {{loss, nullptr, nullptr}};
   absl::flat_hash_set<const detail::ArrayImpl*> seen_taped;
   for (int budget = 100000; !stack.empty() && budget > 0; --budget) {
     Item item = std::move(stack.back());
     stack.pop_back();
     const detail::ArrayImpl& a = *item.array;
     if (item.via != nullptr) {
-      if (!behind.try_emplace(&a, item.via).second) continue;
+      if (!behind.untaped.try_emplace(&a, item.via).second) continue;
+    } else if (item.constant != nullptr) {
+      if (!behind.through_constant.try_emplace(&a, item.constant).second) continue;
     } else if (!seen_taped.insert(&a).second) {
       continue;
     }
-    if (a.grad_fn != nullptr && on_tape.contains(a.grad_fn.get())) {
-      const detail::GradNode& node = *a.grad_fn;
-      const size_t m = static_cast<size_t>(a.grad_output);
+    // The inputs that output m of a taped node reads (a fused group's outputs differ).
+    auto push_inputs = [&](const detail::GradNode& node, size_t m, const Item& marks) {
       for (size_t j = 0; j < node.inputs.size(); ++j) {
-        // Only the inputs this output reads (a fused group's outputs differ).
         const bool read = node.reads.empty() || (m < node.reads.size() && j < node.reads[m].size() &&
                                                  node.reads[m][j]);
-        if (node.inputs[j] != nullptr && read) stack.push_back({node.inputs[j], item.via});
+        if (node.inputs[j] != nullptr && read) stack.push_back({node.inputs[j], marks.via, marks.constant});
       }
+    };
+    if (a.grad_fn != nullptr && on_tape.contains(a.grad_fn.get())) {
+      push_inputs(*a.grad_fn, static_cast<size_t>(a.grad_output), item);
     } else if (a.origin != nullptr) {
-      for (const auto& weak : a.origin->inputs) {
-        if (auto in = weak.lock()) stack.push_back({std::move(in), item.via ? item.via : &a});
+      const detail::Origin& o = *a.origin;
+      const bool constant = o.constant && o.taped && item.via == nullptr;
+      const Item marks = constant ? Item{nullptr, nullptr, item.constant ? item.constant : &a}
+                                  : Item{nullptr, item.via ? item.via : &a, nullptr};
+      for (size_t k = 0; k < o.inputs.size(); ++k) {
+        if (auto in = o.inputs[k].lock()) {
+          stack.push_back({std::move(in), marks.via, marks.constant});
+        } else if (constant && k < o.producers.size()) {  // the input is gone: follow its node
+          const auto node = o.producers[k].first.lock();
+          if (node != nullptr && on_tape.contains(node.get())) {
+            push_inputs(*node, static_cast<size_t>(o.producers[k].second), marks);
+          }
+        }
       }
     }
   }
@@ -307,7 +332,7 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
   // record: their gradient would miss that path, so it is an error. Inputs
   // that do not reach the loss: an error that names them and says why,
   // unless the caller asked for zeros.
-  const UntapedMap behind = BehindUntaped(loss, on_tape);
+  const Behind behind = BehindUntaped(loss, on_tape);
   // Which inputs reach the loss: with up to 64 inputs, one forward pass
   // carrying a bit per input (the same propagation as reach()), not one
   // pass per input.
@@ -343,7 +368,7 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
         key == loss_key ||
         (reaches.contains(loss_key) &&
          (inputs.size() <= 64 ? reaches_loss[i] : reach({key}, nullptr).contains(loss_key)));
-    if (auto it = behind.find(inputs[i].get()); it != behind.end()) {
+    if (auto it = behind.untaped.find(inputs[i].get()); it != behind.untaped.end()) {
       throw Error(
           ErrorKind::kInvalidArgument,
           absl::StrCat(what, ": ", Described(i, *inputs[i]),
@@ -358,6 +383,17 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
                             : ""));
     }
     if (used || allow_unused) continue;
+    if (auto it = behind.through_constant.find(inputs[i].get()); it != behind.through_constant.end()) {
+      const detail::ArrayImpl& via = *it->second;
+      throw Error(ErrorKind::kInvalidArgument,
+                  absl::StrCat(what, ": ", Described(i, *inputs[i]), " reaches the loss only through '",
+                               via.origin->op, "' (its result of shape ", ShapeText(via.shape),
+                               "), which has no gradient: its value is piecewise constant in its "
+                               "input, so d loss / d input is 0 wherever it exists. Pass "
+                               "GradientOptions{.allow_unused = true} to get those zeros, or "
+                               "differentiate a smooth surrogate (e.g. softmax weights instead of "
+                               "argmax)"));
+    }
     throw Error(ErrorKind::kInvalidArgument,
                 absl::StrCat(what, ": ", Described(i, *inputs[i]),
                              " does not reach the loss: nothing recorded on this tape connects them. "

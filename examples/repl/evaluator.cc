@@ -436,6 +436,18 @@ Value Evaluator::Grad(const Expr& e) {
     const std::string what = error.what();
     for (size_t k = 0; k < inputs.size(); ++k) {
       const std::string needle = "input " + std::to_string(k + 1) + " (shape";
+      if (const size_t at = what.find("reaches the loss only through '");
+          at != std::string::npos && what.find(needle) != std::string::npos) {
+        // Only through argmax/argmin: the op has no gradient (its name is quoted).
+        const size_t from = what.find('\'', at) + 1;
+        const std::string op = what.substr(from, what.find('\'', from) - from);
+        const std::string& name = e.args[k + 1]->name;
+        throw SourceError(ErrorCategory::kValue, e.args[k + 1]->span,
+                          "the loss depends on '" + name + "' only through " + op +
+                              ", which has no gradient (its value is piecewise constant): d loss / d " +
+                              name + " is 0 wherever it exists. Differentiate a smooth surrogate "
+                              "instead (e.g. softmax weights in place of " + op + ")");
+      }
       const bool partly = what.find("but also through") != std::string::npos;
       if (what.find(needle) == std::string::npos ||
           (!partly && what.find("does not reach the loss") == std::string::npos)) {

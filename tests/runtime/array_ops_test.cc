@@ -189,9 +189,9 @@ TEST_CASE("array ops: slice is a view with NumPy bounds; its gradient scatters b
 TEST_CASE("array ops: concat and stack values, errors and gradients") {
   D a = D::from({1, 2, 3, 4}, {2, 2});
   D b = D::from({5, 6}, {1, 2});
-  CHECK(concat<double>({a, b}, 0).to_vector() == std::vector<double>{1, 2, 3, 4, 5, 6});
+  CHECK(concat({a, b}, 0).to_vector() == std::vector<double>{1, 2, 3, 4, 5, 6});  // T deduced
   CHECK(concat<double>({a, transpose(b)}, 1).to_vector() == std::vector<double>{1, 2, 5, 3, 4, 6});
-  CHECK(stack<double>({a, a}, 0).shape() == Shape{2, 2, 2});
+  CHECK(stack({a, a}).shape() == Shape{2, 2, 2});
   CHECK(stack<double>({a, a * 2.0}, 2).to_vector() == std::vector<double>{1, 2, 2, 4, 3, 6, 4, 8});
   CHECK_THROWS_WITH_AS(concat<double>({a, b}, 1), doctest::Contains("array 2 has shape [1, 2]"), Error);
   CHECK_THROWS_WITH_AS(stack<double>({a, b}, 0), doctest::Contains("stack needs equal shapes"), Error);

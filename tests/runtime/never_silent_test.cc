@@ -180,6 +180,28 @@ TEST_CASE("an input reaching the loss only through comparisons gets zeros: that 
   CHECK(g[1].to_vector() == std::vector<double>(3, 0.0));
 }
 
+// argmax/argmin have no gradient (piecewise constant): a loss reaching x only
+// through one is an Error that names the op, also when the operand (x * 2)
+// is gone; zeros when asked. Used as a constant factor beside a path the tape
+// records, it is no missed path: the gradient is the recorded path's.
+TEST_CASE("an input reaching the loss only through argmax: an Error naming argmax; a constant factor is fine") {
+  D x = D::uniform({3, 4}, 18, -1, 1);
+  Tape tape;
+  D loss = sum(argmax(x * 2.0, 1));
+  const std::string m = ErrorOf([&] { tape.gradient(loss, {x}); });
+  MESSAGE(m);
+  CHECK(Has(m, "input 1 (shape [3, 4]) reaches the loss only through 'argmax' (its result of shape [3])"));
+  CHECK(Has(m, "allow_unused"));
+  CHECK(tape.gradient(loss, {x}, {.allow_unused = true})[0].to_vector() == std::vector<double>(12, 0.0));
+  CHECK(Has(ErrorOf([&] { tape.gradient(sum(argmin(x)), {x}); }), "only through 'argmin'"));
+  // h * argmax(h): d/dx sum = 2 x * idx(row), the index held constant.
+  D h = x * x;
+  D idx = argmax(h, 1, true);
+  const std::vector<double> g = tape.gradient(sum(h * idx), {x})[0].to_vector();
+  const std::vector<double> xv = x.to_vector(), iv = idx.to_vector();
+  for (size_t e = 0; e < xv.size(); ++e) CHECK(g[e] == doctest::Approx(2 * xv[e] * iv[e / 4]).epsilon(1e-15));
+}
+
 TEST_CASE("a parameter initialised by an expression (W = normal(...) * 0.02) is differentiable") {
   const Kernel cell = Cell();
   D x = D::uniform({3, 4}, 10, -1, 1);

@@ -44,6 +44,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <vector>
 
@@ -96,6 +97,16 @@ template <ElementType T>
 Array<T> concat(const std::vector<Array<T>>& arrays, int axis = 0);
 template <ElementType T>
 Array<T> stack(const std::vector<Array<T>>& arrays, int axis = 0);
+// The same for a braced list, `dc::concat({a, b}, 1)`: T is deduced from the
+// elements (a std::vector parameter cannot deduce it from braces).
+template <ElementType T>
+Array<T> concat(std::initializer_list<Array<T>> arrays, int axis = 0) {
+  return concat(std::vector<Array<T>>(arrays), axis);
+}
+template <ElementType T>
+Array<T> stack(std::initializer_list<Array<T>> arrays, int axis = 0) {
+  return stack(std::vector<Array<T>>(arrays), axis);
+}
 
 // Elementwise clamp into [lo, hi] (lo and hi broadcast; numbers or arrays).
 template <ElementType T>

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dualcast/device.hpp"
@@ -55,6 +56,14 @@ struct Origin {
   std::string op;
   std::vector<std::weak_ptr<ArrayImpl>> inputs;
   bool taped = false;
+  // The op is piecewise constant in its inputs (argmax, argmin): no gradient
+  // flows through it by definition, so a path through it is not a missed one;
+  // an input reached only that way is named with it in the unused-input error.
+  bool constant = false;
+  // For a constant op: each input's tape node and output index (an input
+  // array may be gone, e.g. argmax(x * 2) drops x * 2, while its node lives
+  // on the tape), so the path can still be followed to name the input.
+  std::vector<std::pair<std::weak_ptr<GradNode>, int>> producers;
 };
 
 struct ArrayImpl {

@@ -70,9 +70,10 @@ PartialsMode ActivePartialsMode(size_t partial_bytes);
 // no tape is active.
 void Record(std::shared_ptr<GradNode> node, const std::vector<std::shared_ptr<ArrayImpl>>& outputs);
 // Sets every output's Origin (op, inputs, whether a tape records now). Called
-// by every operation that computes arrays, taped or not.
+// by every operation that computes arrays, taped or not; `constant` for the
+// ops without a gradient (see Origin::constant).
 void NoteOrigin(std::string op, const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
-                const std::vector<std::shared_ptr<ArrayImpl>>& outputs);
+                const std::vector<std::shared_ptr<ArrayImpl>>& outputs, bool constant = false);
 
 }  // namespace detail
 }  // namespace dualcast
