@@ -487,9 +487,10 @@ void ThrowArity(const std::string& name, size_t arity,
           ? absl::StrCat("it cannot be called with 0 to ", kMaxTraceArity,
                          " jit::Var arguments (write it as a generic lambda, "
                          "e.g. [](auto x, auto y) { ... })")
-          : absl::StrCat("it takes ", absl::StrJoin(counts, " or "), " argument(s)");
-  throw Error(ErrorKind::kArity, absl::StrCat("kernel '", name, "' cannot be called with ",
-                                              arity, " arguments; ", takes));
+          : absl::StrCat("it takes ", absl::StrJoin(counts, " or "),
+                         counts.size() == 1 && counts[0] == "1" ? " argument" : " arguments");
+  throw Error(ErrorKind::kArity, absl::StrCat("kernel '", name, "' cannot be called with ", arity,
+                                              arity == 1 ? " argument; " : " arguments; ", takes));
 }
 
 // ---- the hooks of var.h ----

@@ -188,7 +188,7 @@ TEST_CASE("broadcast errors name the kernel, arguments, sizes and dimension; not
         "hmlstm_cell: argument 3 has size 4 and argument 5 has size 3 at dimension 1 (shapes "
         "[2, 4] and [2, 3]); sizes must match or one must be 1");
   CHECK(MessageOf([&] { broadcast(cell, m24, m24); }, ErrorKind::kArity) ==
-        "kernel 'hmlstm_cell' cannot be called with 2 arguments; it takes 6 argument(s)");
+        "kernel 'hmlstm_cell' cannot be called with 2 arguments; it takes 6 arguments");
   auto d24 = Array<double>::zeros({2, 4});
   CHECK(MessageOf([&] { broadcast(cell, m24, m24, m24, d24, m24, m24); }, ErrorKind::kType) ==
         "hmlstm_cell: argument 4 is float64 but argument 1 is float32; all array arguments of a "
