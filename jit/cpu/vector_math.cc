@@ -1,6 +1,7 @@
 // Vector math calls: libmvec variants chosen per width, chunking, scalar fallback, range clamps.
 #include "jit/cpu/vector_math.h"
 
+#include <array>
 #include <cstring>
 
 #include <string>
@@ -129,6 +130,9 @@ llvm::Function* DeclareMathFunction(llvm::Module& module, const std::string& nam
   return fn;
 }
 
+static llvm::Value* EmitLibmvecCall(llvm::IRBuilder<>& b, llvm::Module& module, const char* scalar_name,
+                                    llvm::Type* elem, int lanes, std::span<llvm::Value* const> args);
+
 llvm::Value* EmitMathCall(llvm::IRBuilder<>& b, llvm::Module& module, const char* scalar_name,
                           llvm::Type* elem, int lanes, std::span<llvm::Value* const> args) {
   const int arity = static_cast<int>(args.size());
@@ -142,6 +146,28 @@ llvm::Value* EmitMathCall(llvm::IRBuilder<>& b, llvm::Module& module, const char
   if (std::strcmp(scalar_name, is_f32 ? "expf" : "exp") == 0) return EmitInlineExp(b, args[0]);
   if (std::strcmp(scalar_name, is_f32 ? "expm1f" : "expm1") == 0) return EmitInlineExpm1(b, args[0]);
 
+  // hypot depends only on |a| and |b|, but libmvec's is not symmetric: hypot(a, b) and
+  // hypot(b, a) differ by an ulp for some pairs (0.92347928243645860, 0.27943795070880384),
+  // so `hypot(x, y) > hypot(y, x)` could be true. Ordered (larger magnitude first) it is
+  // symmetric, as glibc's scalar hypot is. With a NaN the compare is false, (|b|, |a|):
+  // hypot of an infinity and a NaN is still inf in either order (IEEE 754), else NaN.
+  if (arity == 2 && std::strcmp(scalar_name, is_f32 ? "hypotf" : "hypot") == 0) {
+    llvm::Value* a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, args[0]);
+    llvm::Value* c = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, args[1]);
+    llvm::Value* first = b.CreateFCmpOGE(a, c);
+    std::array<llvm::Value*, 2> ordered = {b.CreateSelect(first, a, c), b.CreateSelect(first, c, a)};
+    return EmitLibmvecCall(b, module, scalar_name, elem, lanes, ordered);
+  }
+  return EmitLibmvecCall(b, module, scalar_name, elem, lanes, args);
+}
+
+// A libmvec variant of `scalar_name` for `lanes` lanes (chunked), or one libm call per lane.
+static llvm::Value* EmitLibmvecCall(llvm::IRBuilder<>& b, llvm::Module& module, const char* scalar_name,
+                                    llvm::Type* elem, int lanes, std::span<llvm::Value* const> args) {
+  const int arity = static_cast<int>(args.size());
+  auto call = [&](const std::string& name, llvm::Type* type, std::vector<llvm::Value*> a) {
+    return b.CreateCall(DeclareMathFunction(module, name, type, arity), a);
+  };
   const Variant v = PickVariant(HostVectorIsa(), elem->isFloatTy(), lanes);
   const std::string vector_name = v.lanes > 0 ? VectorName(v, scalar_name, arity) : "";
   // Only names libmvec really exports (a math op added later may have none).

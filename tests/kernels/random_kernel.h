@@ -143,6 +143,9 @@ T EvalNode(const Tree& tree, int n, std::span<const T> x, Trail* trail = nullptr
     }
     case Node::kScalar: {
       T a = eval(node.a);
+      if constexpr (kRecords<T>) {
+        if (node.op == 4) Note(trail, a > 0);  // pow(abs(a) + 0.5, c): abs's kink
+      }
       switch (node.op) {
         case 0: return a + node.c;
         case 1: return a * node.c;
