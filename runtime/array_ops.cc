@@ -136,6 +136,7 @@ Array<T> Join(const char* what, const std::vector<Array<T>>& arrays, int axis, b
     }
     detail::AddInto(*region, *src);
   }
+  detail::NoteOrigin(what, ins, {out});  // for the tape's errors, taped or not
   if (detail::TapeActive()) {
     auto node = std::make_shared<ConcatNode>();
     node->name = what;
@@ -197,6 +198,7 @@ Array<T> slice(const Array<T>& a, const std::vector<Slice>& dims) {
   }
   std::shared_ptr<ArrayImpl> out = detail::ViewOf(*in, shape, strides);
   out->offset += offset;
+  detail::NoteOrigin("slice", {in}, {out});  // for the tape's errors, taped or not
   if (detail::TapeActive()) {
     auto node = std::make_shared<SliceNode>();
     node->name = "slice";

@@ -152,6 +152,9 @@ Array<T> Finish(const char* what, const Arr& in, const Axes& l, const Arr& keep_
                 std::vector<Arr> saved,
                 std::function<Arr(const Arr&, const std::vector<Arr>&, const Arr&)> rule) {
   Arr out = UserShaped(keep_result, l);
+  // Taped or not: a tape opened later then sees that `out` came from `in`
+  // (a gradient through it would miss this path: the tape's Error says so).
+  detail::NoteOrigin(what, {in}, {out});
   if (detail::TapeActive()) {
     auto node = std::make_shared<GeneratedReduceNode>();
     node->name = what;

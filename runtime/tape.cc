@@ -113,6 +113,27 @@ void NoteOrigin(std::string op, const std::vector<std::shared_ptr<ArrayImpl>>& i
   origin->constant = constant;
   if (constant) {
     for (const auto& in : inputs) origin->producers.emplace_back(in->grad_fn, in->grad_output);
+  } else {
+    // The alive ancestors, flattened (see Origin::ancestors): the inputs and
+    // their ancestors still alive, sorted by address to drop repeats.
+    std::vector<std::shared_ptr<ArrayImpl>> alive;
+    for (const auto& in : inputs) {
+      if (in == nullptr) continue;
+      alive.push_back(in);
+      const std::shared_ptr<const Origin> up = in->origin;
+      if (up == nullptr || up->constant) continue;  // a constant op cuts the dependence
+      origin->truncated = origin->truncated || up->truncated;
+      for (const auto& w : up->ancestors) {
+        if (auto a = w.lock()) alive.push_back(std::move(a));
+      }
+    }
+    std::sort(alive.begin(), alive.end());
+    alive.erase(std::unique(alive.begin(), alive.end()), alive.end());
+    if (alive.size() > Origin::kMaxAncestors) {
+      alive.resize(Origin::kMaxAncestors);
+      origin->truncated = true;
+    }
+    origin->ancestors.assign(alive.begin(), alive.end());
   }
   for (const auto& out : outputs) {
     if (out != nullptr) out->origin = origin;
@@ -187,6 +208,7 @@ using UntapedMap = absl::flat_hash_map<const detail::ArrayImpl*, const detail::A
 struct Behind {
   UntapedMap untaped;
   UntapedMap through_constant;
+  const detail::ArrayImpl* unverified = nullptr;  // an untaped array with a truncated ancestry
 };
 
 Behind BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeIndex& on_tape) {
@@ -222,6 +244,15 @@ Behind BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeI
     } else if (a.origin != nullptr) {
       const detail::Origin& o = *a.origin;
       const bool constant = o.constant && o.taped && item.via == nullptr;
+      if (!o.constant) {
+        // Everything upstream of an untaped array is behind it: its flattened
+        // ancestry, which temporaries dropped on the way do not cut.
+        const detail::ArrayImpl* via = item.via ? item.via : &a;
+        for (const auto& w : o.ancestors) {
+          if (auto up = w.lock()) behind.untaped.try_emplace(up.get(), via);
+        }
+        if (o.truncated && behind.unverified == nullptr) behind.unverified = via;
+      }
       const Item marks = constant ? Item{nullptr, nullptr, item.constant ? item.constant : &a}
                                   : Item{nullptr, item.via ? item.via : &a, nullptr};
       for (size_t k = 0; k < o.inputs.size(); ++k) {
@@ -381,6 +412,15 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
                        used ? "; if that array is meant as a constant, use a fresh copy of its values "
                               "(Array::from(v.to_vector(), v.shape()))"
                             : ""));
+    }
+    if (behind.unverified != nullptr) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  absl::StrCat(what, ": cannot check whether ", Described(i, *inputs[i]),
+                               " also reaches the loss through ", UntapedText(*behind.unverified),
+                               ": more than ", detail::Origin::kMaxAncestors,
+                               " arrays still alive were computed into it. Open the Tape before the "
+                               "forward computation, or use a fresh copy of its values "
+                               "(Array::from(v.to_vector(), v.shape())) as the constant"));
     }
     if (used || allow_unused) continue;
     if (auto it = behind.through_constant.find(inputs[i].get()); it != behind.through_constant.end()) {

@@ -150,6 +150,13 @@ Verdict Compare(const KernelUnderTest& k, const ShapeCase& c, const char* what,
       const std::vector<double> x = InputsAt(c, static_cast<int64_t>(e));
       // Dual's 0 * inf = NaN in a lane the jvp pass proves zero is not a bug.
       if (!AllFinite(x) && !std::isfinite(want[s][e])) continue;
+      // IEEE 754 leaves the sign of an arithmetic NaN result unspecified, so
+      // copysign(a, <a NaN computed from an input NaN>) may differ in sign
+      // between libms (seed 2006: expm1(-NaN * NaN)).
+      if (std::any_of(x.begin(), x.end(), [](double v) { return std::isnan(v); }) &&
+          Close(-got[s][e], want[s][e], tol)) {
+        continue;
+      }
       Verdict v{Verdict::kDisagree, "", static_cast<int64_t>(e)};
       const int slot = canonical != nullptr ? (*canonical)[s] : first_slot + static_cast<int>(s);
       const int M = k.num_outputs;

@@ -75,6 +75,18 @@ RuntimeRun RunRuntime(const Program& p) {
       case Op::kSum: s.push_back(op.axis < 0 ? sum(*a) : sum(*a, axes, op.keepdims)); break;
       case Op::kMean: s.push_back(op.axis < 0 ? mean(*a) : mean(*a, axes, op.keepdims)); break;
       case Op::kMatmul: s.push_back(matmul(*a, *b)); break;
+      case Op::kReduce: {
+        using Fn = D (*)(const D&, const std::vector<int>&, bool);
+        static constexpr Fn kFns[] = {
+            [](const D& x, const std::vector<int>& ax, bool k) { return max(x, ax, k); },
+            [](const D& x, const std::vector<int>& ax, bool k) { return min(x, ax, k); },
+            [](const D& x, const std::vector<int>& ax, bool k) { return prod(x, ax, k); },
+            [](const D& x, const std::vector<int>& ax, bool k) { return logsumexp(x, ax, k); },
+            [](const D& x, const std::vector<int>& ax, bool k) { return var(x, ax, k); },
+            [](const D& x, const std::vector<int>& ax, bool k) { return norm(x, ax, k); }};
+        s.push_back(kFns[op.which](*a, axes, op.axis >= 0 && op.keepdims));
+        break;
+      }
       case Op::kEval: a->eval(); break;
     }
   }
@@ -316,6 +328,11 @@ std::string Describe(const Program& p) {
                          ")");
         break;
       case Op::kMatmul: e = absl::StrCat("matmul(", a, ", ", b, ")"); break;
+      case Op::kReduce:
+        e = absl::StrCat(kReduceNames[op.which], "(", a,
+                         op.axis < 0 ? "" : absl::StrCat(", {", op.axis, "}, ", op.keepdims ? "true" : "false"),
+                         ")");
+        break;
       case Op::kEval: e = absl::StrCat(a, ".eval()"); break;
     }
     out += MakesSlot(op) ? absl::StrCat("  D s", slot++, " = ", e, ";\n") : absl::StrCat("  ", e, ";\n");
@@ -364,7 +381,7 @@ Program RandomProgram(uint64_t seed) {
     const Shape sa = shapes[static_cast<size_t>(a)];
     Op op;
     op.a = a;
-    switch (pick(13)) {
+    switch (pick(14)) {
       case 0: leaf(random_shape()); break;
       case 1:
         op.kind = Op::kScale;
@@ -426,8 +443,13 @@ Program RandomProgram(uint64_t seed) {
       }
       case 8: op.kind = Op::kCopy; add(op, sa); break;
       case 9:
-      case 10: {
+      case 10:
+      case 12: {
         op.kind = pick(2) == 0 ? Op::kSum : Op::kMean;
+        if (step % 3 == 0 || pick(3) == 0) {  // the other reductions, about one op in ten
+          op.kind = Op::kReduce;
+          op.which = pick(6);
+        }
         op.axis = sa.empty() || pick(3) == 0 ? -1 : pick(static_cast<int>(sa.size()));
         op.keepdims = pick(2) == 0;
         Shape t;

@@ -41,6 +41,7 @@ struct Op {
     kSum,         // sum(a) or sum(a, {axis}, keepdims)               (axis < 0: all)
     kMean,        // mean(a) or mean(a, {axis}, keepdims)
     kMatmul,      // matmul(a, b)
+    kReduce,      // max/min/prod/logsumexp/var/norm (which 0..5) of a, all or {axis}, keepdims
     kEval,        // a.eval() (no new array)
   } kind = kLeaf;
   int a = -1, b = -1;         // argument slots
@@ -51,7 +52,12 @@ struct Op {
   bool free_fn = false;  // the free-function spelling
   double number = 0, number2 = 0;
   uint64_t seed = 0;  // leaf values
+  int which = 0;      // kReduce: 0 max, 1 min, 2 prod, 3 logsumexp, 4 var, 5 norm
 };
+
+inline constexpr const char* kReduceNames[] = {"max", "min", "prod", "logsumexp", "var", "norm"};
+// max, min and prod of a pending array are pending (like sum); the others compute at once.
+inline bool PendingReduce(int which) { return which < 3; }
 
 struct Request {
   std::vector<int> slots;  // arrays to differentiate with respect to

@@ -1,6 +1,8 @@
 // The double reference of a surface program and the outcome model (surface_model.h).
 #include "differential/surface_model.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <array>
 #include <functional>
@@ -95,6 +97,47 @@ H Reduced(const H& a, int axis, bool keepdims, bool mean) {
   return out;
 }
 
+// max/min/prod/logsumexp/var/norm (Op::which) of each slice along `axis` (all when < 0).
+H ReducedBy(const H& a, int axis, bool keepdims, int which) {
+  Shape keep = a.shape;
+  if (axis >= 0) keep[static_cast<size_t>(axis)] = 1;
+  std::vector<std::vector<double>> slices(static_cast<size_t>(axis < 0 ? 1 : SizeOf(keep)));
+  std::vector<int64_t> index(a.shape.size(), 0);
+  for (size_t e = 0; e < a.v.size(); ++e) {
+    slices[static_cast<size_t>(axis < 0 ? 0 : SourceIndex(keep, a.shape, index))].push_back(a.v[e]);
+    for (size_t d = a.shape.size(); d-- > 0;) {
+      if (++index[d] < a.shape[d]) break;
+      index[d] = 0;
+    }
+  }
+  H out{axis < 0 ? Shape{} : keep, {}};
+  for (const std::vector<double>& sl : slices) {
+    const double n = static_cast<double>(sl.size());
+    double r = which == 0 ? -INFINITY : which == 1 ? INFINITY : which == 2 ? 1 : 0;
+    if (which == 3) {
+      double m = -INFINITY, total = 0;
+      for (double x : sl) m = std::max(m, x);
+      for (double x : sl) total += std::exp(x - m);
+      r = m + std::log(total);
+    } else if (which == 4) {
+      double mu = 0;
+      for (double x : sl) mu += x / n;
+      for (double x : sl) r += (x - mu) * (x - mu) / n;
+    } else {
+      for (double x : sl) {
+        if (which == 0) r = std::max(r, x);
+        if (which == 1) r = std::min(r, x);
+        if (which == 2) r *= x;
+        if (which == 5) r += x * x;
+      }
+      if (which == 5) r = std::sqrt(r);
+    }
+    out.v.push_back(r);
+  }
+  if (axis >= 0 && !keepdims) out.shape.erase(out.shape.begin() + axis);
+  return out;
+}
+
 H Matmul(const H& a, const H& b) {
   const int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
   H out{{m, n}, std::vector<double>(static_cast<size_t>(m * n), 0.0)};
@@ -151,6 +194,7 @@ double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_
       case Op::kSum: r = Reduced(*a, op.axis, op.keepdims, false); break;
       case Op::kMean: r = Reduced(*a, op.axis, op.keepdims, true); break;
       case Op::kMatmul: r = Matmul(*a, *b); break;
+      case Op::kReduce: r = ReducedBy(*a, op.axis, op.keepdims, op.which); break;
       case Op::kEval: break;
     }
     if (static_cast<int>(s.size()) == perturb) r.v[static_cast<size_t>(k)] += delta;
@@ -190,8 +234,8 @@ Model BuildModel(const Program& p) {
   // A sum/mean of a pending array is pending too; a broadcast reading a
   // pending reduction computes it first (the fused group is cut there).
   auto is_reduction = [&](int s) {
-    const Op::Kind k = p.ops[static_cast<size_t>(m.op_of_slot[static_cast<size_t>(s)])].kind;
-    return k == Op::kSum || k == Op::kMean;
+    const Op& op = p.ops[static_cast<size_t>(m.op_of_slot[static_cast<size_t>(s)])];
+    return op.kind == Op::kSum || op.kind == Op::kMean || (op.kind == Op::kReduce && PendingReduce(op.which));
   };
   int slot = 0;
   for (size_t i = 0; i < p.ops.size(); ++i) {
@@ -210,6 +254,13 @@ Model BuildModel(const Program& p) {
         }
         pending[static_cast<size_t>(slot)] = true;
         break;
+      case Op::kReduce:
+        if (!PendingReduce(op.which)) {  // computed now, its operand forced
+          force(op.a, t);
+          computed[static_cast<size_t>(slot)] = t;
+          break;
+        }
+        [[fallthrough]];
       case Op::kSum:
       case Op::kMean:
         if (pending[static_cast<size_t>(op.a)]) {

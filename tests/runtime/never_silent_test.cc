@@ -202,6 +202,38 @@ TEST_CASE("an input reaching the loss only through argmax: an Error naming argma
   for (size_t e = 0; e < xv.size(); ++e) CHECK(g[e] == doctest::Approx(2 * xv[e] * iv[e / 4]).epsilon(1e-15));
 }
 
+// Found by the public-surface tester once it drew these ops: norm (any
+// generated reduction), slice and concat computed before the tape noted no
+// origin, so a loss reaching x through them (too) gave a gradient that missed
+// that path, or zeros with allow_unused. And a temporary between x and the
+// early array (sum(x * 2.0): x * 2.0 is dropped) cut the path the check
+// followed: sum(early * 2) + sum(x) gave ones instead of an Error. Now each
+// is the documented Error.
+TEST_CASE("reductions, slices and concat computed before the tape: the documented Error, never a partial gradient") {
+  D x = D::uniform({2, 3}, 19, -1, 1);
+  const std::vector<std::function<D(const D&)>> before = {
+      [](const D& a) { return norm(a); },
+      [](const D& a) { return logsumexp(a, {1}); },
+      [](const D& a) { return max(a, {0}); },
+      [](const D& a) { return prod(a * 1.0); },  // pending when made: computed when read, before the tape
+      [](const D& a) { return slice(a, {{0, 1}}); },
+      [](const D& a) { return concat({a, a}, 0); },
+      [](const D& a) { return sum(a * 2.0); },                           // fused: x * 2 never stored
+      [](const D& a) { return matmul(exp(a) * 2.0, transpose(a)); },     // a temporary, then dropped
+      [](const D& a) { return mean(norm(a * a, {1}, true) + a, {0}); }};  // a chain of temporaries
+  for (size_t k = 0; k < before.size(); ++k) {
+    CAPTURE(k);
+    D early = before[k](x);
+    early.eval();
+    Tape tape;
+    D both = sum(early * 2.0) + sum(x);  // x on the tape and through `early`
+    CHECK(Has(ErrorOf([&] { tape.gradient(both, {x}); }), "reaches the loss on this tape, but also through"));
+    D only = sum(early * 2.0);
+    const std::string m = ErrorOf([&] { tape.gradient(only, {x}, {.allow_unused = true}); });
+    CHECK(Has(m, "does not reach the loss on this tape: the loss depends on it only through"));
+  }
+}
+
 TEST_CASE("a parameter initialised by an expression (W = normal(...) * 0.02) is differentiable") {
   const Kernel cell = Cell();
   D x = D::uniform({3, 4}, 10, -1, 1);

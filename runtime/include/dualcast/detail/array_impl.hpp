@@ -55,6 +55,15 @@ struct ArrayImpl;
 struct Origin {
   std::string op;
   std::vector<std::weak_ptr<ArrayImpl>> inputs;
+  // Every array upstream that was alive when this one was computed: the
+  // inputs, their ancestors, and so on (deduplicated; not through a constant
+  // op). A temporary in between (norm(x * 2): x * 2 is dropped) does not cut
+  // the path from the loss back to x, which `inputs` alone would. Dead entries
+  // are pruned whenever a descendant is noted, so a long tape-less loop keeps
+  // only what the user still holds. Capped at kMaxAncestors (`truncated`).
+  std::vector<std::weak_ptr<ArrayImpl>> ancestors;
+  bool truncated = false;
+  static constexpr size_t kMaxAncestors = 4096;
   bool taped = false;
   // The op is piecewise constant in its inputs (argmax, argmin): no gradient
   // flows through it by definition, so a path through it is not a missed one;
