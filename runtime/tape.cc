@@ -200,8 +200,10 @@ std::string Described(size_t i, const detail::ArrayImpl& a) {
 // (computed before it opened, or outside it), each with the first such array
 // on the path: the tape sees that array as a constant, so a gradient with
 // respect to anything behind it would miss that path. Found through the
-// arrays' Origins, which hold their inputs weakly: paths through arrays
-// nobody holds any more are not seen. Paths through an op without a
+// arrays' Origins: each untaped array's flattened ancestry (the arrays still
+// alive upstream of it, so a temporary dropped between it and an input does
+// not hide the path; past Origin::kMaxAncestors the check cannot be made and
+// says so). Paths through an op without a
 // gradient (Origin::constant, taped ones) are not missed paths: the arrays
 // behind it land in `through_constant` instead, with that op's result.
 using UntapedMap = absl::flat_hash_map<const detail::ArrayImpl*, const detail::ArrayImpl*>;

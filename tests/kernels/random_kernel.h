@@ -125,6 +125,10 @@ T EvalNode(const Tree& tree, int n, std::span<const T> x, Trail* trail = nullptr
       if constexpr (kRecords<T>) {
         if (node.op == 3 || node.op == 4 || node.op == 7 || node.op == 8) Note(trail, a < b);
         if (node.op == 9) Note(trail, std::signbit(a) == std::signbit(b));
+        if (node.op == 5 || node.op == 6) {  // hypot's kink at the origin; atan2's jump at a = 0, b < 0
+          Note(trail, a > 0);
+          Note(trail, b > 0);
+        }
       }
       switch (node.op) {
         case 0: return a + b;
