@@ -15,11 +15,11 @@
 namespace dualcast::jit {
 
 std::string CpuKernelSymbol(const KernelSpec& spec) {
-  // Format tag "dc_cpu" + 4 (1: tanh/sigmoid formulas; 2: inline exp/expm1; 3: i32 lane masks;
-  // 4: symmetric vector hypot):
+  // Format tag "dc_cpu" + 5 (1: tanh/sigmoid formulas; 2: inline exp/expm1; 3: i32 lane masks;
+  // 4: symmetric vector hypot; 5: exp's NaN lanes run through, k from the rounding's bits):
   // bump whenever the generated code changes, so no process loads an object compiled by older
   // code from disk.
-  return spec.Symbol(0x64635f637079ull);
+  return spec.Symbol(0x64635f63707aull);
 }
 
 std::string CpuFeaturesString() { return cpu::CpuFeaturesString(); }

@@ -43,7 +43,7 @@ class ExpEmitter {
 
   llvm::Value* Exp() {
     Reduce(fmt_.exp_lo);
-    return KeepNaN(Scale(b_.CreateFAdd(C(1), q_)));
+    return Scale(b_.CreateFAdd(C(1), q_));
   }
 
   llvm::Value* Expm1() {
@@ -52,12 +52,13 @@ class ExpEmitter {
     // 2^k q + (2^k - 1); k is capped so 2^k stays finite (the lanes above the
     // cap take `big`, where the -1 no longer shows).
     llvm::Value* over = b_.CreateFCmpOGT(kf_, C(fmt_.expm1_kmax));
-    llvm::Value* t = Pow2(b_.CreateSelect(over, C(fmt_.expm1_kmax), kf_));
+    llvm::Value* t = HasScalef() ? Scalef(C(1), b_.CreateSelect(over, C(fmt_.expm1_kmax), kf_))
+                                 : Pow2Int(b_.CreateSelect(over, Int(fmt_.expm1_kmax), k_));
     llvm::Value* small = FmulAdd(t, q_, b_.CreateFSub(t, C(1)));
     llvm::Value* y = b_.CreateSelect(over, big, small);
     // r + r^2 p adds +0 to -0 when x = -0; expm1(±0) = ±0.
     y = b_.CreateSelect(b_.CreateFCmpOEQ(x_, C(0)), x_, y);
-    return KeepNaN(y);
+    return y;
   }
 
  private:
@@ -84,15 +85,8 @@ class ExpEmitter {
   // subnormal or overflows.
   llvm::Value* Scale(llvm::Value* v) {
     if (HasScalef()) return Scalef(v, kf_);
-    llvm::Value* k = b_.CreateFPToSI(kf_, i32_);
-    llvm::Value* k1 = b_.CreateAShr(k, Int(1));
-    return b_.CreateFMul(b_.CreateFMul(v, Pow2Int(k1)), Pow2Int(b_.CreateSub(k, k1)));
-  }
-
-  // 2^k for integer-valued lanes k in the normal exponent range.
-  llvm::Value* Pow2(llvm::Value* kf) {
-    if (HasScalef()) return Scalef(C(1), kf);
-    return Pow2Int(b_.CreateFPToSI(kf, i32_));
+    llvm::Value* k1 = b_.CreateAShr(k_, Int(1));
+    return b_.CreateFMul(b_.CreateFMul(v, Pow2Int(k1)), Pow2Int(b_.CreateSub(k_, k1)));
   }
   llvm::Value* Pow2Int(llvm::Value* k) {
     llvm::Value* wide = fmt_.f32 ? k : b_.CreateSExt(k, bits_);
@@ -101,19 +95,26 @@ class ExpEmitter {
                             type_);
   }
 
-  // k and q = expm1(r), r = x - k ln 2, for x clamped to [lo, exp_hi]
-  // (NaN lanes computed as 0 and restored by KeepNaN: a NaN must never reach
-  // the float-to-int conversion, whose result would be poison).
+  // k and q = expm1(r), r = x - k ln 2, for x clamped to [lo, exp_hi]. A
+  // NaN runs through every step (the clamps' compares are false for it, so
+  // it keeps x) and comes out NaN: no float-to-int conversion is made (its
+  // result for NaN is poison); the integer k is read from the rounding sum's
+  // bits instead, garbage for a NaN lane but only ever multiplied by NaN.
   void Reduce(double lo) {
-    // With vscalef no float-to-int conversion happens and NaN runs through.
-    llvm::Value* x = HasScalef() ? x_ : b_.CreateSelect(b_.CreateFCmpUNO(x_, x_), C(0), x_);
-    x = b_.CreateSelect(b_.CreateFCmpOGT(x, C(fmt_.exp_hi)), C(fmt_.exp_hi), x);
+    llvm::Value* x = b_.CreateSelect(b_.CreateFCmpOGT(x_, C(fmt_.exp_hi)), C(fmt_.exp_hi), x_);
     x = b_.CreateSelect(b_.CreateFCmpOLT(x, C(lo)), C(lo), x);
     // Round x / ln 2 to the nearest integer by adding and removing 1.5 * 2^p
     // (exact for |x / ln 2| < 2^(p-1); LLVM keeps the pair without fast-math).
+    // The sum lies in [2^p, 2^(p+1)), where an ulp is 1: its bits minus the
+    // constant's are k as an integer.
     const double magic = fmt_.f32 ? 0x1.8p23 : 0x1.8p52;
-    llvm::Value* kf = b_.CreateFSub(
-        b_.CreateFAdd(b_.CreateFMul(x, C(1.4426950408889634)), C(magic)), C(magic));
+    llvm::Value* rounded = b_.CreateFAdd(b_.CreateFMul(x, C(1.4426950408889634)), C(magic));
+    llvm::Value* kf = b_.CreateFSub(rounded, C(magic));
+    if (!HasScalef()) {
+      llvm::Value* magic_bits = b_.CreateBitCast(C(magic), bits_);
+      k_ = b_.CreateSub(b_.CreateBitCast(rounded, bits_), magic_bits);
+      if (!fmt_.f32) k_ = b_.CreateTrunc(k_, i32_);
+    }
     llvm::Value* neg_k = b_.CreateFNeg(kf);
     llvm::Value* r = FmulAdd(neg_k, C(fmt_.ln2_hi), x);
     r = FmulAdd(neg_k, C(fmt_.ln2_lo), r);
@@ -139,10 +140,6 @@ class ExpEmitter {
     kf_ = kf;
   }
 
-  llvm::Value* KeepNaN(llvm::Value* y) {
-    if (HasScalef()) return y;
-    return b_.CreateSelect(b_.CreateFCmpUNO(x_, x_), x_, y);
-  }
 
   llvm::IRBuilder<>& b_;
   llvm::Value* x_;
@@ -151,6 +148,7 @@ class ExpEmitter {
   llvm::FixedVectorType* i32_;   // k
   llvm::FixedVectorType* bits_;  // integers as wide as an element
   llvm::Value* kf_ = nullptr;  // k as an integer-valued float
+  llvm::Value* k_ = nullptr;   // k as i32 lanes (not with vscalef)
   llvm::Value* q_ = nullptr;
 };
 

@@ -19,6 +19,9 @@
 //              rounds);
 //   expm1(x) = 2^k q + (2^k - 1) (one FMA; exact q when k = 0, so tiny x
 //              keeps full relative accuracy), exp(x) - 1 once 2^k - 1 = 2^k.
+// The integer k is read from the bits of the rounding sum x/ln2 + 1.5*2^p
+// (no float-to-int conversion, whose result for NaN is poison), so a NaN
+// lane runs through every step to NaN with no select to guard it.
 // Special values: NaN -> NaN; +inf -> +inf; exp(-inf) = +0, expm1(-inf) = -1;
 // overflow to +inf above the largest finite result (88.72 / 709.78).
 // Accuracy (tests/cpu/accuracy_test.cc, the reference table): within 2 ulp
