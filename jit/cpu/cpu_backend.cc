@@ -15,11 +15,12 @@
 namespace dualcast::jit {
 
 std::string CpuKernelSymbol(const KernelSpec& spec) {
-  // Format tag "dc_cpu" + 5 (1: tanh/sigmoid formulas; 2: inline exp/expm1; 3: i32 lane masks;
-  // 4: symmetric vector hypot; 5: exp's NaN lanes run through, k from the rounding's bits):
+  // Format tag "dc_cpu" + 6 (1: tanh/sigmoid formulas; 2: inline exp/expm1; 3: i32 lane masks;
+  // 4: symmetric vector hypot; 5: exp's NaN lanes run through, k from the rounding's bits;
+  // 6: plain loads, the tail through a stack copy):
   // bump whenever the generated code changes, so no process loads an object compiled by older
   // code from disk.
-  return spec.Symbol(0x64635f63707aull);
+  return spec.Symbol(0x64635f63707bull);
 }
 
 std::string CpuFeaturesString() { return cpu::CpuFeaturesString(); }

@@ -1,6 +1,7 @@
 // SinkIntoUniformBranches: pure instructions above a uniform branch cloned into the sides that use them.
 #include "jit/cpu/sink_uniform.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "llvm/Analysis/ValueTracking.h"
@@ -21,8 +22,10 @@ llvm::BasicBlock* UseBlock(const llvm::Use& use) {
 
 // A read of a kernel input: the body's input pointers are `noalias readonly`,
 // so nothing the kernel stores can change what the load sees, and moving it
-// later (into a side) or cloning it is safe.
-bool ReadsOnlyAnInput(const llvm::Instruction& inst) {
+// later (into a side) or cloning it is safe. The same holds for a read
+// through a select of such a pointer and an input copy (see the header).
+bool ReadsOnlyAnInput(const llvm::Instruction& inst,
+                      const std::vector<llvm::AllocaInst*>& input_copies) {
   const llvm::Value* pointer = nullptr;
   if (const auto* load = llvm::dyn_cast<llvm::LoadInst>(&inst)) {
     if (load->isVolatile() || load->isAtomic()) return false;
@@ -33,19 +36,26 @@ bool ReadsOnlyAnInput(const llvm::Instruction& inst) {
   } else {
     return false;
   }
-  const auto* arg = llvm::dyn_cast<llvm::Argument>(llvm::getUnderlyingObject(pointer));
-  return arg != nullptr && arg->hasNoAliasAttr() && arg->onlyReadsMemory();
+  llvm::SmallVector<const llvm::Value*, 2> objects;
+  llvm::getUnderlyingObjects(pointer, objects);
+  for (const llvm::Value* object : objects) {
+    if (std::find(input_copies.begin(), input_copies.end(), object) != input_copies.end()) continue;
+    const auto* arg = llvm::dyn_cast<llvm::Argument>(object);
+    if (arg == nullptr || !arg->hasNoAliasAttr() || !arg->onlyReadsMemory()) return false;
+  }
+  return !objects.empty();
 }
 
-bool Sinkable(const llvm::Instruction& inst) {
+bool Sinkable(const llvm::Instruction& inst, const std::vector<llvm::AllocaInst*>& input_copies) {
   if (inst.isTerminator() || llvm::isa<llvm::PHINode>(inst)) return false;
-  if (ReadsOnlyAnInput(inst)) return true;
+  if (ReadsOnlyAnInput(inst, input_copies)) return true;
   return !inst.mayReadOrWriteMemory() && !inst.mayHaveSideEffects();
 }
 
 }  // namespace
 
-void SinkIntoUniformBranches(llvm::Function& fn, const std::vector<llvm::BranchInst*>& branches) {
+void SinkIntoUniformBranches(llvm::Function& fn, const std::vector<llvm::BranchInst*>& branches,
+                             const std::vector<llvm::AllocaInst*>& input_copies) {
   if (branches.empty()) return;
   // Cloning instructions never changes the CFG, so one dominator tree serves all branches.
   llvm::DominatorTree dom(fn);
@@ -57,7 +67,7 @@ void SinkIntoUniformBranches(llvm::Function& fn, const std::vector<llvm::BranchI
     std::vector<llvm::Instruction*> candidates;
     for (llvm::Instruction& inst : *block) {
       if (&inst == branch) break;
-      if (Sinkable(inst)) candidates.push_back(&inst);
+      if (Sinkable(inst, input_copies)) candidates.push_back(&inst);
     }
     for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
       llvm::Instruction* inst = *it;

@@ -9,7 +9,9 @@
 // clones each such pure instruction into every side that uses it and drops
 // the original, innermost uses first, so nested uniform ifs sink it further.
 // Loads of kernel inputs (noalias, read-only) move like pure work, so a side
-// reads only the arrays it uses; work used after the if stays. It runs before the
+// reads only the arrays it uses (also through a select of such a pointer and
+// an `input_copies` alloca: the kernel's stack copy of an input's tail, stored
+// before the loads that read it and not again before they run); work used after the if stays. It runs before the
 // optimiser, which never hoists identical code out of two sides again
 // (SimplifyCFG's hoisting of common instructions is off in our pipeline).
 //
@@ -20,6 +22,7 @@
 #include <vector>
 
 namespace llvm {
+class AllocaInst;
 class BranchInst;
 class Function;
 }  // namespace llvm
@@ -28,6 +31,7 @@ namespace dualcast::jit::cpu {
 
 // `branches` are conditional branches of `fn` whose successors each have the
 // branch's block as their only predecessor, outer ifs before inner ones.
-void SinkIntoUniformBranches(llvm::Function& fn, const std::vector<llvm::BranchInst*>& branches);
+void SinkIntoUniformBranches(llvm::Function& fn, const std::vector<llvm::BranchInst*>& branches,
+                             const std::vector<llvm::AllocaInst*>& input_copies = {});
 
 }  // namespace dualcast::jit::cpu
