@@ -585,6 +585,7 @@ class KernelEmitter {
     std::vector<ContiguousStore> contiguous_stores;
     std::vector<llvm::Value*> row_values(outputs.size(), nullptr);
     std::vector<std::pair<size_t, llvm::Value*>> scratch_adds;  // output, widened value
+    std::vector<std::pair<size_t, llvm::Value*>> reduced_along;  // the same, for the loop's accumulator
     llvm::Type* f64_vec = LlvmType(ctx_, Type::kF64, lanes_);
     for (size_t m = 0; m < outputs.size(); ++m) {
       if (out_ptr_[m] < 0) continue;
@@ -596,8 +597,8 @@ class KernelEmitter {
           row_values[m] = wide;
           continue;
         }
-        if (ReducedAlong(m, d)) {  // inactive lanes must add the identity (theirs may be NaN)
-          row_values[m] = b.CreateSelect(active, wide, Identity(m, f64_vec));
+        if (ReducedAlong(m, d)) {
+          reduced_along.emplace_back(m, wide);
           continue;
         }
         scratch_adds.emplace_back(m, wide);
@@ -616,6 +617,26 @@ class KernelEmitter {
         if (add) v = b.CreateFAdd(b.CreateMaskedGather(vec, addresses, align, active, zeros), v);
         b.CreateMaskedScatter(v, addresses, align, active);
       }
+    }
+    if (!reduced_along.empty()) {
+      // Inactive lanes must add the identity (theirs may be NaN). Only the
+      // tail selects: with AVX2 the select widens the i32 lane mask to f64
+      // lanes, five vector instructions per iteration for each such output.
+      std::vector<llvm::Value*> kept = split(
+          "reduce",
+          [&] {
+            std::vector<llvm::Value*> v;
+            for (auto& [m, wide] : reduced_along) v.push_back(wide);
+            return v;
+          },
+          [&] {
+            std::vector<llvm::Value*> v;
+            for (auto& [m, wide] : reduced_along) {
+              v.push_back(b.CreateSelect(active, wide, Identity(m, f64_vec)));
+            }
+            return v;
+          });
+      for (size_t r = 0; r < reduced_along.size(); ++r) row_values[reduced_along[r].first] = kept[r];
     }
     if (!contiguous_stores.empty()) {
       split(
