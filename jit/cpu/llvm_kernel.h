@@ -18,8 +18,10 @@
 // The innermost dim steps by W = host vector bits / dtype bits (AVX-512: 16
 // f32 or 8 f64; AVX2: 8 / 4; else 4 / 2): lane k holds element i + k, lanes
 // at or past the end of the row are masked off. Each step loads every input
-// (a broadcast one as a scalar load and splat, a contiguous one as a vector
-// load, masked in the row's last step, a strided one as a masked gather),
+// (a broadcast one as a scalar load and splat, a contiguous one as a plain
+// vector load, which in the row's last step reads a stack copy of the
+// remaining elements filled by one masked load, a strided one as a masked
+// gather),
 // runs the Function once on W-lane vectors (LlvmPrinter through
 // CodegenWalk), and stores every output the spec's `write` mask selects the
 // same way. The tail runs the very same code as the full vectors, so a
