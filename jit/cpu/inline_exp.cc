@@ -140,7 +140,6 @@ class ExpEmitter {
     kf_ = kf;
   }
 
-
   llvm::IRBuilder<>& b_;
   llvm::Value* x_;
   llvm::FixedVectorType* type_;

@@ -618,28 +618,12 @@ class KernelEmitter {
         b.CreateMaskedScatter(v, addresses, align, active);
       }
     }
-    if (!reduced_along.empty()) {
-      // Inactive lanes must add the identity (theirs may be NaN). Only the
-      // tail selects: with AVX2 the select widens the i32 lane mask to f64
-      // lanes, five vector instructions per iteration for each such output.
+    // One full/tail diamond for the contiguous stores and the values reduced
+    // along the row. Inactive lanes must add the identity (theirs may be
+    // NaN); only the tail selects it: with AVX2 the select widens the i32
+    // lane mask to f64 lanes, five vector instructions per step and output.
+    if (!contiguous_stores.empty() || !reduced_along.empty()) {
       std::vector<llvm::Value*> kept = split(
-          "reduce",
-          [&] {
-            std::vector<llvm::Value*> v;
-            for (auto& [m, wide] : reduced_along) v.push_back(wide);
-            return v;
-          },
-          [&] {
-            std::vector<llvm::Value*> v;
-            for (auto& [m, wide] : reduced_along) {
-              v.push_back(b.CreateSelect(active, wide, Identity(m, f64_vec)));
-            }
-            return v;
-          });
-      for (size_t r = 0; r < reduced_along.size(); ++r) row_values[reduced_along[r].first] = kept[r];
-    }
-    if (!contiguous_stores.empty()) {
-      split(
           "store",
           [&] {
             for (const ContiguousStore& s : contiguous_stores) {
@@ -647,7 +631,9 @@ class KernelEmitter {
               if (s.add) x = b.CreateFAdd(b.CreateAlignedLoad(vec, s.address, align), x);
               b.CreateAlignedStore(x, s.address, align);
             }
-            return std::vector<llvm::Value*>{};
+            std::vector<llvm::Value*> v;
+            for (auto& [m, wide] : reduced_along) v.push_back(wide);
+            return v;
           },
           [&] {
             for (const ContiguousStore& s : contiguous_stores) {
@@ -657,8 +643,13 @@ class KernelEmitter {
               }
               b.CreateMaskedStore(x, s.address, align, active);
             }
-            return std::vector<llvm::Value*>{};
+            std::vector<llvm::Value*> v;
+            for (auto& [m, wide] : reduced_along) {
+              v.push_back(b.CreateSelect(active, wide, Identity(m, f64_vec)));
+            }
+            return v;
           });
+      for (size_t r = 0; r < reduced_along.size(); ++r) row_values[reduced_along[r].first] = kept[r];
     }
     for (auto& [m, wide] : scratch_adds) EmitScratchAdd(b, m, wide, out_off[m], i, d, active, full);
     return row_values;
