@@ -34,6 +34,22 @@ wait_for() {
   done
 }
 keys() { $t send-keys -t repl "$@"; }
+# wait_prompt: until the pane's last non-blank line is a bare prompt, i.e. the
+# editor is back for the next line. Keys sent before that are echoed by the tty
+# in cooked mode (a Tab shows as spaces) and only then read by libedit, so a
+# screen check on such a line would race with a slow (CI, sanitized) run.
+wait_prompt() {
+  i=0
+  while [ "$(screen | sed 's/[[:space:]]*$//' | grep -v '^$' | tail -n 1)" != 'dc>' ]; do
+    i=$((i + 1))
+    if [ $i -gt 100 ]; then
+      echo "tmux_session.sh: timed out waiting for a fresh prompt; the screen was:" >&2
+      screen >&2
+      exit 1
+    fi
+    sleep 0.1
+  done
+}
 
 wait_for 1 'dc>'
 keys 'def twice(x) = x * 2' Enter
@@ -67,11 +83,16 @@ wait_for 1 '42'
 printf 'def polar(x, y) = (hypot(x, y), atan2(y, x))\n' > "$tmp/defs.dc"
 keys ':lo' Tab "$tmp/defs.dc" Enter
 wait_for 1 'defined polar(x, y) -> 2 outputs'
-keys 'pola' Tab '.(3, 4)[1] * 1111' Enter
-wait_for 1 'dc> polar.(3, 4)[1] * 1111'
+wait_prompt
+keys 'pola' Tab
+wait_for 1 'dc> polar'
+keys '.(3, 4)[1] * 1111' Enter
+# 5555 (not "unknown name 'pola'") is the proof that Tab completed the name;
+# the history check at the end shows the line as it ran.
 wait_for 1 '5555'
 
 # Ctrl-C while typing drops the line (nothing runs) and prompts again.
+wait_prompt
 keys 'cancelled_line = 1 +'
 # Wait for the echo first: a Ctrl-C that overtakes the typed keys (a slow,
 # sanitized build) would cancel half a line and the check below would race.
@@ -84,6 +105,7 @@ wait_for 1 "error: unknown name 'cancelled_line'"
 # Ctrl-C during a running statement cancels it; the session goes on.
 keys 'big = rand(1500, 1500)' Enter
 wait_for 1 'big ='
+wait_prompt
 keys ':time matmul(big, big)' Enter
 wait_for 1 'dc> :time matmul(big, big)'
 sleep 0.5
@@ -107,6 +129,11 @@ done
 sed 's/\\040/ /g' "$tmp/data/dualcast/repl_history" |
   grep -qF 'def piece(x) = if x > 0 then twice(x) else 0' || {
   echo "tmux_session.sh: the multi-line definition is not one history entry:" >&2
+  cat "$tmp/data/dualcast/repl_history" >&2
+  exit 1
+}
+sed 's/\\040/ /g' "$tmp/data/dualcast/repl_history" | grep -qF 'polar.(3, 4)[1] * 1111' || {
+  echo "tmux_session.sh: the tab-completed line is not in the history as typed:" >&2
   cat "$tmp/data/dualcast/repl_history" >&2
   exit 1
 }
