@@ -48,15 +48,22 @@ struct Expr {
 };
 
 // The 0-based part an Expr::kIndex picks from a value with `parts` outputs; a
-// SourceError when the (1-based) index is out of range.
+// SourceError when the (1-based) index is out of range, and for any index on a
+// value with one output: a NumPy reader's a[1] means row 1, and handing back
+// the whole array would be a silent surprise.
 inline size_t PartIndex(const Expr& e, size_t parts) {
   const double k = e.number;
+  if (parts == 1) {
+    throw SourceError(ErrorCategory::kValue, e.op_span,
+                      "[" + std::to_string(static_cast<long long>(k)) +
+                          "] picks an output of a function with several outputs, and this value has "
+                          "one; the REPL has no element indexing or slicing of arrays (the C++ API "
+                          "does: dualcast::slice)");
+  }
   if (k < 1 || k > static_cast<double>(parts)) {
     throw SourceError(ErrorCategory::kValue, e.op_span,
-                      "index " + std::to_string(static_cast<long long>(k)) + " is out of range: " +
-                          (parts == 1 ? std::string("this value has one output (no index needed)")
-                                      : "this value has " + std::to_string(parts) +
-                                            " outputs, numbered 1 to " + std::to_string(parts)));
+                      "index " + std::to_string(static_cast<long long>(k)) + " is out of range: this value has " +
+                          std::to_string(parts) + " outputs, numbered 1 to " + std::to_string(parts));
   }
   return static_cast<size_t>(k) - 1;
 }

@@ -1,6 +1,7 @@
 // Top-level expression evaluation through the dualcast runtime (see evaluator.h).
 #include "examples/repl/evaluator.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -373,6 +374,42 @@ Value Evaluator::Builtin(const Expr& e, bool* found) {
     arity(3, 3, "where(cond, a, b): a where cond != 0, else b; both are computed");
     A c = Array(*e.args[0]), a = Array(*e.args[1]), b = Array(*e.args[2]);
     return one(AtSpan(e.span, [&] { return dualcast::where(c, a, b); }));
+  }
+  if (n == "clip") {
+    arity(3, 3, "clip(x, lo, hi): x clamped into [lo, hi] elementwise");
+    A x = Array(*e.args[0]), lo = Array(*e.args[1]), hi = Array(*e.args[2]);
+    return one(AtSpan(e.span, [&] { return dualcast::clip(x, lo, hi); }));
+  }
+  if (n == "concat" || n == "stack") {
+    arity(1, SIZE_MAX, n == "concat" ? "concat(a, b, ...) joins along axis 0"
+                                     : "stack(a, b, ...) joins along a new axis 0");
+    std::vector<A> parts;
+    for (const auto& a : e.args) parts.push_back(Array(*a));
+    return one(AtSpan(e.span, [&] { return n == "concat" ? dualcast::concat(parts) : dualcast::stack(parts); }));
+  }
+  if (n == "slice") {
+    arity(4, 5, "slice(x, axis, start, stop) or slice(x, axis, start, stop, step): a view, 0-based, "
+                "stop excluded, as NumPy's x[..., start:stop:step]");
+    A x = Array(*e.args[0]);
+    const int64_t axis = Integer(*e.args[1], "the axis of slice");
+    // start and stop may be negative (from the end, as in NumPy): whole numbers, not Integer()'s >= 0.
+    auto bound = [&](size_t k, const char* what) {
+      A b = Array(*e.args[k]);
+      if (b.size() != 1 || b.item() != std::floor(b.item())) {
+        throw SourceError(ErrorCategory::kValue, e.args[k]->span, std::string(what) + " must be a whole number");
+      }
+      return static_cast<int64_t>(std::clamp(b.item(), -9e18, 9e18));
+    };
+    dualcast::Slice dim{bound(2, "the start of slice"), bound(3, "the stop of slice"), 1};
+    if (argc == 5) dim.step = Integer(*e.args[4], "the step of slice");
+    if (static_cast<size_t>(axis) >= x.shape().size()) {
+      throw SourceError(ErrorCategory::kValue, e.args[1]->span,
+                        "axis " + std::to_string(axis) + " is out of range for an array of shape " + ShapeText(x) +
+                            " (axes are numbered from 0)");
+    }
+    std::vector<dualcast::Slice> dims(static_cast<size_t>(axis) + 1);
+    dims.back() = dim;
+    return one(AtSpan(e.span, [&] { return dualcast::slice(x, dims); }));
   }
   if (n == "fma") {
     arity(3, 3, "fma(a, b, c) = a*b + c, one rounding");

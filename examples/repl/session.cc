@@ -38,7 +38,7 @@ std::string Trim(std::string_view s) {
 constexpr const char* kArrayBuiltins[] = {
     "rand", "randn", "zeros", "ones", "range", "bernoulli", "sum", "mean", "matmul",
     "transpose", "reshape", "grad", "partials", "where", "select", "fma", "prod", "logsumexp",
-    "var", "norm", "argmax", "argmin"};
+    "var", "norm", "argmax", "argmin", "clip", "concat", "stack", "slice"};
 
 // The `:` commands, for completion (Command() is where they are run).
 constexpr const char* kCommands[] = {":ir", ":code", ":device", ":time", ":stats", ":vars", ":seed",
@@ -482,6 +482,8 @@ Arrays are float64 (double) on the current device. Statements:
   sum(x) mean(x) sum(x, axis) matmul(a, b) transpose(x) reshape(x, dims...) where(c, a, b)
   prod(x) logsumexp(x) var(x) norm(x) (axes optional)  max(x) min(x) (all; max(a, b) is elementwise)
   argmax(x) argmin(x) (flat index)  argmax(x, axis) argmin(x, axis)
+  slice(x, axis, start, stop, step) (a view, 0-based)  concat(a, b, ...) stack(a, b, ...) (axis 0)
+  clip(x, lo, hi)
   grad(loss, x, y)           reverse mode through the tape: d loss / d x, d loss / d y
   partials(f, x, y)          f's values and elementwise partials df/dx, df/dy (forward mode)
 Random numbers: the k-th random call of a session uses seed k (:seed n to choose);

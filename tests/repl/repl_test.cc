@@ -360,6 +360,29 @@ TEST_CASE("session: completion names, output indexing from 1, and Ctrl-C between
   std::signal(SIGINT, SIG_DFL);
 }
 
+TEST_CASE("session: slice, concat, stack and clip, with gradients; [k] on one output is an error") {
+  std::ostringstream out, err;
+  Session s(out, err);
+  REQUIRE(s.Run("a = [[1, 5, 5], [2, 0, -1]]"));
+  auto eval = [&](const char* text) { return s.Evaluate(text).parts[0].to_vector(); };
+  // a[:, 0:3:2] and a[-1:2] by hand.
+  CHECK(eval("slice(a, 1, 0, 3, 2)") == std::vector<double>{1, 5, 2, -1});
+  CHECK(eval("slice(a, 0, -1, 2)") == std::vector<double>{2, 0, -1});
+  // d/da sum(a[:, ::2] * [[10, 20]]): 10 in column 0, 20 in column 2, 0 in column 1.
+  CHECK(eval("grad(sum(slice(a, 1, 0, 3, 2) * [[10, 20]]), a)") == std::vector<double>{10, 0, 20, 10, 0, 20});
+  CHECK(eval("concat([1, 2], [3])") == std::vector<double>{1, 2, 3});
+  CHECK(eval("stack([1, 2], [3, 4])") == std::vector<double>{1, 2, 3, 4});
+  CHECK(s.Evaluate("stack([1, 2], [3, 4])").parts[0].shape() == std::vector<int64_t>{2, 2});
+  // d/da sum(concat(a, 3a) * w) with w = 1 in the first two rows, 2 in the last two: 1 + 3 * 2 = 7.
+  CHECK(eval("grad(sum(concat(a, a * 3) * [[1], [1], [2], [2]]), a)") == std::vector<double>(6, 7));
+  // d/da sum(clip(a, 0, 2) * a) = clip'(a) a + clip(a); clip' = 1 inside [lo, hi] (ends included), else 0.
+  CHECK(eval("grad(sum(clip(a, 0, 2) * a), a)") == std::vector<double>{1 + 1, 0 + 2, 0 + 2, 2 + 2, 0 + 0, 0 + 0});
+  CHECK_FALSE(s.Run("a[1]"));  // NumPy's a[1] is a row; never the whole array in silence
+  CHECK(err.str().find("picks an output of a function with several outputs") != std::string::npos);
+  CHECK_FALSE(s.Run("slice(a, 2, 0, 1)"));
+  CHECK(err.str().find("axis 2 is out of range for an array of shape [2, 3]") != std::string::npos);
+}
+
 TEST_CASE("where vs if: the untaken branch's NaN leaks into the unfused reverse sweep only") {
   std::ostringstream out, err;
   Session s(out, err);
