@@ -20,36 +20,31 @@ $t new-session -d -s repl -x 160 -y 50 \
   "env XDG_DATA_HOME=$tmp/data DUALCAST_CACHE_DIR=off TERM=xterm '$repl'; sleep 5"
 
 screen() { $t capture-pane -p -t repl -S -200; }
-# wait_for <count> <fixed string>: until the pane shows the string at least <count> times (10 s).
-wait_for() {
+# retry <what> <test...>: until the test succeeds (10 s); else the screen and a failure.
+retry() {
+  what=$1
+  shift
   i=0
-  while [ "$(screen | grep -cF -- "$2" || true)" -lt "$1" ]; do
+  while ! "$@"; do
     i=$((i + 1))
     if [ $i -gt 100 ]; then
-      echo "tmux_session.sh: timed out waiting for '$2' (x$1); the screen was:" >&2
+      echo "tmux_session.sh: timed out waiting for $what; the screen was:" >&2
       screen >&2
       exit 1
     fi
     sleep 0.1
   done
 }
-keys() { $t send-keys -t repl "$@"; }
+shows() { [ "$(screen | grep -cF -- "$2" || true)" -ge "$1" ]; }
+at_prompt() { [ "$(screen | sed 's/[[:space:]]*$//' | grep -v '^$' | tail -n 1)" = 'dc>' ]; }
+# wait_for <count> <fixed string>: until the pane shows the string at least <count> times.
+wait_for() { retry "'$2' (x$1)" shows "$1" "$2"; }
 # wait_prompt: until the pane's last non-blank line is a bare prompt, i.e. the
 # editor is back for the next line. Keys sent before that are echoed by the tty
 # in cooked mode (a Tab shows as spaces) and only then read by libedit, so a
 # screen check on such a line would race with a slow (CI, sanitized) run.
-wait_prompt() {
-  i=0
-  while [ "$(screen | sed 's/[[:space:]]*$//' | grep -v '^$' | tail -n 1)" != 'dc>' ]; do
-    i=$((i + 1))
-    if [ $i -gt 100 ]; then
-      echo "tmux_session.sh: timed out waiting for a fresh prompt; the screen was:" >&2
-      screen >&2
-      exit 1
-    fi
-    sleep 0.1
-  done
-}
+wait_prompt() { retry "a fresh prompt" at_prompt; }
+keys() { $t send-keys -t repl "$@"; }
 
 wait_for 1 'dc>'
 keys 'def twice(x) = x * 2' Enter
