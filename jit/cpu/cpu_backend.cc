@@ -18,10 +18,11 @@ std::string CpuKernelSymbol(const KernelSpec& spec) {
   // Format tag "dc_cpu" + 8 (1: tanh/sigmoid formulas; 2: inline exp/expm1; 3: i32 lane masks;
   // 4: symmetric vector hypot; 5: exp's NaN lanes run through, k from the rounding's bits;
   // 6: plain loads, the tail through a stack copy; 7: reduced lanes selected in the tail only;
-  // 8: one full/tail diamond for stores and reduced lanes):
+  // 8: one full/tail diamond for stores and reduced lanes; 9: ops.def gained rint, fdim, isinf,
+  // signbit, renumbering the ops after them):
   // bump whenever the generated code changes, so no process loads an object compiled by older
   // code from disk.
-  return spec.Symbol(0x64635f63707dull);
+  return spec.Symbol(0x64635f63707eull);
 }
 
 std::string CpuFeaturesString() { return cpu::CpuFeaturesString(); }

@@ -77,6 +77,15 @@ LlvmPrinter::Value LlvmPrinter::EmitOp(Op op, Type type, std::span<const Type> a
     case Op::kIsfinite:  // |x| < inf, false for NaN
       return b_.CreateFCmpOLT(Intrinsic(llvm::Intrinsic::fabs, arg_types[0], args),
                               Constant(arg_types[0], HUGE_VAL));
+    case Op::kIsinf:
+      return b_.CreateFCmpOEQ(Intrinsic(llvm::Intrinsic::fabs, arg_types[0], args),
+                              Constant(arg_types[0], HUGE_VAL));
+    case Op::kSignbit: {  // the sign bit itself: -0 and negative NaNs too
+      llvm::Type* t = args[0]->getType();
+      llvm::Type* bits = b_.getIntNTy(t->getScalarSizeInBits());
+      if (t->isVectorTy()) bits = llvm::VectorType::get(bits, llvm::cast<llvm::VectorType>(t));
+      return b_.CreateICmpSLT(b_.CreateBitCast(args[0], bits), llvm::Constant::getNullValue(bits));
+    }
     case Op::kAnd: return b_.CreateAnd(args[0], args[1]);
     case Op::kOr: return b_.CreateOr(args[0], args[1]);
     case Op::kNot: return b_.CreateNot(args[0]);
@@ -173,6 +182,13 @@ LlvmPrinter::Value LlvmPrinter::EmitMath(Op op, Type type, std::span<const Value
     case Op::kCeil: return Intrinsic(llvm::Intrinsic::ceil, type, args);
     case Op::kRound: return Intrinsic(llvm::Intrinsic::round, type, args);
     case Op::kTrunc: return Intrinsic(llvm::Intrinsic::trunc, type, args);
+    case Op::kRint: return Intrinsic(llvm::Intrinsic::rint, type, args);  // ties to even
+    // a - b above the kink, +0 at or below it, NaN when either is NaN (unordered).
+    case Op::kFdim: {
+      llvm::Value* flat = b_.CreateSelect(b_.CreateFCmpUNO(args[0], args[1]),
+                                          b_.CreateFAdd(args[0], args[1]), zero);
+      return b_.CreateSelect(b_.CreateFCmpOGT(args[0], args[1]), b_.CreateFSub(args[0], args[1]), flat);
+    }
     case Op::kCopysign: return Intrinsic(llvm::Intrinsic::copysign, type, args);
     case Op::kMin:
       return b_.CreateSelect(b_.CreateFCmpOLT(args[1], args[0]), args[1], args[0]);

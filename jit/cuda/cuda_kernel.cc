@@ -374,7 +374,7 @@ class SourceWriter {
 }  // namespace
 
 std::string CudaKernelSymbol(const KernelSpec& spec) {
-  return spec.Symbol(0x64635f637565ull);  // format tag "dc_cud" + 1 (tanh/sigmoid formulas): bump when the source changes meaning
+  return spec.Symbol(0x64635f637566ull);  // format tag "dc_cud" + 2 (1: tanh/sigmoid formulas; 2: ops renumbered by rint, fdim, isinf, signbit): bump when the source changes meaning
 }
 
 bool CudaReductionLanesOverKept(uint32_t reduce_bits, int rank) {

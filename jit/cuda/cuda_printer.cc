@@ -115,6 +115,12 @@ std::string CudaPrinter::Expression(Op op, Type type, std::span<const Type> arg_
     case Op::kIsfinite:  // |x| < inf, false for NaN
       return absl::StrCat(arg_types[0] == Type::kF32 ? "fabsf(" : "fabs(", args[0], ") < ",
                           CudaLiteral(arg_types[0], HUGE_VAL));
+    case Op::kIsinf:
+      return absl::StrCat(arg_types[0] == Type::kF32 ? "fabsf(" : "fabs(", args[0], ") == ",
+                          CudaLiteral(arg_types[0], HUGE_VAL));
+    case Op::kSignbit:  // the sign bit itself: -0 and negative NaNs too
+      return absl::StrCat(arg_types[0] == Type::kF32 ? "copysignf(1.0f, " : "copysign(1.0, ", args[0],
+                          ") < ", CudaLiteral(arg_types[0], 0));
     // Both operands are already computed values, so && and || cannot skip work.
     case Op::kAnd: return binary("&&");
     case Op::kOr: return binary("||");
@@ -154,6 +160,11 @@ std::string CudaPrinter::MathExpression(Op op, Type type, std::span<const Value>
     case Op::kCeil: return call(f32 ? "ceilf" : "ceil");
     case Op::kRound: return call(f32 ? "roundf" : "round");  // halves away from zero
     case Op::kTrunc: return call(f32 ? "truncf" : "trunc");
+    case Op::kRint: return call(f32 ? "rintf" : "rint");  // ties to even
+    // a - b above the kink, +0 at or below it, NaN when either is NaN.
+    case Op::kFdim:
+      return absl::StrCat("(", x, " > ", args[1], ") ? ", x, " - ", args[1], " : ((", x, " != ", x,
+                          " || ", args[1], " != ", args[1], ") ? ", x, " + ", args[1], " : ", zero, ")");
     case Op::kCopysign: return call(f32 ? "copysignf" : "copysign");
     // Ties (and NaN comparisons) keep the first argument, as in dual/.
     case Op::kMin: return absl::StrCat("(", args[1], " < ", x, ") ? ", args[1], " : ", x);

@@ -54,6 +54,7 @@ T EvalFloat(Op op, const double* in) {
     case Op::kCeil: return m::ceil(a);
     case Op::kRound: return m::round(a);
     case Op::kTrunc: return m::trunc(a);
+    case Op::kRint: return m::rint(a);
     case Op::kSigmoid: return m::sigmoid(a);
     case Op::kSoftplus: return m::softplus(a);
     case Op::kRelu: return m::relu(a);
@@ -70,6 +71,7 @@ T EvalFloat(Op op, const double* in) {
     case Op::kTgamma: return m::tgamma(a);
     case Op::kFmod: return m::fmod(a, b);
     case Op::kRemainder: return m::remainder(a, b);
+    case Op::kFdim: return m::fdim(a, b);
     case Op::kSign: return m::sign(a);
     case Op::kSquare: return m::square(a);
     case Op::kRsqrt: return m::rsqrt(a);
@@ -110,6 +112,9 @@ double EvalScalarOp(Op op, Type type, const double* args) {
         case Op::kNe: return Truth(a != b);
         case Op::kIsnan: return Truth(a != a);
         case Op::kIsfinite: return Truth(std::isfinite(a));
+        case Op::kIsinf: return Truth(std::isinf(a));
+        // float -> double keeps the sign bit, of a NaN too.
+        case Op::kSignbit: return Truth(std::signbit(a));
         default: break;
       }
       break;

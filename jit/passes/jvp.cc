@@ -45,6 +45,7 @@ unsigned TangentCarryingOperands(const Inst& inst) {
     case Op::kCeil:
     case Op::kRound:
     case Op::kTrunc:
+    case Op::kRint:
     case Op::kSign: return 0;  // piecewise constant
     case Op::kCopysign: return 0b01;  // only the sign of the second operand is read
     case Op::kLdexp: return 0b01;     // the count is an integer
@@ -351,6 +352,7 @@ class ForwardMode {
       case Op::kCeil:
       case Op::kRound:
       case Op::kTrunc:
+      case Op::kRint:
       case Op::kSign: return None();
       case Op::kSquare: return Scale(da, [&] { return mul(k(2), a); });
       // rsqrt' = (-0.5 y) / x (dual_cmath.hpp's order): one division, no y^3 to overflow.
@@ -442,6 +444,13 @@ class ForwardMode {
                     }));
       }
       case Op::kLdexp: return Scale(da, [&] { return op(Op::kLdexp, {k(1), b}); });
+      // fdim(a, b) = a - b above the kink, +0 at and below it (dual_math.hpp's rule: the
+      // kink takes the flat side's 0, like abs'(0)); NaN value => NaN partials.
+      case Op::kFdim: {
+        auto above = [&] { return op(Op::kGt, {a, b}); };
+        return Plus(Scale(da, [&] { return NanGuard(y, b_.Select(above(), k(1), k(0))); }),
+                    Scale(db, [&] { return NanGuard(y, b_.Select(above(), k(-1), k(0))); }));
+      }
       // logaddexp (dual_cmath.hpp's rule, same operations): d/da = 1/(1+e), d/db = e/(1+e)
       // for a > b, mirrored otherwise, (1/2, 1/2) on a tie; e = exp(-|a - b|) corrected by
       // the rounding error lo of s = a - b (TwoSum): e - e lo for s > 0, e + e lo otherwise.

@@ -14,7 +14,8 @@ namespace dualcast::jit {
 namespace {
 
 bool IsRounding(Op op) {
-  return op == Op::kFloor || op == Op::kCeil || op == Op::kRound || op == Op::kTrunc;
+  return op == Op::kFloor || op == Op::kCeil || op == Op::kRound || op == Op::kTrunc ||
+         op == Op::kRint;
 }
 
 class Simplifier : public Rewriter {
@@ -110,6 +111,7 @@ class Simplifier : public Rewriter {
       case Op::kCeil:
       case Op::kRound:
       case Op::kTrunc:
+      case Op::kRint:
         if (IsRounding(op_of(args[0]))) return args[0];
         break;
       case Op::kMin:

@@ -298,6 +298,11 @@ template <std::same_as<Var> V>
 Var fabs(const V& x) {
   return abs(x);
 }
+// rint under the default rounding mode, the only one kernels run in (ties to even).
+template <std::same_as<Var> V>
+Var nearbyint(const V& x) {
+  return rint(x);
+}
 // ldexp(x, n): n is truncated to an integer (see jit/ir/staple_math.h).
 
 template <TraceOperand A, TraceOperand B, TraceOperand C>

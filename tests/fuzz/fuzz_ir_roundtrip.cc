@@ -49,9 +49,10 @@ constexpr Op kUnary[] = {Op::kNeg,   Op::kExp,   Op::kExpm1,   Op::kLog,   Op::k
                          Op::kAsin,  Op::kAcos,  Op::kAtan,    Op::kSinh,  Op::kCosh,  Op::kTanh,
                          Op::kAsinh, Op::kAcosh, Op::kAtanh,   Op::kErf,   Op::kErfc,  Op::kAbs,
                          Op::kFloor, Op::kCeil,  Op::kRound,   Op::kTrunc, Op::kSigmoid,
-                         Op::kSoftplus, Op::kRelu};
+                         Op::kSoftplus, Op::kRelu, Op::kRint};
 constexpr Op kBinary[] = {Op::kAdd, Op::kSub,  Op::kMul,  Op::kDiv,   Op::kPow,      Op::kAtan2,
-                          Op::kMin, Op::kMax,  Op::kFmin, Op::kFmax,  Op::kHypot,    Op::kCopysign};
+                          Op::kMin, Op::kMax,  Op::kFmin, Op::kFmax,  Op::kHypot,    Op::kCopysign,
+                          Op::kFdim};
 constexpr Op kCompare[] = {Op::kLt, Op::kLe, Op::kGt, Op::kGe, Op::kEq, Op::kNe};
 
 double Interesting(FuzzedDataProvider& in) {

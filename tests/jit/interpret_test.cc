@@ -83,6 +83,7 @@ TEST_CASE("interpreter: every op once against a hand-written f64 expectation") {
       {Op::kCeil, {-2.5}, -2},
       {Op::kRound, {-2.5}, -3},  // halfway cases away from zero
       {Op::kTrunc, {-2.5}, -2},
+      {Op::kRint, {-2.5}, -2},  // halfway cases to even
       {Op::kSigmoid, {0}, 0.5},
       {Op::kSoftplus, {0}, std::log(2.0)},
       {Op::kRelu, {-1}, 0},
@@ -103,11 +104,14 @@ TEST_CASE("interpreter: every op once against a hand-written f64 expectation") {
       {Op::kErfinv, {0.5}, 0.47693627620446987},  // tabulated (A&S 7.1)
       {Op::kFmod, {-7, 3}, -1},                   // the sign of the dividend
       {Op::kRemainder, {8, 3}, -1},               // 8/3 rounds to 3
+      {Op::kFdim, {1, 3}, 0},                     // max(a - b, +0)
       {Op::kLdexp, {3, 4.9}, 48},                 // the count truncates to 4
       {Op::kLogaddexp, {0, 0}, std::log(2.0)},
       {Op::kClamp, {5, 0, 1}, 1},
       {Op::kIsnan, {kNaN}, 1},
       {Op::kIsfinite, {kInf}, 0},
+      {Op::kIsinf, {-kInf}, 1},
+      {Op::kSignbit, {-0.0}, 1},
       {Op::kLt, {1, 2}, 1},
       {Op::kLe, {2, 2}, 1},
       {Op::kGt, {1, 2}, 0},

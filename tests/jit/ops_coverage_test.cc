@@ -301,8 +301,10 @@ const char* Note(Op op) {
   switch (op) {
     case Op::kAbs: return "abs'(0) = 0; also `fabs`";
     case Op::kRelu: return "relu(-0) = +0, NaN stays NaN; relu'(0) = 0";
-    case Op::kFloor: case Op::kCeil: case Op::kRound: case Op::kTrunc:
-      return "derivative 0 (piecewise constant); round: halves away from zero";
+    case Op::kFloor: case Op::kCeil: case Op::kRound: case Op::kTrunc: case Op::kRint:
+      return "derivative 0 (piecewise constant); round: halves away from zero, rint: to even";
+    case Op::kFdim: return "a - b if a > b, else +0; partials (1, -1) above the kink, (0, 0) at and below it";
+    case Op::kSignbit: return "the sign bit: true for -0 and negative NaNs; no derivative (bool)";
     case Op::kSign: return "sign(+-0) = +-0, sign(NaN) = NaN; derivative 0";
     case Op::kMin: case Op::kMax:
       return "ties and a NaN first argument return the first argument, whose tangent is taken";
@@ -325,7 +327,7 @@ const char* Note(Op op) {
     case Op::kLog: case Op::kLog1p: case Op::kLog2: case Op::kLog10: case Op::kAtanh:
       return "outside the domain: NaN value and NaN partials";
     case Op::kDiv: return "0/0, inf/inf: NaN value and NaN partials";
-    case Op::kIsnan: case Op::kIsfinite: return "no derivative (bool)";
+    case Op::kIsnan: case Op::kIsfinite: case Op::kIsinf: return "no derivative (bool)";
     case Op::kSelect: return "`select(c, a, b)` (REPL: also `where`); the taken side's tangent";
     default: return "";
   }
@@ -340,7 +342,12 @@ std::string OpsMarkdown() {
      << "after `using namespace dc::math;`), a forward-mode derivative rule, an interpreter\n"
      << "meaning, a CPU (LLVM)\n"
      << "and a CUDA lowering, and is callable in the REPL by its name; the same test checks all of\n"
-     << "that. Arithmetic and comparisons are operators (`+ - * / < <= > >= == !=`, `&& || !`).\n\n"
+     << "that. Arithmetic and comparisons are operators (`+ - * / < <= > >= == !=`, `&& || !`).\n"
+     << "Kernels also accept `fabs` (= `abs`) and `nearbyint` (= `rint`: kernels run in the\n"
+     << "default rounding mode). Of `<cmath>`'s real functions, kernels do not have `logb`,\n"
+     << "`ilogb`, `nextafter`, `isnormal`, the integer-valued `lround`/`lrint` family, and the\n"
+     << "ones with several or pointer results (`frexp`, `modf`, `remquo`); `Dual` has them all\n"
+     << "(`dual/include/dualcast/dual_cmath.hpp`).\n\n"
      << "| op | arity | kind | conventions |\n|---|---|---|---|\n";
   for (int i = 0; i < kNumOps; ++i) {
     const Op op = static_cast<Op>(i);

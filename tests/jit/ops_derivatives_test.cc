@@ -59,6 +59,7 @@ L RefValue(Op op, const L* x) {
     case Op::kRemainder: return std::remainder(x[0], x[1]);
     case Op::kLdexp: return std::ldexp(x[0], static_cast<int>(std::trunc(x[1])));
     case Op::kClamp: return x[0] < x[1] ? x[1] : (x[2] < x[0] ? x[2] : x[0]);
+    case Op::kFdim: return x[0] > x[1] ? x[0] - x[1] : 0;
     default: break;
   }
   FAIL("no reference for ", Spelling(op));
@@ -98,6 +99,7 @@ TEST_CASE("staples: values match long-double <cmath>, partials match finite diff
       {Op::kRemainder, {-50, 0.5}, {50, 7}},
       {Op::kLdexp, {-4, -30}, {4, 30}},
       {Op::kClamp, {-3, -2, 0.5}, {3, -0.5, 2}},
+      {Op::kFdim, {-3, -3}, {3, 3}},
   };
   std::mt19937_64 rng(20);
   for (const Domain& d : domains) {
@@ -118,6 +120,7 @@ TEST_CASE("staples: values match long-double <cmath>, partials match finite diff
         const L frac = q - std::floor(q);
         if (frac < 1e-3L || frac > 1 - 1e-3L || std::abs(frac - 0.5L) < 1e-3L) continue;
       }
+      if (d.op == Op::kFdim && std::abs(xl[0] - xl[1]) < 1e-3L) continue;  // the kink
       CAPTURE(x);
       std::vector<double> got = ValueAndPartials(d.op, Type::kF64, x);
       // (glibc's lgamma/tgamma are a few ulp; lgamma is near 0 at x = 1 and 2,
@@ -347,6 +350,31 @@ TEST_CASE("atan2 and hypot follow the one-sided limits at infinite arguments") {
   // Far from the edges the partials are the plain a/h and b/(a^2 + b^2).
   CHECK(ValueAndPartials(Op::kHypot, Type::kF64, {3, 4})[1] == doctest::Approx(0.6));
   CHECK(ValueAndPartials(Op::kAtan2, Type::kF64, {3, 4})[1] == doctest::Approx(4.0 / 25));
+}
+
+TEST_CASE("fdim and rint at their edges: kink, ties, infinities, NaN") {
+  // fdim: a - b above the kink; at and below it +0 with partials (0, 0), the flat side's.
+  std::vector<double> above = ValueAndPartials(Op::kFdim, Type::kF64, {5, 2});
+  CHECK(above == std::vector<double>{3, 1, -1});
+  std::vector<double> kink = ValueAndPartials(Op::kFdim, Type::kF64, {2, 2});
+  CHECK(kink == std::vector<double>{0, 0, 0});
+  CHECK_FALSE(std::signbit(kink[0]));
+  CHECK(ValueAndPartials(Op::kFdim, Type::kF64, {-1, 2}) == std::vector<double>{0, 0, 0});
+  // C: fdim(inf, inf) = +0 (not inf - inf); a NaN operand gives NaN and NaN partials.
+  CHECK(ValueAndPartials(Op::kFdim, Type::kF64, {kInf, kInf})[0] == 0);
+  CHECK(ValueAndPartials(Op::kFdim, Type::kF64, {kInf, 1})[0] == kInf);
+  for (const std::vector<double>& x : {std::vector<double>{kNaN, 1}, std::vector<double>{1, kNaN}}) {
+    std::vector<double> r = ValueAndPartials(Op::kFdim, Type::kF32, x);
+    CHECK(std::isnan(r[0]));
+    CHECK(std::isnan(r[1]));
+    CHECK(std::isnan(r[2]));
+  }
+  // rint: ties to even, the sign of zero kept; derivative 0 (piecewise constant).
+  for (Type t : {Type::kF32, Type::kF64}) {
+    CHECK(ValueAndPartials(Op::kRint, t, {2.5}) == std::vector<double>{2, 0});
+    CHECK(ValueAndPartials(Op::kRint, t, {3.5}) == std::vector<double>{4, 0});
+    CHECK(std::signbit(ValueAndPartials(Op::kRint, t, {-0.25})[0]));
+  }
 }
 
 }  // namespace

@@ -124,6 +124,7 @@ inline constexpr auto kAllMath = [](auto x, auto y) {
   p += sinh(x) + cosh(x) + tanh(x) + asinh(x) + acosh(x) + atanh(x) + erf(x) + erfc(x);
   p += abs(x) + fabs(y) + min(x, y) + max(x, y) + fmin(x, y) + fmax(x, y) + hypot(x, y);
   p += copysign(x, y) + floor(x) + ceil(x) + round(x) + trunc(x) + fma(x, y, x);
+  p += rint(x) + nearbyint(y) + fdim(x, y);
   p += sigmoid(x) + softplus(x) + relu(x);
   p += pow(x, y) + pow(x, 2) + pow(2, x) + min(x, 0.0) + max(1, y);
   return p;
@@ -509,10 +510,11 @@ TEST_CASE("every math function of dual/ is found for Var after using namespace d
                 Op::kAtan2, Op::kSinh, Op::kCosh, Op::kTanh, Op::kAsinh, Op::kAcosh, Op::kAtanh,
                 Op::kErf, Op::kErfc, Op::kAbs, Op::kMin, Op::kMax, Op::kFmin, Op::kFmax,
                 Op::kHypot, Op::kCopysign, Op::kFloor, Op::kCeil, Op::kRound, Op::kTrunc,
-                Op::kFma, Op::kSigmoid, Op::kSoftplus, Op::kRelu, Op::kPow}) {
+                Op::kFma, Op::kSigmoid, Op::kSoftplus, Op::kRelu, Op::kPow, Op::kRint, Op::kFdim}) {
     CHECK_MESSAGE(CountOps(f, op) >= 1, Spelling(op));
   }
   CHECK(CountOps(f, Op::kAbs) == 2);  // abs(x) and fabs(y)
+  CHECK(CountOps(f, Op::kRint) == 2);  // rint(x) and nearbyint(y)
   CHECK(CountOps(f, Op::kPow) == 3);  // pow(x, y), pow(x, 2), pow(2, x)
   CHECK(CountOps(f, Op::kMin) == 2);  // min(x, y), min(x, 0.0)
   // The same lambda still runs on plain doubles and on Dual.
