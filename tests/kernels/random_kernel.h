@@ -10,7 +10,7 @@
 //
 // `GrowOptions{}` reproduces the original generator of random_kernel_test.cc
 // seed for seed (3 inputs, classic ops); `extended_ops` adds kinks and
-// conventions every layer must agree on (relu, floor, fmin, copysign, pow...).
+// conventions every layer must agree on (relu, floor, rint, fmin, fdim, copysign, pow...).
 //
 // Example:
 //   std::mt19937_64 rng(seed);
@@ -53,7 +53,7 @@ struct Tree {
 
 // Classic op counts (the original generator) and the extended ones.
 constexpr int kUnaryOps = 8, kBinaryOps = 6, kScalarOps = 4;
-constexpr int kUnaryOpsExtended = 16, kBinaryOpsExtended = 12;
+constexpr int kUnaryOpsExtended = 17, kBinaryOpsExtended = 13;
 
 struct GrowOptions {
   int num_inputs = 3;
@@ -100,6 +100,7 @@ T EvalNode(const Tree& tree, int n, std::span<const T> x, Trail* trail = nullptr
       if constexpr (kRecords<T>) {
         if (node.op == 6 || node.op == 8 || node.op == 10 || node.op == 13) Note(trail, a > 0);
         if (node.op == 11) Note(trail, a);
+        if (node.op == 16) Note(trail, a + 0.5);  // rint's steps at the half-integers
       }
       switch (node.op) {
         case 0: return sin(a);
@@ -117,13 +118,16 @@ T EvalNode(const Tree& tree, int n, std::span<const T> x, Trail* trail = nullptr
         case 12: return erf(a);
         case 13: return abs(a);
         case 14: return asinh(a);
-        default: return expm1(-a * a);
+        case 15: return expm1(-a * a);
+        default: return rint(a);
       }
     }
     case Node::kBinary: {
       T a = eval(node.a), b = eval(node.b);
       if constexpr (kRecords<T>) {
-        if (node.op == 3 || node.op == 4 || node.op == 7 || node.op == 8) Note(trail, a < b);
+        if (node.op == 3 || node.op == 4 || node.op == 7 || node.op == 8 || node.op == 12) {
+          Note(trail, a < b);  // fdim's kink at a = b as well
+        }
         if (node.op == 9) Note(trail, std::signbit(a) == std::signbit(b));
         if (node.op == 5 || node.op == 6) {  // hypot's kink at the origin; atan2's jump at a = 0, b < 0
           Note(trail, a > 0);
@@ -142,7 +146,8 @@ T EvalNode(const Tree& tree, int n, std::span<const T> x, Trail* trail = nullptr
         case 8: return fmax(a, b);
         case 9: return copysign(a, b);
         case 10: return a / (b * b + 1);
-        default: return fma(a, b, a);
+        case 11: return fma(a, b, a);
+        default: return fdim(a, b);
       }
     }
     case Node::kScalar: {
@@ -260,7 +265,7 @@ inline std::string ToCpp(const Tree& tree, int n) {
   };
   static const char* const kUnary[] = {"sin", "cos", "tanh", "sigmoid", "atan", "-", "sqrt1abs",
                                        "exptanh", "relu", "softplus", "log1pabs", "floor", "erf",
-                                       "abs", "asinh", "expm1negsq"};
+                                       "abs", "asinh", "expm1negsq", "rint"};
   switch (node.kind) {
     case Node::kInput: return "x" + std::to_string(node.index);
     case Node::kUnary:
@@ -273,7 +278,7 @@ inline std::string ToCpp(const Tree& tree, int n) {
       }
     case Node::kBinary: {
       static const char* const kFn[] = {"+", "-", "*", "min", "max", "hypot",
-                                        "atan2", "fmin", "fmax", "copysign", "", "fma"};
+                                        "atan2", "fmin", "fmax", "copysign", "", "fma", "fdim"};
       if (node.op <= 2) return "(" + s(node.a) + " " + kFn[node.op] + " " + s(node.b) + ")";
       if (node.op == 10) return "(" + s(node.a) + " / (" + s(node.b) + " * " + s(node.b) + " + 1))";
       if (node.op == 11) return "fma(" + s(node.a) + ", " + s(node.b) + ", " + s(node.a) + ")";
