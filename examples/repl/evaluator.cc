@@ -1,7 +1,6 @@
 // Top-level expression evaluation through the dualcast runtime (see evaluator.h).
 #include "examples/repl/evaluator.h"
 
-#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -219,16 +218,17 @@ Value Evaluator::UserCall(const Expr& e, const UserFunction& f) {
   return out;
 }
 
-int64_t Evaluator::Integer(const Expr& e, const std::string& what) {
+int64_t Evaluator::Integer(const Expr& e, const std::string& what, bool allow_negative) {
   A a = Array(e);
   if (a.size() != 1) {
     throw SourceError(ErrorCategory::kValue, e.span,
                       what + " must be a number, not an array of shape " + ShapeText(a));
   }
   const double v = a.item();
-  if (!(v >= 0) || v != std::floor(v) || v > 1e12) {
+  if (!(v >= (allow_negative ? -1e12 : 0)) || v != std::floor(v) || v > 1e12) {
     throw SourceError(ErrorCategory::kValue, e.span,
-                      what + " must be a whole number >= 0, got " + FormatArray(a));
+                      what + (allow_negative ? " must be a whole number" : " must be a whole number >= 0") +
+                          ", got " + FormatArray(a));
   }
   return static_cast<int64_t>(v);
 }
@@ -392,15 +392,9 @@ Value Evaluator::Builtin(const Expr& e, bool* found) {
                 "stop excluded, as NumPy's x[..., start:stop:step]");
     A x = Array(*e.args[0]);
     const int64_t axis = Integer(*e.args[1], "the axis of slice");
-    // start and stop may be negative (from the end, as in NumPy): whole numbers, not Integer()'s >= 0.
-    auto bound = [&](size_t k, const char* what) {
-      A b = Array(*e.args[k]);
-      if (b.size() != 1 || b.item() != std::floor(b.item())) {
-        throw SourceError(ErrorCategory::kValue, e.args[k]->span, std::string(what) + " must be a whole number");
-      }
-      return static_cast<int64_t>(std::clamp(b.item(), -9e18, 9e18));
-    };
-    dualcast::Slice dim{bound(2, "the start of slice"), bound(3, "the stop of slice"), 1};
+    // start and stop may be negative: they count from the end, as in NumPy.
+    dualcast::Slice dim{Integer(*e.args[2], "the start of slice", /*allow_negative=*/true),
+                        Integer(*e.args[3], "the stop of slice", /*allow_negative=*/true), 1};
     if (argc == 5) dim.step = Integer(*e.args[4], "the step of slice");
     if (static_cast<size_t>(axis) >= x.shape().size()) {
       throw SourceError(ErrorCategory::kValue, e.args[1]->span,

@@ -45,7 +45,7 @@ class Evaluator {
   A Unary(const Expr& e);
   A Binary(const Expr& e);
   std::vector<int64_t> Dims(const Expr& call, size_t first, size_t count);
-  int64_t Integer(const Expr& e, const std::string& what);
+  int64_t Integer(const Expr& e, const std::string& what, bool allow_negative = false);
 
   Session& s_;
   std::vector<std::pair<std::string, Value>> locals_;  // 'let' bindings, innermost last
