@@ -25,6 +25,12 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // structurally zero (never emitted, never multiplied).
 using Lanes = std::vector<ValueId>;
 
+// The rounding ops and sign: derivative 0 wherever it exists, so no tangent is emitted.
+bool IsPiecewiseConstant(Op op) {
+  return op == Op::kFloor || op == Op::kCeil || op == Op::kRound || op == Op::kTrunc ||
+         op == Op::kRint || op == Op::kSign;
+}
+
 // Which operands' tangents can reach the result (bit k = operand k). This is
 // the sparsity pattern of the rule table below; the pre-pass uses it to decide
 // which lanes an If must carry before either branch has been emitted.
@@ -40,13 +46,8 @@ unsigned TangentCarryingOperands(const Inst& inst) {
     case OpKind::Arith:
     case OpKind::Math: break;
   }
+  if (IsPiecewiseConstant(inst.op)) return 0;
   switch (inst.op) {
-    case Op::kFloor:
-    case Op::kCeil:
-    case Op::kRound:
-    case Op::kTrunc:
-    case Op::kRint:
-    case Op::kSign: return 0;  // piecewise constant
     case Op::kCopysign: return 0b01;  // only the sign of the second operand is read
     case Op::kLdexp: return 0b01;     // the count is an integer
     default: return (1u << inst.num_args) - 1;
@@ -272,6 +273,7 @@ class ForwardMode {
     auto sub = [&](ValueId p, ValueId q) { return b_.Sub(p, q); };
     const double two_over_sqrt_pi = 2 * std::numbers::inv_sqrtpi;
 
+    if (IsPiecewiseConstant(inst.op)) return None();  // see the abs/relu note below
     switch (inst.op) {
       // Arithmetic.
       case Op::kNeg: return Negated(da);
@@ -348,12 +350,6 @@ class ForwardMode {
                            b_.Select(op(Op::kLt, {a, k(0)}), k(-1), zero_or_nan));
         });
       case Op::kRelu: return Choose(op(Op::kGt, {a, k(0)}), da, none, t);
-      case Op::kFloor:
-      case Op::kCeil:
-      case Op::kRound:
-      case Op::kTrunc:
-      case Op::kRint:
-      case Op::kSign: return None();
       case Op::kSquare: return Scale(da, [&] { return mul(k(2), a); });
       // rsqrt' = (-0.5 y) / x (dual_cmath.hpp's order): one division, no y^3 to overflow.
       case Op::kRsqrt: return Scale(da, [&] { return NanGuard(y, div(mul(k(-0.5), y), a)); });
