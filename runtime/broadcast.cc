@@ -114,15 +114,14 @@ std::vector<std::shared_ptr<ArrayImpl>> Broadcast(const Kernel& k, std::vector<O
 
   auto node = std::make_shared<LazyNode>();
   node->name = name;
-  node->function = fn;
   node->shape = std::move(shape);
   node->dtype = dtype;
   node->device = device;
   node->inputs.reserve(operands.size());
   node->constant.reserve(operands.size());
-  for (const Operand& op : operands) {
+  for (Operand& op : operands) {  // ours (by value): the arrays move into the node
     const bool number = op.kind == Operand::kNumber;
-    node->inputs.push_back(number ? NumberArray(op.number, dtype, device) : op.array);
+    node->inputs.push_back(number ? NumberArray(op.number, dtype, device) : std::move(op.array));
     node->constant.push_back(number);
   }
 
@@ -149,12 +148,14 @@ std::vector<std::shared_ptr<ArrayImpl>> Broadcast(const Kernel& k, std::vector<O
   }
   node->group_estimate = static_cast<int>(estimate);
   node->group_nodes = static_cast<int>(nodes);
+  node->function = std::move(fn);
 
   std::vector<std::shared_ptr<ArrayImpl>> outputs;
   outputs.reserve(num_outputs);
   node->outputs.reserve(num_outputs);
   for (size_t m = 0; m < num_outputs; ++m) {
-    auto out = std::make_shared<ArrayImpl>();
+    // Every member has an initialiser: no zeroing of the whole array first.
+    auto out = std::make_shared_for_overwrite<ArrayImpl>();
     out->dtype = dtype;
     out->device = device;
     out->shape = node->shape;

@@ -66,36 +66,76 @@ void KeepPlan(std::unique_ptr<LaunchPlan> plan) {
   t_plans.insert(t_plans.begin(), std::move(plan));
 }
 
+namespace {
+
+// Kernel arguments for a plan: the inputs' data pointers, and room for the
+// outputs' (inline up to 16 of each, as kernels have few).
+class PlanArgs {
+ public:
+  PlanArgs(const LaunchPlan& plan, const std::vector<std::shared_ptr<ArrayImpl>>& inputs, size_t n_out) {
+    const size_t n_in = inputs.size();
+    if (n_in > kInline) in_ptrs_ = (in_big_.resize(n_in), in_big_.data());
+    if (n_out > kInline) out_ptrs_ = (out_big_.resize(n_out), out_big_.data());
+    for (size_t i = 0; i < n_in; ++i) in_ptrs_[i] = inputs[i]->data();
+    std::fill_n(out_ptrs_, n_out, nullptr);
+    args_ = jit::KernelArgs{plan.sizes.data(), in_ptrs_, plan.arg_in_strides.data(), out_ptrs_,
+                            plan.arg_out_strides.data(), 0, plan.rank == 0 ? 1 : plan.sizes[0]};
+  }
+  PlanArgs(const PlanArgs&) = delete;
+  PlanArgs& operator=(const PlanArgs&) = delete;
+  void*& out(size_t m) { return out_ptrs_[m]; }
+  const jit::KernelArgs& args() const { return args_; }
+
+ private:
+  static constexpr size_t kInline = 16;
+  const void* in_small_[kInline];
+  void* out_small_[kInline];
+  std::vector<const void*> in_big_;
+  std::vector<void*> out_big_;
+  const void** in_ptrs_ = in_small_;
+  void** out_ptrs_ = out_small_;
+  jit::KernelArgs args_;
+};
+
+}  // namespace
+
+std::shared_ptr<Storage> RunPlanIntoStorage(const jit::Function* fn,
+                                            const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
+                                            const std::vector<int64_t>& shape) {
+  static const ExecuteOptions kDefaults;
+  LaunchPlan* found = FindPlan(fn, inputs, kDefaults);
+  if (found == nullptr || found->out_shapes.size() != 1 || found->reduce_spec != nullptr ||
+      found->out_shapes[0] != shape) {
+    return nullptr;
+  }
+  const LaunchPlan& plan = *found;
+  int64_t elements = 1;
+  for (int64_t s : shape) elements *= s;
+  std::shared_ptr<Storage> storage =
+      Allocate(static_cast<size_t>(elements) * SizeOf(plan.dtype), Device::cpu());
+  PlanArgs args(plan, inputs, 1);
+  args.out(0) = storage->data;
+  jit::RecordCacheHit();  // what the kernel cache would have counted
+  jit::LaunchCpu(plan.kernel->entry_as<jit::KernelEntry>(), args.args(), plan.rank);
+  return storage;
+}
+
 std::vector<std::shared_ptr<ArrayImpl>> RunPlan(const LaunchPlan& plan, size_t n_out,
                                                 const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
                                                 Device device) {
-  constexpr size_t kInline = 16;
-  const size_t n_in = inputs.size();
-  const void* in_small[kInline];
-  void* out_small[kInline];
-  std::vector<const void*> in_big;
-  std::vector<void*> out_big;
-  const void** in_ptrs = in_small;
-  void** out_ptrs = out_small;
-  if (n_in > kInline) in_ptrs = (in_big.resize(n_in), in_big.data());
-  if (n_out > kInline) out_ptrs = (out_big.resize(n_out), out_big.data());
-  for (size_t i = 0; i < n_in; ++i) in_ptrs[i] = inputs[i]->data();
+  PlanArgs args(plan, inputs, n_out);
   std::vector<std::shared_ptr<ArrayImpl>> outputs(n_out);
   for (size_t m = 0; m < n_out; ++m) {
-    out_ptrs[m] = nullptr;
     if (!plan.write.empty() && !plan.write[m]) continue;
     outputs[m] = NewArray(plan.dtype, plan.out_shapes[m], device);
-    out_ptrs[m] = outputs[m]->data();
+    args.out(m) = outputs[m]->data();
   }
-  jit::KernelArgs args{plan.sizes.data(),       in_ptrs, plan.arg_in_strides.data(),
-                       out_ptrs, plan.arg_out_strides.data(), 0,
-                       plan.rank == 0 ? 1 : plan.sizes[0]};
   jit::RecordCacheHit();  // what the kernel cache would have counted
   if (plan.reduce_spec == nullptr) {
-    jit::LaunchCpu(plan.kernel->entry_as<jit::KernelEntry>(), args, plan.rank);
+    jit::LaunchCpu(plan.kernel->entry_as<jit::KernelEntry>(), args.args(), plan.rank);
     return outputs;
   }
-  jit::LaunchCpu(plan.kernel->entry_as<jit::KernelEntry>(), args, *plan.reduce_spec,
+  jit::LaunchCpu(plan.kernel->entry_as<jit::KernelEntry>(), args.args(), *plan.reduce_spec,
                  ReducedDestinations(*plan.reduce_spec, outputs));
   return outputs;
 }

@@ -40,6 +40,7 @@
 #include <condition_variable>
 #include <iterator>
 #include <mutex>
+#include <span>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
@@ -56,6 +57,7 @@
 #include "jit/ir/hash.h"
 #include "jit/passes/compose.h"
 #include "jit/passes/optimize.h"
+#include "runtime/launch_plan.h"
 #include "runtime/lazy_group.h"
 
 namespace dualcast::detail {
@@ -468,29 +470,86 @@ struct Leftovers {
 // it reads changes while it is marked running (its inputs stay computed, its
 // outputs are only written here), which keeps the critical sections of
 // independent threads' broadcasts to a few flags.
+// The span of a group run without the graph lock: marks its nodes running
+// and releases the lock; on leaving (normally or by an exception) takes the
+// lock again, clears the marks and wakes the threads waiting for them.
+class Unlocked {
+ public:
+  Unlocked(std::unique_lock<std::mutex>& lock, std::span<const std::shared_ptr<LazyNode>> nodes)
+      : lock_(lock), nodes_(nodes), was_launching_(t_launching_group) {
+    for (const auto& node : nodes_) node->running = true;
+    lock_.unlock();
+    t_launching_group = true;
+  }
+  ~Unlocked() {
+    t_launching_group = was_launching_;
+    lock_.lock();
+    for (const auto& node : nodes_) node->running = false;
+    if (graph_waiters > 0) GraphCv().notify_all();
+  }
+  Unlocked(const Unlocked&) = delete;
+  Unlocked& operator=(const Unlocked&) = delete;
+
+ private:
+  std::unique_lock<std::mutex>& lock_;
+  std::span<const std::shared_ptr<LazyNode>> nodes_;
+  bool was_launching_;
+};
+
+// The common case of a launch, kept lean (a 1-element broadcast is a few
+// microseconds in all): `root` is the only output of a ready node whose
+// inputs are distinct arrays, and no tape records. The group is then the
+// node's own function over its inputs as they are, so no plan, composition or
+// gradient record is needed, and a cache-hit launch writes into new storage
+// handed to `root` itself (no temporary array). False, with nothing done,
+// when the case does not apply. Requires `lock` held; holds it on return.
+bool RunReadyNode(const std::shared_ptr<ArrayImpl>& root, std::unique_lock<std::mutex>& lock,
+                  Leftovers* left) {
+  // Kept alive by `root->pending`, which only this thread resets (below).
+  LazyNode* node = root->pending.get();
+  const std::vector<std::shared_ptr<ArrayImpl>>& inputs = node->inputs;
+  constexpr size_t kScanned = 16;  // pairwise distinctness by a scan
+  if (node->outputs.size() != 1 || !node->device.is_cpu() || inputs.size() > kScanned) return false;
+  for (size_t a = 0; a < inputs.size(); ++a) {
+    for (size_t b = a + 1; b < inputs.size(); ++b) {
+      if (inputs[a] == inputs[b]) return false;
+    }
+  }
+  std::shared_ptr<Storage> storage;
+  std::shared_ptr<ArrayImpl> computed;  // Execute's result when no launch plan exists yet
+  {
+    Unlocked unlocked(lock, std::span(&root->pending, 1));
+    storage = RunPlanIntoStorage(node->function.get(), inputs, node->shape);
+    if (storage == nullptr) computed = Execute(node->name, node->function, inputs)[0];
+    // `root` is still pending and ours: nobody else reads it yet. One
+    // output list per thread, so that noting it allocates no list.
+    thread_local std::vector<std::shared_ptr<ArrayImpl>> output(1);
+    output[0] = root;
+    NoteOrigin(node->name, inputs, output);
+    output[0].reset();
+  }
+  if (computed != nullptr) {
+    root->storage = std::move(computed->storage);
+    root->strides = std::move(computed->strides);
+    root->offset = computed->offset;
+  } else {
+    root->storage = std::move(storage);  // contiguous, as Broadcast gave `root` its strides
+  }
+  left->nodes.push_back(std::move(root->pending));  // freed once the lock is released
+  root->pending_output = 0;
+  return true;
+}
+
 void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, LiveList live,
          bool ready, std::unique_lock<std::mutex>& lock, std::vector<PendingRecord>* records,
          Leftovers* left) {
   Plan p;
   if (!ready) p = MakePlan(g, root, std::move(live));  // drops `live`: use counts are read no more
-  for (const auto& node : g.nodes) node->running = true;
   const bool taped = TapeActive();
   PendingRecord record;
   std::vector<std::shared_ptr<ArrayImpl>> values;
   {
-    lock.unlock();
-    struct Relock {
-      std::unique_lock<std::mutex>& lock;
-      const Group& g;
-      bool was_launching;
-      ~Relock() {
-        t_launching_group = was_launching;
-        lock.lock();
-        for (const auto& node : g.nodes) node->running = false;
-        if (graph_waiters > 0) GraphCv().notify_all();
-      }
-    } relock{lock, g, t_launching_group};
-    t_launching_group = true;
+    Unlocked unlocked(lock, std::span(g.nodes.data(), g.nodes.size()));
     if (ready) p = MakePlan(g, root, LiveOutputs(g));
     values = Launch(p, &record, taped);
     // The targets are still pending and ours: nobody else reads them yet.
@@ -523,6 +582,7 @@ void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root, std::unique_lock<
     const LazyNode& node = *root->pending;
     if (!node.running && std::none_of(node.inputs.begin(), node.inputs.end(),
                                       [](const auto& in) { return in->pending != nullptr; })) {
+      if (!TapeActive() && RunReadyNode(root, lock, left)) return;
       Group g;  // a group of one, with nothing to gather or cut
       g.nodes.push_back(root->pending);
       Run(g, root, {}, /*ready=*/true, lock, records, left);

@@ -106,7 +106,8 @@ void Record(std::shared_ptr<GradNode> node, const std::vector<std::shared_ptr<Ar
 
 void NoteOrigin(std::string op, const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
                 const std::vector<std::shared_ptr<ArrayImpl>>& outputs, bool constant) {
-  auto origin = std::make_shared<Origin>();
+  // Every member has an initialiser: no zeroing of the whole Origin first.
+  auto origin = std::make_shared_for_overwrite<Origin>();
   origin->op = std::move(op);
   origin->inputs.assign(inputs.begin(), inputs.end());
   origin->taped = TapeActive();
@@ -115,25 +116,37 @@ void NoteOrigin(std::string op, const std::vector<std::shared_ptr<ArrayImpl>>& i
     for (const auto& in : inputs) origin->producers.emplace_back(in->grad_fn, in->grad_output);
   } else {
     // The alive ancestors, flattened (see Origin::ancestors): the inputs and
-    // their ancestors still alive, sorted by address to drop repeats.
-    std::vector<std::shared_ptr<ArrayImpl>> alive;
+    // their ancestors still alive, without repeats. Built in place and told
+    // apart by owner (an array's control block) rather than through
+    // temporary strong references: this runs on every launch.
+    std::vector<std::weak_ptr<ArrayImpl>>& ancestors = origin->ancestors;
+    size_t bound = 0;
     for (const auto& in : inputs) {
       if (in == nullptr) continue;
-      alive.push_back(in);
-      const std::shared_ptr<const Origin> up = in->origin;
+      const Origin* up = in->origin.get();  // set once `in` was computed; `in` is held
+      bound += 1 + (up == nullptr || up->constant ? 0 : up->ancestors.size());
+    }
+    ancestors.reserve(bound);
+    for (const auto& in : inputs) {
+      if (in == nullptr) continue;
+      ancestors.emplace_back(in);
+      const Origin* up = in->origin.get();
       if (up == nullptr || up->constant) continue;  // a constant op cuts the dependence
       origin->truncated = origin->truncated || up->truncated;
       for (const auto& w : up->ancestors) {
-        if (auto a = w.lock()) alive.push_back(std::move(a));
+        if (!w.expired()) ancestors.push_back(w);
       }
     }
-    std::sort(alive.begin(), alive.end());
-    alive.erase(std::unique(alive.begin(), alive.end()), alive.end());
-    if (alive.size() > Origin::kMaxAncestors) {
-      alive.resize(Origin::kMaxAncestors);
+    std::sort(ancestors.begin(), ancestors.end(), std::owner_less<>());
+    auto same_owner = [](const std::weak_ptr<ArrayImpl>& a, const std::weak_ptr<ArrayImpl>& b) {
+      return !a.owner_before(b) && !b.owner_before(a);
+    };
+    ancestors.erase(std::unique(ancestors.begin(), ancestors.end(), same_owner), ancestors.end());
+    if (ancestors.size() > Origin::kMaxAncestors) {
+      ancestors.resize(Origin::kMaxAncestors);
       origin->truncated = true;
     }
-    origin->ancestors.assign(alive.begin(), alive.end());
+    if (ancestors.capacity() > 2 * ancestors.size() + 8) ancestors.shrink_to_fit();  // many had died
   }
   for (const auto& out : outputs) {
     if (out != nullptr) out->origin = origin;

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "dualcast/detail/array_impl.hpp"
 #include "dualcast/detail/execute.hpp"
 #include "jit/ir/ir.h"
@@ -38,16 +39,19 @@ struct PendingReduce {
 };
 
 struct LazyNode {
+  // Members start from their initialisers only: make_shared<LazyNode>() would
+  // otherwise zero the whole node first (a rep stos on every broadcast).
+  LazyNode() {}
   std::string name;                              // the kernel's
   std::shared_ptr<const jit::Function> function;  // traced for these inputs' arity and dtype
   std::vector<std::shared_ptr<ArrayImpl>> inputs;
   // Per input: a number the runtime turned into a rank-0 array (x * 2): never
   // differentiated, since no user can ask for its gradient.
-  std::vector<bool> constant;
+  absl::InlinedVector<bool, 8> constant;
   std::vector<int64_t> shape;  // the broadcast shape; every output has it
   DType dtype = DType::kF32;
   Device device = Device::cpu();
-  std::vector<std::weak_ptr<ArrayImpl>> outputs;
+  absl::InlinedVector<std::weak_ptr<ArrayImpl>, 1> outputs;  // most kernels have one
   // Upper bounds, over the pending nodes this one depends on (itself
   // included), of their IR instructions (the size of the fused kernel) and
   // of their number (the depth of the graph).
