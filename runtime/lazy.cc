@@ -644,22 +644,23 @@ GroupPlan PlanGroup(const Group& g, const std::shared_ptr<ArrayImpl>& root, Live
   return plan;
 }
 
-BroadcastGradInfo RecomputeGradInfo(const GroupPlan& plan) {
+BroadcastGradInfo RecomputeGradInfo(GroupPlan&& plan) {
   BroadcastGradInfo info;
-  info.name = plan.name;
-  info.primal = plan.primal;
-  info.leaves = plan.leaves;
-  info.out_shape = plan.shape;
-  info.consumed_inside = plan.consumed_inside;
+  info.name = std::move(plan.name);
+  info.primal = std::move(plan.primal);
+  info.out_shape = std::move(plan.shape);
   const auto& ci = plan.consumed_inside;
-  if (std::find(ci.begin(), ci.end(), true) != ci.end()) {
-    info.fusion = plan.nodes;
-    info.fusion_outputs = plan.sources;
-  }
+  const bool fused_consumers = std::find(ci.begin(), ci.end(), true) != ci.end();
   if (plan.sources.size() > 1) info.reads = FusedReads(plan.nodes, plan.sources, plan.leaves.size());
   for (size_t j = 0; j < plan.leaves.size(); ++j) {
     if (!plan.leaf_constant[j]) info.wrt.push_back(static_cast<int>(j));
   }
+  if (fused_consumers) {
+    info.fusion = std::move(plan.nodes);
+    info.fusion_outputs = std::move(plan.sources);
+  }
+  info.consumed_inside = std::move(plan.consumed_inside);
+  info.leaves = std::move(plan.leaves);
   return info;
 }
 

@@ -84,7 +84,8 @@ GroupPlan PlanGroup(const Group& g, const std::shared_ptr<ArrayImpl>& root, Live
 
 // The tape's view of a plan run without cached partials (the reverse sweep
 // recomputes from the leaves): wiring, reads and the differentiated leaves.
-BroadcastGradInfo RecomputeGradInfo(const GroupPlan& plan);
+// Takes what it keeps from `plan` (which is left moved-from).
+BroadcastGradInfo RecomputeGradInfo(GroupPlan&& plan);
 
 // Gives every output m with values[m] its storage (a null value leaves that
 // output pending) and notes the group's origins.

@@ -186,7 +186,10 @@ bool OnePassGradient(const std::shared_ptr<ArrayImpl>& loss,
     plan = PlanGroup(g, in, std::move(live));
 
     // Each requested input must be a differentiated leaf the loss reads.
-    const std::vector<bool> reads = FusedReads(plan.nodes, {plan.sources[0]}, plan.leaves.size())[0];
+    // A group of one node reads every leaf (its leaves are its inputs).
+    const std::vector<bool> reads =
+        plan.nodes.size() == 1 ? std::vector<bool>(plan.leaves.size(), true)
+                               : FusedReads(plan.nodes, {plan.sources[0]}, plan.leaves.size())[0];
     std::vector<int> wrt, slot(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
       int leaf = -1;
@@ -244,7 +247,8 @@ bool OnePassGradient(const std::shared_ptr<ArrayImpl>& loss,
   }
   // Record what was computed, as a sweep would need it later: the group
   // without cached partials, then the reduction.
-  Record(MakeBroadcastGradNode(RecomputeGradInfo(plan)), plan.targets);
+  std::vector<std::shared_ptr<ArrayImpl>> targets = std::move(plan.targets);
+  Record(MakeBroadcastGradNode(RecomputeGradInfo(std::move(plan))), targets);
   NoteReduction(reduction->name.c_str(), operand, loss, *reduction->reduce);
   g_one_pass.fetch_add(1, std::memory_order_relaxed);
   return true;
