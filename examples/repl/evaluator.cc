@@ -395,7 +395,8 @@ Value Evaluator::Builtin(const Expr& e, bool* found) {
     // start and stop may be negative: they count from the end, as in NumPy.
     dualcast::Slice dim{Integer(*e.args[2], "the start of slice", /*allow_negative=*/true),
                         Integer(*e.args[3], "the stop of slice", /*allow_negative=*/true), 1};
-    if (argc == 5) dim.step = Integer(*e.args[4], "the step of slice");
+    // A step <= 0 gets the library's own error (which says what to do instead).
+    if (argc == 5) dim.step = Integer(*e.args[4], "the step of slice", /*allow_negative=*/true);
     if (static_cast<size_t>(axis) >= x.shape().size()) {
       throw SourceError(ErrorCategory::kValue, e.args[1]->span,
                         "axis " + std::to_string(axis) + " is out of range for an array of shape " + ShapeText(x) +

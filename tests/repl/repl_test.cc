@@ -381,6 +381,10 @@ TEST_CASE("session: slice, concat, stack and clip, with gradients; [k] on one ou
   CHECK(err.str().find("picks an output of a function with several outputs") != std::string::npos);
   CHECK_FALSE(s.Run("slice(a, 2, 0, 1)"));
   CHECK(err.str().find("axis 2 is out of range for an array of shape [2, 3]") != std::string::npos);
+  // A step of 0 or below: the library's message, which says negative steps are not supported.
+  CHECK_FALSE(s.Run("slice(a, 1, 2, 0, -1)"));
+  CHECK(err.str().find("step -1 at dimension 1 must be positive (negative steps are not supported") !=
+        std::string::npos);
 }
 
 TEST_CASE("where vs if: the untaken branch's NaN leaks into the unfused reverse sweep only") {
