@@ -104,13 +104,64 @@ void Record(std::shared_ptr<GradNode> node, const std::vector<std::shared_ptr<Ar
   }
 }
 
+namespace {
+
+bool SameOwner(const auto& a, const auto& b) { return !a.owner_before(b) && !b.owner_before(a); }
+
+// The Origin this thread noted last, with its inputs' own origins then.
+struct RecentOrigin {
+  std::shared_ptr<const Origin> origin;
+  std::vector<std::weak_ptr<const Origin>> input_origins;
+};
+
+// Whether `recent` is what noting (op, inputs) now would build. A loop that
+// computes from the same arrays each step (a simulation's broadcast, eval'd
+// at once) notes the same Origin over and over; sharing it (an Origin is
+// immutable) saves three allocations per launch. It is equivalent: the
+// inputs are the same arrays, their origins unchanged, the tape state the
+// same, so the ancestors recorded then are those alive now plus arrays that
+// died since (which every reader skips: weak references that no longer
+// lock). Compared by owner (control block), which a weak reference keeps
+// allocated, so a freed array's address reused by another cannot match.
+bool Matches(const RecentOrigin& recent, const std::string& op,
+             const std::vector<std::shared_ptr<ArrayImpl>>& inputs, bool taped) {
+  const Origin* o = recent.origin.get();
+  if (o == nullptr || o->constant || o->taped != taped || o->inputs.size() != inputs.size() ||
+      o->op != op) {
+    return false;
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i] == nullptr || !SameOwner(o->inputs[i], inputs[i]) ||
+        !SameOwner(recent.input_origins[i], inputs[i]->origin)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 void NoteOrigin(std::string op, const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
                 const std::vector<std::shared_ptr<ArrayImpl>>& outputs, bool constant) {
+  const bool taped = TapeActive();
+  // A few per thread, for a loop that computes several arrays per step.
+  constexpr size_t kRecent = 4;
+  thread_local RecentOrigin recents[kRecent];
+  thread_local size_t next_recent = 0;
+  if (!constant) {
+    for (const RecentOrigin& recent : recents) {
+      if (!Matches(recent, op, inputs, taped)) continue;
+      for (const auto& out : outputs) {
+        if (out != nullptr) out->origin = recent.origin;
+      }
+      return;
+    }
+  }
   // Every member has an initialiser: no zeroing of the whole Origin first.
   auto origin = std::make_shared_for_overwrite<Origin>();
   origin->op = std::move(op);
   origin->inputs.assign(inputs.begin(), inputs.end());
-  origin->taped = TapeActive();
+  origin->taped = taped;
   origin->constant = constant;
   if (constant) {
     for (const auto& in : inputs) origin->producers.emplace_back(in->grad_fn, in->grad_output);
@@ -138,15 +189,20 @@ void NoteOrigin(std::string op, const std::vector<std::shared_ptr<ArrayImpl>>& i
       }
     }
     std::sort(ancestors.begin(), ancestors.end(), std::owner_less<>());
-    auto same_owner = [](const std::weak_ptr<ArrayImpl>& a, const std::weak_ptr<ArrayImpl>& b) {
-      return !a.owner_before(b) && !b.owner_before(a);
-    };
-    ancestors.erase(std::unique(ancestors.begin(), ancestors.end(), same_owner), ancestors.end());
+    ancestors.erase(std::unique(ancestors.begin(), ancestors.end(),
+                                [](const auto& a, const auto& b) { return SameOwner(a, b); }),
+                    ancestors.end());
     if (ancestors.size() > Origin::kMaxAncestors) {
       ancestors.resize(Origin::kMaxAncestors);
       origin->truncated = true;
     }
     if (ancestors.capacity() > 2 * ancestors.size() + 8) ancestors.shrink_to_fit();  // many had died
+    RecentOrigin& recent = recents[next_recent++ % kRecent];
+    recent.origin = origin;
+    recent.input_origins.resize(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      recent.input_origins[i] = inputs[i] != nullptr ? inputs[i]->origin : nullptr;
+    }
   }
   for (const auto& out : outputs) {
     if (out != nullptr) out->origin = origin;

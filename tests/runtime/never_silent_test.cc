@@ -92,6 +92,34 @@ TEST_CASE("a Tape opened after the forward pass: an Error that says so, never ze
   CHECK(tape.gradient(loss, {y})[0].to_vector() == std::vector<double>(4, 1.0));
 }
 
+TEST_CASE("the same broadcast repeated before and inside a Tape: each result keeps what it was computed from") {
+  // Repeats of one launch from the same arrays share an Origin (tape.cc);
+  // this checks the sharing never lets a result computed before the tape
+  // pass for a taped one, nor loses the arrays behind a shared result.
+  const Kernel cell = Cell();
+  D a = D::uniform({4}, 21, -1, 1), b = D::uniform({4}, 22, -1, 1);
+  D t = broadcast(cell, a, b);  // a temporary: what the later results are computed from
+  t.eval();
+  D before1 = broadcast(cell, t, b), before2 = broadcast(cell, t, b);
+  before1.eval();
+  before2.eval();  // the same op on the same arrays: shares before1's Origin
+  Tape tape;
+  D during = broadcast(cell, t, b);
+  during.eval();  // the same again, now recorded
+  for (D* untaped : {&before1, &before2}) {
+    D loss = sum(*untaped);
+    const std::string m = ErrorOf([&] { tape.gradient(loss, {a}); });
+    CHECK(Has(m, "before this Tape was opened"));
+  }
+  // The taped one differentiates through the tape to t (t itself was computed
+  // before it, so a is out of reach there too, and says so).
+  std::vector<D> in{t, b};
+  auto loss = [&](std::vector<D>& v) { return sum(broadcast(cell, v[0], v[1])); };
+  CheckClose(tape.gradient(sum(during), {t})[0].to_vector(),
+             Fd([&](std::vector<D>& v) { return loss(v).item(); }, in, 0));
+  CHECK(Has(ErrorOf([&] { tape.gradient(sum(during), {a}); }), "before this Tape was opened"));
+}
+
 TEST_CASE("a loss reaching an input both on the tape and through an array computed before it: an Error") {
   D x = D::uniform({2, 3}, 14, -1, 1);
   D flat = x.reshape({6});  // computed (a view) before the tape
