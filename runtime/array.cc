@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "runtime/backend.h"
+#include "runtime/in_place.h"
 #include "dualcast/detail/grad_node.hpp"
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
@@ -120,6 +121,7 @@ thread_local bool SmallBlocks::t_alive = true;
 }  // namespace
 
 Storage::~Storage() {
+  ForgetInPlaceWrites(this);
   if (owning && data != nullptr) BackendFor(device).Release(*this);
 }
 
@@ -442,6 +444,10 @@ T* Array<T>::mutable_data() {
     throw Error(ErrorKind::kInvalidArgument,
                 "Array::mutable_data: this is a read-only view of const memory");
   }
+  // Counted as a write: from now on the array holds the caller's values (a
+  // leaf to a tape), and a tape that kept this memory refuses to use it.
+  detail::NoteInPlaceWrite(*impl_);
+  impl_->origin.reset();
   return const_cast<T*>(p);
 }
 
@@ -587,7 +593,7 @@ void Array<T>::assign(const std::vector<T>& values) {
     throw Error(ErrorKind::kShape, absl::StrFormat("Array::assign: %d values for shape %s",
                                                    values.size(), ShapeText(shape())));
   }
-  T* base = mutable_data();
+  T* base = mutable_data();  // notes the in-place write
   detail::ForEachElement(impl_->shape, impl_->strides,
                  [&](int64_t i, int64_t off) { base[off] = values[static_cast<size_t>(i)]; });
 }

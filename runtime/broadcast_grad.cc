@@ -31,6 +31,7 @@
 #include "jit/codegen/lru_map.h"
 #include "jit/passes/optimize.h"
 #include "runtime/grad_kernels.h"
+#include "runtime/in_place.h"
 
 namespace dualcast::detail {
 namespace {
@@ -122,7 +123,10 @@ class BackwardCache {
 
 class BroadcastGradNode final : public ReleasableGradNode {
  public:
-  explicit BroadcastGradNode(BroadcastGradInfo info) : info_(std::move(info)) {
+  // `epoch`: the in-place write epoch of the forward pass (a part cut out
+  // of a node keeps the node's, see Cut).
+  explicit BroadcastGradNode(BroadcastGradInfo info, uint64_t epoch = InPlaceWriteEpoch())
+      : info_(std::move(info)), epoch_(epoch) {
     if (info_.primal == nullptr) {
       throw Error(ErrorKind::kInternal, "broadcast tape node without a primal function");
     }
@@ -156,7 +160,28 @@ class BroadcastGradNode final : public ReleasableGradNode {
     for (size_t m = 0; m < output_adjoints.size() && m < info_.cached_outputs.size(); ++m) {
       uncached_adjoint = uncached_adjoint || (output_adjoints[m] != nullptr && !info_.cached_outputs[m]);
     }
-    if (cached_ && !uncached_adjoint) {
+    // What this sweep reads must still hold what the forward pass saw: the
+    // cached partials (some are arguments or results themselves), or the
+    // arguments the partials are recomputed from.
+    const bool use_cached = cached_ && !uncached_adjoint;
+    if (InPlaceWriteEpoch() > epoch_) {
+      if (use_cached) {
+        for (const auto& p : info_.partials) {
+          if (p != nullptr) {
+            CheckNotWrittenSince(epoch_, *p, absl::StrCat("an argument or result of '", name,
+                                                          "' kept as a partial derivative"), name);
+          }
+        }
+      } else {
+        for (size_t j = 0; j < info_.leaves.size(); ++j) {
+          if (info_.leaves[j] != nullptr) {
+            CheckNotWrittenSince(epoch_, *info_.leaves[j], absl::StrCat("argument ", j + 1, " of '", name, "'"),
+                                 name);
+          }
+        }
+      }
+    }
+    if (use_cached) {
       BackwardCached(output_adjoints, add);
     } else {
       BackwardRecompute(output_adjoints, add);
@@ -211,7 +236,7 @@ class BroadcastGradNode final : public ReleasableGradNode {
       p.wrt = wrt;
       p.consumed_inside.assign(outputs.size(), false);
       p.reads = FusedReads(nodes, sources, leaves.size());
-      return Part{MakeBroadcastGradNode(std::move(p)), outputs};
+      return Part{std::make_shared<BroadcastGradNode>(std::move(p), epoch_), outputs};
     };
     std::vector<int> order = cut;  // a cut output depends only on cuts of earlier fused nodes
     std::sort(order.begin(), order.end(), [&](int x, int y) {
@@ -279,6 +304,7 @@ class BroadcastGradNode final : public ReleasableGradNode {
   }
 
   BroadcastGradInfo info_;
+  uint64_t epoch_;  // InPlaceWriteEpoch() when the forward pass ran
   bool cached_ = true;
   DType dtype_ = DType::kF32;
 };

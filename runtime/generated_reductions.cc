@@ -45,6 +45,7 @@
 #include "jit/error.h"
 #include "jit/ir/ir.h"
 #include "runtime/grad_kernels.h"
+#include "runtime/in_place.h"
 #include "runtime/lazy_reduce.h"
 
 namespace dualcast {
@@ -141,8 +142,16 @@ struct GeneratedReduceNode final : detail::GradNode {
   Axes axes;
   std::vector<Arr> saved;  // what the rule reads besides the input
   std::function<Arr(const Arr& x, const std::vector<Arr>& saved, const Arr& g)> rule;
+  uint64_t epoch = detail::InPlaceWriteEpoch();  // when the reduction was computed
   std::vector<Arr> Backward(const std::vector<Arr>& outs) override {
     if (outs.empty() || outs[0] == nullptr) return {nullptr};
+    detail::CheckNotWrittenSince(epoch, *inputs[0], absl::StrCat("the argument of '", name, "'"), name);
+    for (const Arr& a : saved) {
+      if (a != nullptr) {
+        detail::CheckNotWrittenSince(epoch, *a, absl::StrCat("an array '", name, "' kept for its gradient"),
+                                     name);
+      }
+    }
     return {rule(inputs[0], saved, KeepShaped(outs[0], axes))};
   }
 };

@@ -19,6 +19,7 @@
 #include "jit/error.h"
 #include "runtime/backend.h"
 #include "runtime/grad_kernels.h"
+#include "runtime/in_place.h"
 
 #if DUALCAST_HAVE_CBLAS
 // The two CBLAS entry points we use (declared here so no particular cblas.h
@@ -135,10 +136,14 @@ std::shared_ptr<ArrayImpl> Transposed(const ArrayImpl& a) {
 }
 
 struct MatmulNode final : detail::GradNode {
+  uint64_t epoch = detail::InPlaceWriteEpoch();  // when the product was computed
   std::vector<std::shared_ptr<ArrayImpl>> Backward(
       const std::vector<std::shared_ptr<ArrayImpl>>& outs) override {
     if (outs.empty() || outs[0] == nullptr) return {nullptr, nullptr};
     const std::shared_ptr<ArrayImpl>& g = outs[0];
+    // Each input's gradient reads the other one.
+    if (detail::InputNeeded(0)) detail::CheckNotWrittenSince(epoch, *inputs[1], "argument 2 of 'matmul'", name);
+    if (detail::InputNeeded(1)) detail::CheckNotWrittenSince(epoch, *inputs[0], "argument 1 of 'matmul'", name);
     return {detail::InputNeeded(0) ? Gemm(g, Transposed(*inputs[1])) : nullptr,
             detail::InputNeeded(1) ? Gemm(Transposed(*inputs[0]), g) : nullptr};
   }

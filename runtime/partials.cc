@@ -7,10 +7,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "dualcast/detail/execute.hpp"
+#include "dualcast/detail/grad_node.hpp"
 #include "dualcast/detail/lazy.hpp"
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
 #include "jit/passes/jvp.h"
+#include "runtime/in_place.h"
 
 namespace dualcast {
 
@@ -156,6 +158,17 @@ Partials<T> ComputePartials(const Kernel& k, const std::vector<Array<T>>& inputs
   }
   auto jvp_fn = std::shared_ptr<const jit::Function>(jvp, &jvp->function);
   std::vector<std::shared_ptr<ArrayImpl>> outs = detail::Execute(name, jvp_fn, impls, exec);
+  // Every result was computed from the inputs, and partials() is not
+  // recorded: a tape that later meets one refuses a gradient through it
+  // rather than taking it for a constant. A destination was written in
+  // place: it is a leaf now, and a tape that kept its memory refuses to use it.
+  std::vector<std::shared_ptr<ArrayImpl>> computed;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    if (outs[k] == nullptr) continue;
+    if (exec.destinations[k] != nullptr) detail::NoteInPlaceWrite(*outs[k]);
+    computed.push_back(outs[k]);
+  }
+  detail::NoteOrigin(name, impls, computed);
 
   std::vector<std::shared_ptr<ArrayImpl>> values;
   if (options.values) values.assign(outs.begin(), outs.begin() + M);

@@ -9,6 +9,7 @@
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
 #include "runtime/grad_kernels.h"
+#include "runtime/in_place.h"
 #include "runtime/one_pass.h"
 
 namespace dualcast {
@@ -19,6 +20,9 @@ namespace {
 thread_local std::vector<Tape*> t_tapes;
 thread_local int t_paused = 0;
 thread_local const std::vector<bool>* t_needed = nullptr;
+// The in-place write epoch at which each node was recorded, for nodes
+// recorded once some in-place write had happened (absent: 0). See in_place.h.
+thread_local absl::flat_hash_map<const detail::GradNode*, uint64_t> t_record_epochs;
 
 struct PauseRecording {
   PauseRecording() { ++t_paused; }
@@ -93,6 +97,7 @@ PartialsMode ActivePartialsMode(size_t partial_bytes) {
 
 void Record(std::shared_ptr<GradNode> node, const std::vector<std::shared_ptr<ArrayImpl>>& outputs) {
   if (!TapeActive() || node == nullptr) return;
+  if (const uint64_t epoch = InPlaceWriteEpoch(); epoch > 0) t_record_epochs[node.get()] = epoch;
   for (Tape* tape : t_tapes) {
     tape->nodes_.push_back(node);
     tape->num_outputs_.push_back(static_cast<int>(outputs.size()));
@@ -247,6 +252,7 @@ void Tape::Release(std::vector<std::shared_ptr<detail::GradNode>> nodes) {
     if (held.contains(n.get())) continue;
     if (auto* r = dynamic_cast<detail::ReleasableGradNode*>(n.get())) r->ReleaseSaved();
     n->inputs.clear();
+    if (!t_record_epochs.empty()) t_record_epochs.erase(n.get());
   }
 }
 
@@ -543,6 +549,22 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
     for (size_t j = 0; j < needed.size(); ++j) {
       needed[j] = node.inputs[j] != nullptr && reaches.contains(KeyOf(*node.inputs[j], on_tape));
     }
+    // An argument that a recorded node computed must still hold that node's
+    // result, or its adjoint would be credited to the wrong values: one
+    // written in place through itself is a leaf already (in_place.h), one
+    // written through a view of its memory is refused here.
+    if (detail::InPlaceWriteEpoch() > 0) {
+      for (size_t j = 0; j < needed.size(); ++j) {
+        if (!needed[j] || node.inputs[j]->grad_fn == nullptr) continue;
+        const detail::GradNode* producer = node.inputs[j]->grad_fn.get();
+        if (!on_tape.contains(producer)) continue;
+        auto it = t_record_epochs.find(producer);
+        detail::CheckNotWrittenSince(it == t_record_epochs.end() ? 0 : it->second, *node.inputs[j],
+                                     absl::StrCat("argument ", j + 1, " of '", node.name,
+                                                  "', computed by '", producer->name, "',"),
+                                     producer->name);
+      }
+    }
     std::vector<std::shared_ptr<detail::ArrayImpl>> contributions;
     {
       detail::NeededInputsScope scope(&needed);
@@ -683,7 +705,9 @@ void Tape::accumulate_gradient(const Array<T>& loss, const std::vector<Array<T>>
     adjoints = Sweep(loss_impl, impls, options.allow_unused, what);
   }
   for (size_t i = 0; i < grads.size(); ++i) {
-    if (adjoints[i] != nullptr) detail::AddInto(*grads[i].impl(), *adjoints[i]);
+    if (adjoints[i] == nullptr) continue;
+    detail::AddInto(*grads[i].impl(), *adjoints[i]);
+    detail::NoteInPlaceWrite(*grads[i].impl());  // a tape that kept this memory must not use it
   }
 }
 

@@ -45,10 +45,14 @@
 //    zero everywhere (comparisons, branch conditions) gets zeros: that is its
 //    gradient.
 //  - gradient() may be called several times; the recorded nodes (and cached
-//    partials) live until the tape is destroyed or cleared. In kRecompute mode
-//    (and when an intermediate is cut out of its kernel) the backward reads
-//    the leaf arrays again, so do not overwrite them in place between the
-//    forward and gradient().
+//    partials) live until the tape is destroyed or cleared. The sweep reads
+//    what the tape kept (the arguments it recomputes from in kRecompute mode
+//    or when an intermediate is cut out of its kernel; cached partials, some
+//    of which are arguments or results themselves): one written in place
+//    after it was recorded (Array::assign, mutable_data(), a destination of
+//    partials() or accumulate_gradient(), also through a view of its memory)
+//    makes gradient() an Error naming it, never a gradient of other values.
+//    An array written in place is a leaf from then on.
 //  - Adjoints are freed as soon as the node that consumed them is done;
 //    nodes that cannot reach any requested input are skipped.
 //  - Nothing the sweep computes is recorded (no higher-order gradients).

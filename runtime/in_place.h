@@ -1,0 +1,57 @@
+// In-place writes: which storage was last written when, so that a gradient never reads overwritten values.
+//
+// The tape keeps arrays for the reverse sweep (a node's inputs, its cached
+// partials, which may be an input or an output itself) and follows each
+// array back to the node that computed it. An array written in place after
+// that (Array::assign, mutable_data(), a destination of partials() or
+// accumulate_gradient()) would make the sweep use values the forward pass
+// never saw, or credit the array to a node whose result it no longer holds:
+// a wrong gradient with no sign of it. So every such write
+//   - takes a new epoch from one process-wide counter and stamps the storage
+//     with it (views share the stamp: they share the storage), and
+//   - makes the written array a leaf (its tape node is dropped; the caller
+//     sets its Origin: none for user values, the kernel's for a destination).
+// A node remembers the epoch at which it was recorded; the sweep refuses,
+// with an Error naming the node, the argument and the fix, to read a kept
+// array whose storage was stamped later.
+//
+// Cost: a process that never writes in place reads one atomic per node and
+// sweep step (the counter stays 0); the stamps live in a map under a mutex,
+// touched by writes, by sweep steps after a write, and by freeing storage
+// once any write happened.
+//
+// Example:
+//   Tape tape;
+//   auto y = broadcast(mul, x, b);          // d y / d x = b is kept (b itself)
+//   auto loss = sum(y);
+//   b.assign({...});                        // stamps b's storage
+//   tape.gradient(loss, {x});               // Error: argument 2 of 'mul' was written in place ...
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "dualcast/detail/array_impl.hpp"
+
+namespace dualcast::detail {
+
+// The epoch of the latest in-place write in the process (0: none yet).
+uint64_t InPlaceWriteEpoch();
+
+// `a` is about to be (or was just) written in place: stamps its storage
+// with a new epoch and drops its tape node (it is a leaf from now on).
+void NoteInPlaceWrite(ArrayImpl& a);
+
+// The epoch of the last in-place write to `storage` (0: never written in place).
+uint64_t LastInPlaceWrite(const Storage* storage);
+
+// Called by ~Storage: a freed storage's stamp must not pass to a new one at its address.
+void ForgetInPlaceWrites(const Storage* storage);
+
+// Throws when `a` was written in place after `epoch`, the epoch at which the
+// tape recorded the node `node_name` that relies on it; `what` names `a` for
+// the error (e.g. "argument 2 of 'mul'").
+void CheckNotWrittenSince(uint64_t epoch, const ArrayImpl& a, const std::string& what,
+                          const std::string& node_name);
+
+}  // namespace dualcast::detail

@@ -1,0 +1,148 @@
+// Arrays written in place after a tape recorded them: an Error that says so, never a gradient of other values.
+//
+// Each case wrote silently wrong gradients before runtime/in_place.h: the
+// sweep read overwritten arguments (recompute mode), an overwritten argument
+// kept as a cached partial (d(x*b)/dx is b itself), or credited an array to
+// the node that had computed it although a destination write (partials'
+// value_out) or a write through a view had replaced its values. Expected
+// values are hand-written derivatives at the recorded inputs.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "doctest/doctest.h"
+#include "dualcast/dualcast.hpp"
+
+namespace dualcast {
+namespace {
+
+using D = Array<double>;
+
+const Kernel& Mul() {
+  static const Kernel k = kernel("mul", [](auto x, auto y) { return x * y; });
+  return k;
+}
+const Kernel& Affine() {  // d/dx = y + 1: a private partial, not an argument
+  static const Kernel k = kernel("affine", [](auto x, auto y) { return x * y + x; });
+  return k;
+}
+const Kernel& Square() {
+  static const Kernel k = kernel("square", [](auto x) { return x * x; });
+  return k;
+}
+
+std::string ErrorOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+bool Has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+TEST_CASE("recompute mode: an argument assigned after the forward pass is an Error naming it") {
+  D x = D::from({1, 2}, {2}), b = D::from({3, 4}, {2});
+  Tape tape(PartialsMode::kRecompute);
+  D loss = sum(broadcast(Mul(), x, b));
+  loss.eval();  // the forward pass is over
+  x.assign({10, 20});
+  const std::string m = ErrorOf([&] { tape.gradient(loss, {b}); });
+  MESSAGE(m);
+  CHECK(Has(m, "argument 1 of 'mul' (an array of shape [2]) was written in place"));
+  CHECK(Has(m, "Write into a copy() instead"));
+}
+
+TEST_CASE("cached partials: an argument that is itself a partial (d(x*b)/dx = b), assigned later, is an Error") {
+  D x = D::from({1, 2}, {2}), b = D::from({3, 4}, {2});
+  Tape tape;
+  D y = broadcast(Mul(), x, b);
+  y.eval();
+  D loss = sum(y * D::from({1, 1}, {2}));
+  b.assign({30, 40});
+  const std::string m = ErrorOf([&] { tape.gradient(loss, {x}); });
+  MESSAGE(m);
+  CHECK(Has(m, "kept as a partial derivative"));
+  CHECK(Has(m, "written in place"));
+}
+
+TEST_CASE("cached partials the kernel owns: an argument assigned later changes nothing, no Error") {
+  D x = D::from({1, 2}, {2}), b = D::from({3, 4}, {2});
+  Tape tape;
+  D y = broadcast(Affine(), x, b);
+  y.eval();
+  D loss = sum(y * D::from({1, 1}, {2}));
+  b.assign({30, 40});  // d y / d x = b + 1 was cached at b = (3, 4)
+  CHECK(tape.gradient(loss, {x})[0].to_vector() == std::vector<double>{4, 5});
+}
+
+TEST_CASE("writes before the forward pass are fine: the gradient is at the written values") {
+  D x = D::from({1, 2}, {2}), b = D::from({3, 4}, {2});
+  x.assign({5, 6});
+  double* p = b.mutable_data();
+  p[0] = 7;
+  Tape tape(PartialsMode::kRecompute);
+  D loss = sum(broadcast(Mul(), x, b));
+  loss.eval();
+  const std::vector<D> g = tape.gradient(loss, {x, b});
+  CHECK(g[0].to_vector() == std::vector<double>{7, 4});  // d/dx = b
+  CHECK(g[1].to_vector() == std::vector<double>{5, 6});  // d/db = x
+}
+
+TEST_CASE("a taped result overwritten as partials' value_out is a leaf from then on, computed from the new inputs") {
+  D a = D::from({1, 2}, {2}), c = D::from({5, 6}, {2});
+  Tape tape;
+  D d = broadcast(Affine(), a, a);
+  d.eval();
+  PartialsOptions<double> o;
+  o.value_out = {d};
+  partials(Square(), {c}, o);  // d = c * c now; partials() is not recorded
+  CHECK(d.to_vector() == std::vector<double>{25, 36});
+  D loss = sum(d * D::from({1, 1}, {2}));
+  // The loss no longer depends on a: zeros when asked for, never affine's gradient.
+  CHECK(tape.gradient(loss, {a}, {.allow_unused = true})[0].to_vector() == std::vector<double>{0, 0});
+  // It depends on c, through an untaped computation: an Error, not zeros.
+  const std::string m = ErrorOf([&] { tape.gradient(loss, {c}, {.allow_unused = true}); });
+  MESSAGE(m);
+  CHECK(Has(m, "computed by 'square'"));
+}
+
+TEST_CASE("partials() results are computed from its inputs: a tape refuses a gradient through them") {
+  D c = D::from({5, 6}, {2});
+  Partials<double> p = partials(Square(), {c});
+  Tape tape;
+  D loss = sum(p.value(0) * D::from({1, 1}, {2}) + p.d(0, 0));
+  const std::string m = ErrorOf([&] { tape.gradient(loss, {c}, {.allow_unused = true}); });
+  MESSAGE(m);
+  CHECK(Has(m, "computed by 'square'"));
+}
+
+TEST_CASE("a taped result written through a view of its memory: the sweep refuses to credit it to its node") {
+  D x = D::from({1, 2, 3, 4}, {2, 2}), b = D::from({3, 4, 5, 6}, {2, 2});
+  Tape tape;
+  D y = broadcast(Affine(), x, b);
+  y.eval();
+  D flat = y.reshape({4});  // a view of y's memory
+  REQUIRE(flat.data() == y.data());  // shares y's storage
+  flat.assign({0, 0, 0, 0});
+  D loss = sum(y * D::from({1, 1, 1, 1}, {2, 2}));
+  const std::string m = ErrorOf([&] { tape.gradient(loss, {x}); });
+  MESSAGE(m);
+  CHECK(Has(m, "computed by 'affine'"));
+  CHECK(Has(m, "written in place"));
+}
+
+TEST_CASE("accumulate_gradient's buffer is written in place: a node that kept it refuses it later") {
+  D x = D::from({1, 2}, {2}), g = D::from({0, 0}, {2});
+  Tape tape(PartialsMode::kRecompute);
+  D loss = sum(broadcast(Mul(), x, g));  // g is an argument of mul, kept for the sweep
+  loss.eval();
+  D loss2 = sum(broadcast(Square(), x));
+  loss2.eval();
+  tape.accumulate_gradient(loss2, {x}, {g});  // g += 2x
+  CHECK(g.to_vector() == std::vector<double>{2, 4});
+  CHECK(Has(ErrorOf([&] { tape.gradient(loss, {x}); }), "argument 2 of 'mul'"));
+}
+
+}  // namespace
+}  // namespace dualcast
