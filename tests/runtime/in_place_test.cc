@@ -12,6 +12,7 @@
 
 #include "doctest/doctest.h"
 #include "dualcast/dualcast.hpp"
+#include "runtime/error_text.h"
 
 namespace dualcast {
 namespace {
@@ -31,15 +32,8 @@ const Kernel& Square() {
   return k;
 }
 
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-bool Has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+std::string ErrorOf(const std::function<void()>& fn) { return test::ErrorOf(fn, "(no error)"); }
+using test::Has;
 
 TEST_CASE("recompute mode: an argument assigned after the forward pass is an Error naming it") {
   D x = D::from({1, 2}, {2}), b = D::from({3, 4}, {2});

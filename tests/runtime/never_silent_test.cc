@@ -12,6 +12,7 @@
 
 #include "doctest/doctest.h"
 #include "dualcast/dualcast.hpp"
+#include "runtime/error_text.h"
 
 namespace dualcast {
 namespace {
@@ -50,16 +51,8 @@ void CheckClose(const std::vector<double>& got, const std::vector<double>& want)
   }
 }
 
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool Has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using test::ErrorOf;
+using test::Has;
 
 TEST_CASE("Array::reshape / Array::transpose (the methods) inside the loss: the right gradient") {
   const Kernel cell = Cell();
