@@ -14,13 +14,20 @@ namespace {
 
 std::atomic<uint64_t> g_epoch{0};
 
-struct Stamps {
+// Stamps by storage, in shards: every storage freed once some write happened
+// looks into its shard, and the shard's count lets it skip the lock when
+// nothing stamped lives there (a simulation that writes its state in place
+// each step keeps a few stamped storages alive, not one per shard).
+struct Shard {
   std::mutex mu;
+  std::atomic<size_t> size{0};  // entries in `last`
   absl::flat_hash_map<const Storage*, uint64_t> last;  // guarded by mu
 };
-Stamps& GlobalStamps() {
-  static auto* stamps = new Stamps();  // never destroyed: storage may be freed at exit
-  return *stamps;
+constexpr size_t kShards = 16;
+Shard& ShardOf(const Storage* storage) {
+  static auto* shards = new Shard[kShards];  // never destroyed: storage may be freed at exit
+  const auto p = reinterpret_cast<uintptr_t>(storage);
+  return shards[((p >> 4) ^ (p >> 12)) % kShards];
 }
 
 }  // namespace
@@ -31,27 +38,32 @@ void NoteInPlaceWrite(ArrayImpl& a) {
   a.grad_fn.reset();
   a.grad_output = 0;
   if (a.storage == nullptr) return;
-  Stamps& s = GlobalStamps();
-  std::lock_guard<std::mutex> lock(s.mu);
+  Shard& shard = ShardOf(a.storage.get());
+  std::lock_guard<std::mutex> lock(shard.mu);
   // Taken under the lock, so that a stamp never exceeds the epoch a reader
   // of the counter then sees in the map.
   const uint64_t epoch = g_epoch.fetch_add(1, std::memory_order_acq_rel) + 1;
-  s.last[a.storage.get()] = epoch;
+  auto [it, inserted] = shard.last.insert_or_assign(a.storage.get(), epoch);
+  (void)it;
+  if (inserted) shard.size.fetch_add(1, std::memory_order_relaxed);
 }
 
 uint64_t LastInPlaceWrite(const Storage* storage) {
   if (storage == nullptr || InPlaceWriteEpoch() == 0) return 0;
-  Stamps& s = GlobalStamps();
-  std::lock_guard<std::mutex> lock(s.mu);
-  auto it = s.last.find(storage);
-  return it == s.last.end() ? 0 : it->second;
+  Shard& shard = ShardOf(storage);
+  if (shard.size.load(std::memory_order_relaxed) == 0) return 0;
+  std::lock_guard<std::mutex> lock(shard.mu);
+  auto it = shard.last.find(storage);
+  return it == shard.last.end() ? 0 : it->second;
 }
 
 void ForgetInPlaceWrites(const Storage* storage) {
+  // The last reference's release orders a stamp of this storage before this.
   if (InPlaceWriteEpoch() == 0) return;
-  Stamps& s = GlobalStamps();
-  std::lock_guard<std::mutex> lock(s.mu);
-  s.last.erase(storage);
+  Shard& shard = ShardOf(storage);
+  if (shard.size.load(std::memory_order_relaxed) == 0) return;
+  std::lock_guard<std::mutex> lock(shard.mu);
+  if (shard.last.erase(storage) > 0) shard.size.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void CheckNotWrittenSince(uint64_t epoch, const ArrayImpl& a, const std::string& what,

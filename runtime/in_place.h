@@ -16,9 +16,9 @@
 // array whose storage was stamped later.
 //
 // Cost: a process that never writes in place reads one atomic per node and
-// sweep step (the counter stays 0); the stamps live in a map under a mutex,
-// touched by writes, by sweep steps after a write, and by freeing storage
-// once any write happened.
+// sweep step (the counter stays 0). The stamps live in a sharded map, touched
+// by writes, by sweep steps after a write, and by freeing a storage whose
+// shard holds a stamp.
 //
 // Example:
 //   Tape tape;
