@@ -71,9 +71,10 @@ void CheckNotWrittenSince(uint64_t epoch, const ArrayImpl& a, const std::string&
   if (InPlaceWriteEpoch() <= epoch || LastInPlaceWrite(a.storage.get()) <= epoch) return;
   throw Error(ErrorKind::kInvalidArgument,
               absl::StrCat("Tape::gradient: ", what, " (an array of shape [", absl::StrJoin(a.shape, ", "),
-                           "]) was written in place (Array::assign, mutable_data(), or as a "
-                           "destination of partials() or accumulate_gradient(), perhaps through "
-                           "a view of the same memory) after the tape recorded '", node_name,
+                           "]) was written in place (Array::assign, mutable_data() (which counts as "
+                           "a write: read through data()), or as a destination of partials() or "
+                           "accumulate_gradient(), perhaps through a view of the same memory) after "
+                           "the tape recorded '", node_name,
                            "', so the gradient would use values the forward pass never saw. Write "
                            "into a copy() instead, or run the forward pass again (under the tape) "
                            "after writing"));
