@@ -123,10 +123,7 @@ class BackwardCache {
 
 class BroadcastGradNode final : public ReleasableGradNode {
  public:
-  // `epoch`: the in-place write epoch of the forward pass (a part cut out
-  // of a node keeps the node's, see Cut).
-  explicit BroadcastGradNode(BroadcastGradInfo info, uint64_t epoch = InPlaceWriteEpoch())
-      : info_(std::move(info)), epoch_(epoch) {
+  explicit BroadcastGradNode(BroadcastGradInfo info) : info_(std::move(info)) {
     if (info_.primal == nullptr) {
       throw Error(ErrorKind::kInternal, "broadcast tape node without a primal function");
     }
@@ -164,18 +161,18 @@ class BroadcastGradNode final : public ReleasableGradNode {
     // cached partials (some are arguments or results themselves), or the
     // arguments the partials are recomputed from.
     const bool use_cached = cached_ && !uncached_adjoint;
-    if (InPlaceWriteEpoch() > epoch_) {
+    if (const uint64_t epoch = SweptNodeEpoch(); InPlaceWriteEpoch() > epoch) {
       if (use_cached) {
         for (const auto& p : info_.partials) {
           if (p != nullptr) {
-            CheckNotWrittenSince(epoch_, *p, absl::StrCat("an argument or result of '", name,
+            CheckNotWrittenSince(epoch, *p, absl::StrCat("an argument or result of '", name,
                                                           "' kept as a partial derivative"), name);
           }
         }
       } else {
         for (size_t j = 0; j < info_.leaves.size(); ++j) {
           if (info_.leaves[j] != nullptr) {
-            CheckNotWrittenSince(epoch_, *info_.leaves[j], absl::StrCat("argument ", j + 1, " of '", name, "'"),
+            CheckNotWrittenSince(epoch, *info_.leaves[j], absl::StrCat("argument ", j + 1, " of '", name, "'"),
                                  name);
           }
         }
@@ -236,7 +233,7 @@ class BroadcastGradNode final : public ReleasableGradNode {
       p.wrt = wrt;
       p.consumed_inside.assign(outputs.size(), false);
       p.reads = FusedReads(nodes, sources, leaves.size());
-      return Part{std::make_shared<BroadcastGradNode>(std::move(p), epoch_), outputs};
+      return Part{MakeBroadcastGradNode(std::move(p)), outputs};
     };
     std::vector<int> order = cut;  // a cut output depends only on cuts of earlier fused nodes
     std::sort(order.begin(), order.end(), [&](int x, int y) {
@@ -304,7 +301,6 @@ class BroadcastGradNode final : public ReleasableGradNode {
   }
 
   BroadcastGradInfo info_;
-  uint64_t epoch_;  // InPlaceWriteEpoch() when the forward pass ran
   bool cached_ = true;
   DType dtype_ = DType::kF32;
 };
@@ -315,6 +311,17 @@ std::vector<std::vector<bool>> FusedReads(const std::vector<jit::FusionNode>& no
                                           const std::vector<jit::FusionSource>& sources,
                                           size_t num_leaves) {
   std::vector<std::vector<bool>> reads;
+  reads.reserve(sources.size());
+  const bool one_node =
+      nodes.size() == 1 && std::all_of(sources.begin(), sources.end(), [](const jit::FusionSource& s) {
+        return s.kind == jit::FusionSource::kNode;
+      });
+  if (one_node) {  // the common group of one: every output reads the node's inputs (all leaves)
+    std::vector<bool> leaf(num_leaves, false);
+    for (const jit::FusionSource& in : nodes[0].inputs) leaf[static_cast<size_t>(in.index)] = true;
+    reads.assign(sources.size(), leaf);
+    return reads;
+  }
   for (const jit::FusionSource& out : sources) {
     std::vector<bool> leaf(num_leaves, false), node(nodes.size(), false);
     std::vector<jit::FusionSource> stack = {out};

@@ -142,9 +142,9 @@ struct GeneratedReduceNode final : detail::GradNode {
   Axes axes;
   std::vector<Arr> saved;  // what the rule reads besides the input
   std::function<Arr(const Arr& x, const std::vector<Arr>& saved, const Arr& g)> rule;
-  uint64_t epoch = detail::InPlaceWriteEpoch();  // when the reduction was computed
   std::vector<Arr> Backward(const std::vector<Arr>& outs) override {
     if (outs.empty() || outs[0] == nullptr) return {nullptr};
+    const uint64_t epoch = detail::SweptNodeEpoch();
     detail::CheckNotWrittenSince(epoch, *inputs[0], absl::StrCat("the argument of '", name, "'"), name);
     for (const Arr& a : saved) {
       if (a != nullptr) {

@@ -34,6 +34,14 @@ Shard& ShardOf(const Storage* storage) {
 
 uint64_t InPlaceWriteEpoch() { return g_epoch.load(std::memory_order_acquire); }
 
+namespace {
+thread_local uint64_t t_swept_epoch = 0;
+}  // namespace
+
+uint64_t SweptNodeEpoch() { return t_swept_epoch; }
+SweptNodeEpochScope::SweptNodeEpochScope(uint64_t epoch) : saved_(t_swept_epoch) { t_swept_epoch = epoch; }
+SweptNodeEpochScope::~SweptNodeEpochScope() { t_swept_epoch = saved_; }
+
 void NoteInPlaceWrite(ArrayImpl& a) {
   a.grad_fn.reset();
   a.grad_output = 0;

@@ -11,7 +11,7 @@
 //     with it (views share the stamp: they share the storage), and
 //   - makes the written array a leaf (its tape node is dropped; the caller
 //     sets its Origin: none for user values, the kernel's for a destination).
-// A node remembers the epoch at which it was recorded; the sweep refuses,
+// The tape remembers the epoch at which it recorded each node; the sweep refuses,
 // with an Error naming the node, the argument and the fix, to read a kept
 // array whose storage was stamped later.
 //
@@ -47,6 +47,22 @@ uint64_t LastInPlaceWrite(const Storage* storage);
 
 // Called by ~Storage: a freed storage's stamp must not pass to a new one at its address.
 void ForgetInPlaceWrites(const Storage* storage);
+
+// The epoch at which the tape recorded the node whose reverse rule runs now
+// (0 outside a sweep, or when no write had happened by then). The sweep sets
+// it for each step, a part cut out of a node getting the node's; the tape
+// keeps it per node (tape.cc), so nodes need not.
+uint64_t SweptNodeEpoch();
+class SweptNodeEpochScope {
+ public:
+  explicit SweptNodeEpochScope(uint64_t epoch);
+  ~SweptNodeEpochScope();
+  SweptNodeEpochScope(const SweptNodeEpochScope&) = delete;
+  SweptNodeEpochScope& operator=(const SweptNodeEpochScope&) = delete;
+
+ private:
+  uint64_t saved_;
+};
 
 // Throws when `a` was written in place after `epoch`, the epoch at which the
 // tape recorded the node `node_name` that relies on it; `what` names `a` for

@@ -100,17 +100,13 @@ class PlanArgs {
 }  // namespace
 
 std::shared_ptr<Storage> RunPlanIntoStorage(const jit::Function* fn,
-                                            const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
-                                            const std::vector<int64_t>& shape) {
+                                            const std::vector<std::shared_ptr<ArrayImpl>>& inputs) {
   static const ExecuteOptions kDefaults;
   LaunchPlan* found = FindPlan(fn, inputs, kDefaults);
-  if (found == nullptr || found->out_shapes.size() != 1 || found->reduce_spec != nullptr ||
-      found->out_shapes[0] != shape) {
-    return nullptr;
-  }
+  if (found == nullptr || found->out_shapes.size() != 1 || found->reduce_spec != nullptr) return nullptr;
   const LaunchPlan& plan = *found;
   int64_t elements = 1;
-  for (int64_t s : shape) elements *= s;
+  for (int64_t s : plan.out_shapes[0]) elements *= s;
   std::shared_ptr<Storage> storage =
       Allocate(static_cast<size_t>(elements) * SizeOf(plan.dtype), Device::cpu());
   PlanArgs args(plan, inputs, 1);

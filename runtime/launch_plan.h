@@ -74,12 +74,12 @@ std::vector<std::shared_ptr<ArrayImpl>> RunPlan(const LaunchPlan& plan, size_t n
 // The lazy graph's cache-hit launch of a one-output CPU function with default
 // options (Materialize of a ready broadcast): runs a plan that an earlier
 // Execute of `fn` over operands of these shapes and strides kept, into new
-// storage that is returned, holding the contiguous result of shape `shape`,
-// for the caller to give to its pending array. Skips what RunPlan allocates
+// storage that is returned, holding the contiguous result (of the inputs'
+// broadcast shape, which the caller's pending array has), for the caller to
+// give to that array. Skips what RunPlan allocates
 // beyond the data (an ArrayImpl, its shape and strides, the result list).
 // Null when no such plan exists: the caller runs Execute.
 std::shared_ptr<Storage> RunPlanIntoStorage(const jit::Function* fn,
-                                            const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
-                                            const std::vector<int64_t>& shape);
+                                            const std::vector<std::shared_ptr<ArrayImpl>>& inputs);
 
 }  // namespace dualcast::detail

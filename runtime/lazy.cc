@@ -519,7 +519,7 @@ bool RunReadyNode(const std::shared_ptr<ArrayImpl>& root, std::unique_lock<std::
   std::shared_ptr<ArrayImpl> computed;  // Execute's result when no launch plan exists yet
   {
     Unlocked unlocked(lock, std::span(&root->pending, 1));
-    storage = RunPlanIntoStorage(node->function.get(), inputs, node->shape);
+    storage = RunPlanIntoStorage(node->function.get(), inputs);
     if (storage == nullptr) computed = Execute(node->name, node->function, inputs)[0];
     // `root` is still pending and ours: nobody else reads it yet. One
     // output list per thread, so that noting it allocates no list.

@@ -136,12 +136,12 @@ std::shared_ptr<ArrayImpl> Transposed(const ArrayImpl& a) {
 }
 
 struct MatmulNode final : detail::GradNode {
-  uint64_t epoch = detail::InPlaceWriteEpoch();  // when the product was computed
   std::vector<std::shared_ptr<ArrayImpl>> Backward(
       const std::vector<std::shared_ptr<ArrayImpl>>& outs) override {
     if (outs.empty() || outs[0] == nullptr) return {nullptr, nullptr};
     const std::shared_ptr<ArrayImpl>& g = outs[0];
     // Each input's gradient reads the other one.
+    const uint64_t epoch = detail::SweptNodeEpoch();
     if (detail::InputNeeded(0)) detail::CheckNotWrittenSince(epoch, *inputs[1], "argument 2 of 'matmul'", name);
     if (detail::InputNeeded(1)) detail::CheckNotWrittenSince(epoch, *inputs[0], "argument 1 of 'matmul'", name);
     return {detail::InputNeeded(0) ? Gemm(g, Transposed(*inputs[1])) : nullptr,

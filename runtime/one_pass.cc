@@ -186,10 +186,8 @@ bool OnePassGradient(const std::shared_ptr<ArrayImpl>& loss,
     plan = PlanGroup(g, in, std::move(live));
 
     // Each requested input must be a differentiated leaf the loss reads.
-    // A group of one node reads every leaf (its leaves are its inputs).
     const std::vector<bool> reads =
-        plan.nodes.size() == 1 ? std::vector<bool>(plan.leaves.size(), true)
-                               : FusedReads(plan.nodes, {plan.sources[0]}, plan.leaves.size())[0];
+        std::move(FusedReads(plan.nodes, {plan.sources[0]}, plan.leaves.size())[0]);
     std::vector<int> wrt, slot(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
       int leaf = -1;

@@ -24,6 +24,13 @@ thread_local const std::vector<bool>* t_needed = nullptr;
 // recorded once some in-place write had happened (absent: 0). See in_place.h.
 thread_local absl::flat_hash_map<const detail::GradNode*, uint64_t> t_record_epochs;
 
+// The in-place write epoch at which `node` was recorded (0: none had happened).
+uint64_t RecordEpoch(const detail::GradNode* node) {
+  if (t_record_epochs.empty()) return 0;
+  auto it = t_record_epochs.find(node);
+  return it == t_record_epochs.end() ? 0 : it->second;
+}
+
 struct PauseRecording {
   PauseRecording() { ++t_paused; }
   ~PauseRecording() { --t_paused; }
@@ -558,8 +565,7 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
         if (!needed[j] || node.inputs[j]->grad_fn == nullptr) continue;
         const detail::GradNode* producer = node.inputs[j]->grad_fn.get();
         if (!on_tape.contains(producer)) continue;
-        auto it = t_record_epochs.find(producer);
-        detail::CheckNotWrittenSince(it == t_record_epochs.end() ? 0 : it->second, *node.inputs[j],
+        detail::CheckNotWrittenSince(RecordEpoch(producer), *node.inputs[j],
                                      absl::StrCat("argument ", j + 1, " of '", node.name,
                                                   "', computed by '", producer->name, "',"),
                                      producer->name);
@@ -568,6 +574,8 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
     std::vector<std::shared_ptr<detail::ArrayImpl>> contributions;
     {
       detail::NeededInputsScope scope(&needed);
+      // A part cut out of a node reads what the node kept: the node's epoch.
+      detail::SweptNodeEpochScope epoch(RecordEpoch(static_cast<const detail::GradNode*>(step.outputs[0].ptr)));
       contributions = node.Backward(outs);
     }
     outs.clear();
