@@ -73,8 +73,10 @@ struct IrSteps {
   V Eq(V x, V y) { return b.Emit(Op::kEq, {x, y}); }
   V Select(V c, V x, V y) { return b.Select(c, x, y); }
   V Log(V x) { return b.Emit(Op::kLog, {x}); }
-  V Tan(V x) { return b.Emit(Op::kTan, {x}); }
   V Floor(V x) { return b.Emit(Op::kFloor, {x}); }
+  V Fma(V x, V y, V z) { return b.Emit(Op::kFma, {x, y, z}); }
+  V Log2(V x) { return b.Emit(Op::kLog2, {x}); }
+  V Ldexp(V x, V n) { return b.Emit(Op::kLdexp, {x, n}); }
 };
 
 class ForwardMode {

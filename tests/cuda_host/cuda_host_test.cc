@@ -415,6 +415,12 @@ void AddBroadcastMatrix(std::vector<Case<T>>& cases, std::mt19937_64& rng) {
     Prepare(big, BranchOnIntermediate::domain(), rng);
     cases.push_back(std::move(big));
   }
+  // The middle dim broadcast in input 1 only: no two dims merge, the merged rank is 3 (the
+  // random cases reach it only by chance).
+  Case<T> rank3 = MakeCase<T>("merged rank 3", f, {{3, 4, 5}, {3, 1, 5}},
+                              {Layout::kContiguous, Layout::kStrided}, Layout::kContiguous);
+  Prepare(rank3, BranchOnIntermediate::domain(), rng);
+  cases.push_back(std::move(rank3));
   Case<T> scalar = MakeCase<T>("rank 0", f, {{}, {}}, {Layout::kContiguous, Layout::kContiguous},
                                Layout::kContiguous);
   Prepare(scalar, BranchOnIntermediate::domain(), rng);

@@ -167,6 +167,18 @@ struct ErrorFunctions {
   };
 };
 
+// lgamma' and tgamma' are digamma, whose reflection for x < 0 runs in double-double
+// (digamma_steps.hpp): the largest derivative rule, and the one whose steps must agree bit for
+// bit across Dual, the interpreter and both printers.
+struct Gamma {
+  DUALCAST_KERNEL("gamma", {-6, 3})
+  static constexpr auto fn = [](auto x) {
+    using namespace dualcast::math;
+    if (x < 0) return lgamma(x) + tgamma(x);
+    return lgamma(x + 1);
+  };
+};
+
 struct Rounding {
   DUALCAST_KERNEL("rounding", {-3, 3}, {-3, 3})
   static constexpr auto fn = [](auto x, auto y) {
@@ -338,7 +350,7 @@ constexpr size_t Arity() {
 using AllKernels =
     std::tuple<HmLstmCell, Nested3, BranchOnIntermediate, SqrtGuard, EarlyReturns, Tuple3,
                ArrayOut, IgnoresInputs, SelectKernel, ExpLog, Log2Log10Cbrt, Trig, InverseTrig,
-               Hyperbolic, InverseHyperbolic, ErrorFunctions, Rounding, MinMax, HypotCopysign,
+               Hyperbolic, InverseHyperbolic, ErrorFunctions, Gamma, Rounding, MinMax, HypotCopysign,
                Powers, FusedMultiplyAdd, Activations, Absolute, LogicalConditions, UnrolledLoop,
                Division, ReturnMapping, ReluChain, Deep6>;
 

@@ -186,8 +186,14 @@ struct ScalarSteps {
   DUALCAST_HD bool Eq(const T& a, const T& b) const { return a == b; }
   DUALCAST_HD T Select(bool c, const T& a, const T& b) const { return c ? a : b; }
   DUALCAST_HD T Log(const T& a) const { return libm::log(a); }
-  DUALCAST_HD T Tan(const T& a) const { return libm::tan(a); }
   DUALCAST_HD T Floor(const T& a) const { return libm::floor(a); }
+  DUALCAST_HD T Fma(const T& a, const T& b, const T& c) const { return libm::fma(a, b, c); }
+  DUALCAST_HD T Log2(const T& a) const { return libm::log2(a); }
+  // ldexp with a T exponent, as the IR's: NaN passes through, the exponent saturates.
+  DUALCAST_HD T Ldexp(const T& a, const T& n) const {
+    if (n != n) return n;
+    return libm::ldexp(a, n < T(-100000) ? -100000 : n > T(100000) ? 100000 : int(n));
+  }
 };
 template <floating_point T>
 DUALCAST_HD inline T softplus_from_exp(const T& x, const T& e) {
@@ -475,7 +481,9 @@ DUALCAST_HD inline T erfinv(T y) {
 template <detail::floating_point T>
 DUALCAST_HD inline T digamma(T x) {
   detail::ScalarSteps<double> m;  // in double, rounded once (as the jvp rules do)
-  return T(detail::digamma_steps(m, double(x)));
+  // The same steps as the vector code, less the double-double reflection where x > 0 does not select it.
+  const double v = double(x);
+  return T(v > 0 ? detail::digamma_positive_steps(m, v) : detail::digamma_steps(m, v));
 }
 
 // d/dx digamma(x) (the first polygamma function); NaN at the poles.

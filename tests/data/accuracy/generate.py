@@ -144,8 +144,26 @@ BINARY = {
             by_type([(slog(1e-10, 1e10), slog(1e-10, 1e10))], [(slog(1e-100, 1e100), slog(1e-100, 1e100))])),
 }
 
+def digamma_roots(ks):
+    """Doubles at digamma's negative roots (one in each (-k-1, -k)), where its reflection cancels:
+    the double nearest each root, its two neighbours, and points 1e-9 and 1e-5 (relative) away."""
+    pts = []
+    for k in ks:
+        lo, hi = mp.mpf(-k - 1), mp.mpf(-k)  # psi rises from -inf to +inf in between
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if mp.digamma(mid) > 0 else (mid, hi)
+        d = float((lo + hi) / 2)
+        pts += [(d,), (math.nextafter(d, -math.inf),), (math.nextafter(d, math.inf),)]
+        pts += [(d * (1 + r),) for r in (-1e-5, -1e-9, 1e-9, 1e-5)]
+    return pts
+
+
+ROOTS = digamma_roots(list(range(12)) + [99, 10**6])
+
 # Edge points with exact expectations (limits at infinity, NaN propagation).
 EDGES = {
+    "digamma": ROOTS, "lgamma": ROOTS, "tgamma": digamma_roots(range(12)),
     "atan2": [(math.inf, 1.0), (1.0, math.inf), (math.inf, math.inf), (-2.0, -math.inf)],
     "hypot": [(math.inf, 1.0), (-3.0, math.inf)],
     "log": [(-1.0,)], "log1p": [(-2.0,)], "atanh": [(2.0,)],
