@@ -354,13 +354,40 @@ Behind BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeI
   return behind;
 }
 
+// The Origin op of the arrays a reverse sweep hands out (gradients, and a buffer
+// accumulate_gradient added into): no tape records the sweep, so a later loss
+// built from them sees them as constants, although they depend on the inputs.
+bool IsSweepResult(const detail::ArrayImpl& a) {
+  return a.origin != nullptr && (a.origin->op == "Tape::gradient" || a.origin->op == "Tape::accumulate_gradient");
+}
+
 std::string UntapedText(const detail::ArrayImpl& via) {
   const detail::Origin& o = *via.origin;
+  if (IsSweepResult(via)) {
+    return absl::StrCat("an array of shape ", ShapeText(via.shape), " computed by ", o.op,
+                        " (a reverse sweep, which no tape records: dualcast has no gradient of a "
+                        "gradient), which this tape sees as a constant");
+  }
   return absl::StrCat("an array of shape ", ShapeText(via.shape), " computed by '", o.op, "' ",
                       o.taped ? "outside this tape's record (before it was opened or cleared, while "
                                 "another tape recorded)"
                               : "before this Tape was opened (or while no tape was recording)",
                       ", which this tape sees as a constant");
+}
+
+// What to do about a path through `via`, an array the tape did not record.
+std::string UntapedAdvice(const detail::ArrayImpl& via, bool used) {
+  if (IsSweepResult(via)) {
+    return ". dualcast differentiates once: for a second derivative, write the first derivative "
+           "into a kernel (for x*x*x, a kernel returning 3*x*x) and take that kernel's gradient; "
+           "if the gradient is meant as a constant here, use a fresh copy of its values "
+           "(Array::from(g.to_vector(), g.shape()))";
+  }
+  return absl::StrCat(". Open the Tape before the forward computation (arrays still pending when it "
+                      "opens are fine)",
+                      used ? "; if that array is meant as a constant, use a fresh copy of its values "
+                             "(Array::from(v.to_vector(), v.shape()))"
+                           : "");
 }
 
 }  // namespace
@@ -489,13 +516,8 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
           absl::StrCat(what, ": ", Described(i, *inputs[i]),
                        used ? " reaches the loss on this tape, but also through "
                             : " does not reach the loss on this tape: the loss depends on it only through ",
-                       UntapedText(*it->second),
-                       used ? "; the gradient would miss that path" : "",
-                       ". Open the Tape before the forward computation (arrays still pending when it "
-                       "opens are fine)",
-                       used ? "; if that array is meant as a constant, use a fresh copy of its values "
-                              "(Array::from(v.to_vector(), v.shape()))"
-                            : ""));
+                       UntapedText(*it->second), used ? "; the gradient would miss that path" : "",
+                       UntapedAdvice(*it->second, used)));
     }
     if (behind.unverified != nullptr) {
       throw Error(ErrorKind::kInvalidArgument,
@@ -639,6 +661,21 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> CheckedInputs(const std::vector<
   return impls;
 }
 
+// Marks what a sweep hands out as computed from the loss and the inputs (see
+// IsSweepResult): a tape that later meets them on the way from its loss to one
+// of those inputs refuses, instead of treating a gradient as a constant.
+void NoteSweepOrigin(const char* what, const std::shared_ptr<detail::ArrayImpl>& loss,
+                     const std::vector<std::shared_ptr<detail::ArrayImpl>>& inputs,
+                     const std::vector<std::shared_ptr<detail::ArrayImpl>>& results) {
+  std::vector<std::shared_ptr<detail::ArrayImpl>> sources = {loss};
+  sources.insert(sources.end(), inputs.begin(), inputs.end());
+  std::vector<std::shared_ptr<detail::ArrayImpl>> outputs;
+  for (const auto& r : results) {
+    if (r != nullptr) outputs.push_back(r);
+  }
+  if (!outputs.empty()) detail::NoteOrigin(what, sources, outputs);
+}
+
 }  // namespace
 
 // The one-pass plan (one_pass.h), in kAuto mode (the partials are not kept
@@ -669,6 +706,7 @@ ValueAndGradient<T> Tape::value_and_gradient(const Array<T>& loss, const std::ve
     loss.eval();  // a pending loss is computed (and recorded) now
     adjoints = Sweep(loss_impl, impls, options.allow_unused, what);
   }
+  NoteSweepOrigin(what, loss_impl, impls, adjoints);
   std::vector<Array<T>> grads;
   grads.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -712,11 +750,14 @@ void Tape::accumulate_gradient(const Array<T>& loss, const std::vector<Array<T>>
     loss.eval();
     adjoints = Sweep(loss_impl, impls, options.allow_unused, what);
   }
+  std::vector<std::shared_ptr<detail::ArrayImpl>> written;
   for (size_t i = 0; i < grads.size(); ++i) {
     if (adjoints[i] == nullptr) continue;
     detail::AddInto(*grads[i].impl(), *adjoints[i]);
     detail::NoteInPlaceWrite(*grads[i].impl());  // a tape that kept this memory must not use it
+    written.push_back(grads[i].impl());
   }
+  NoteSweepOrigin(what, loss_impl, impls, written);
 }
 
 template std::vector<Array<float>> Tape::gradient(const Array<float>&, const std::vector<Array<float>>&,

@@ -316,5 +316,57 @@ TEST_CASE("intermediates fused into one kernel, several requested at once: full 
   }
 }
 
+// A gradient depends on the inputs, but no tape records the sweep that computed it: a loss built
+// from it (a user trying a second derivative with nested tapes) would take it as a constant and
+// give d/dx sum(g x) = g, not g + x g'. Expected values: g = 3 x^2 for cube, so the true
+// derivative of sum(g x) is 9 x^2 and the silent answer was 3 x^2.
+TEST_CASE("a gradient used in a later loss: an Error, not the gradient of a constant") {
+  const Kernel cube = kernel("cube", [](auto a) { return a * a * a; });
+  const D x = D::from({1.0, 2.0, 3.0}, {3});
+  SUBCASE("nested tapes") {
+    Tape outer;
+    std::vector<D> g;
+    {
+      Tape inner;
+      g = inner.gradient(sum(broadcast(cube, x)), {x});
+    }
+    CHECK(g[0].to_vector() == std::vector<double>{3, 12, 27});
+    const std::string m = test::ErrorOf([&] { outer.gradient(sum(g[0] * x), {x}); });
+    CHECK(test::Has(m, "input 1 (shape [3]) reaches the loss on this tape, but also through"));
+    CHECK(test::Has(m, "computed by Tape::gradient (a reverse sweep, which no tape records"));
+    CHECK(test::Has(m, "fresh copy"));
+  }
+  SUBCASE("one tape, twice") {
+    Tape tape;
+    const D g = tape.gradient(sum(broadcast(cube, x)), {x})[0];
+    CHECK(test::Has(test::ErrorOf([&] { tape.gradient(sum(g * x), {x}); }), "Tape::gradient (a reverse sweep"));
+  }
+  SUBCASE("a buffer accumulate_gradient added into") {
+    Tape tape;
+    D buf = D::zeros({3});
+    tape.accumulate_gradient(sum(broadcast(cube, x)), {x}, {buf});
+    CHECK(buf.to_vector() == std::vector<double>{3, 12, 27});
+    CHECK(test::Has(test::ErrorOf([&] { tape.gradient(sum(buf * x), {x}); }),
+                    "computed by Tape::accumulate_gradient"));
+  }
+  SUBCASE("no false alarm: a fresh copy as the constant, an optimiser step on a new tape") {
+    Tape tape;
+    const D g = tape.gradient(sum(broadcast(cube, x)), {x})[0];
+    const D c = D::from(g.to_vector(), g.shape());
+    CHECK(tape.gradient(sum(c * x), {x})[0].to_vector() == std::vector<double>{3, 12, 27});
+    D w = x;
+    for (int step = 0; step < 2; ++step) {  // w <- w - 0.1 * 3 w^2
+      Tape t;
+      w = (w - t.gradient(sum(broadcast(cube, w)), {w})[0] * 0.1).eval();
+    }
+    const std::vector<double> got = w.to_vector();
+    for (size_t i = 0; i < 3; ++i) {
+      double v = x.to_vector()[i];
+      for (int step = 0; step < 2; ++step) v -= 0.1 * 3 * v * v;
+      CHECK(got[i] == doctest::Approx(v).epsilon(1e-14));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dualcast
