@@ -667,13 +667,12 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> CheckedInputs(const std::vector<
 void NoteSweepOrigin(const char* what, const std::shared_ptr<detail::ArrayImpl>& loss,
                      const std::vector<std::shared_ptr<detail::ArrayImpl>>& inputs,
                      const std::vector<std::shared_ptr<detail::ArrayImpl>>& results) {
-  std::vector<std::shared_ptr<detail::ArrayImpl>> sources = {loss};
+  if (std::all_of(results.begin(), results.end(), [](const auto& r) { return r == nullptr; })) return;
+  std::vector<std::shared_ptr<detail::ArrayImpl>> sources;
+  sources.reserve(inputs.size() + 1);
+  sources.push_back(loss);
   sources.insert(sources.end(), inputs.begin(), inputs.end());
-  std::vector<std::shared_ptr<detail::ArrayImpl>> outputs;
-  for (const auto& r : results) {
-    if (r != nullptr) outputs.push_back(r);
-  }
-  if (!outputs.empty()) detail::NoteOrigin(what, sources, outputs);
+  detail::NoteOrigin(what, sources, results);  // skips the null results
 }
 
 }  // namespace
