@@ -486,6 +486,14 @@ Value Evaluator::Grad(const Expr& e) {
         continue;
       }
       const std::string& name = e.args[k + 1]->name;
+      if (what.find("(a reverse sweep") != std::string::npos) {
+        throw SourceError(ErrorCategory::kValue, e.args[k + 1]->span,
+                          "the loss depends on '" + name + "' also through a gradient an earlier grad "
+                          "computed, which this grad would treat as a constant: dualcast "
+                          "differentiates once. For a second derivative, write the first one as a "
+                          "function (def d(x) = 3 * x * x for x * x * x) and take grad(sum(d.(" +
+                              name + ")), " + name + ")");
+      }
       const bool earlier = what.find("before this Tape was opened") != std::string::npos;
       const std::string advice =
           ", which grad treats as a constant. grad records only what its first argument "

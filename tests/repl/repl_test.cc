@@ -318,6 +318,10 @@ TEST_CASE("session: errors never end the session and leave its state as it was")
   CHECK_FALSE(s.Run("sq.(1, 2)"));              // arity
   CHECK_FALSE(s.Run("def sq(x) = x +"));        // parse error: sq keeps its definition
   CHECK(s.Evaluate("sq.(x)").parts[0].to_vector() == std::vector<double>{1, 4, 9});
+  // A gradient of a gradient: the grad of g = 2x as a constant would be 2x, the true one 4x.
+  CHECK(s.Run("g = grad(sum(x * x), x)"));
+  CHECK_FALSE(s.Run("grad(sum(g * x), x)"));
+  CHECK(err.str().find("also through a gradient an earlier grad computed") != std::string::npos);
   CHECK(s.Run(":quit"));
   CHECK(s.quit_requested());
 
