@@ -559,10 +559,17 @@ class ForwardMode {
   // digamma(x): digamma_steps.hpp's steps, in double (a float converted and
   // rounded back once, as Dual<float> does), so lgamma' and tgamma' take the
   // same steps as Dual's; poles give NaN.
+  // The two sides under an If (x > 0; NaN goes to the other side, which passes it on): vector
+  // code runs the double-double reflection only when some lane is <= 0.
   ValueId Digamma(ValueId x) {
     const Type t = out_.type(x);
     IrSteps m{b_, Type::kF64};
-    const ValueId psi = ::dualcast::detail::digamma_steps(m, t == Type::kF64 ? x : b_.Cast(Type::kF64, x));
+    const ValueId xd = t == Type::kF64 ? x : b_.Cast(Type::kF64, x);
+    b_.BeginIf(b_.Emit(Op::kLt, {b_.Const(Type::kF64, 0), xd}));
+    const ValueId positive = ::dualcast::detail::digamma_positive_steps(m, xd);
+    b_.BeginElse({positive});
+    const ValueId rest = ::dualcast::detail::digamma_nonpositive_steps(m, xd);
+    const ValueId psi = b_.EndIf({rest})[0];
     return t == Type::kF64 ? psi : b_.Cast(t, psi);
   }
 

@@ -1,4 +1,4 @@
-// digamma(x) written once, without branches, over an arithmetic that dual/ (Dual's lgamma', tgamma', digamma) and the jvp rules instantiate.
+// digamma(x) written once, each side without branches, over an arithmetic that dual/ (Dual's lgamma', tgamma', digamma) and the jvp rules instantiate.
 //
 // Why one template: lgamma' = digamma and tgamma' = tgamma digamma are derivative rules in
 // two places (Dual in dual/, the jvp pass in jit/). A second, shorter formula in the jvp pass
@@ -8,7 +8,10 @@
 // Mul, Div, Neg, Fma, Lt, Eq -> mask, Select(mask, a, b), Log, Log2, Ldexp, Floor, each one IEEE
 // operation in double (a float caller converts to double and back, as Dual<float> does).
 //
-// The steps (every case computed, the right one selected, so vector code has no branches):
+// Two sides, x > 0 and the rest; callers branch between them (a C++ conditional in scalar
+// code, a structured If in the jvp pass's IR, so vector code runs the costly double-double
+// side only where some lane needs it). Within a side every case is computed and the right
+// one selected, so vector code has no further branches:
 //   x > 0 and below x0 - 1/2:  taylor(((x + 1) - x0) - x0_lo) - 1/x   (psi(x) = psi(x + 1) - 1/x)
 //   x0 - 1/2 <= x < 10:        taylor((x - n - x0) - x0_lo) + sum_{j=1..n} 1/(x - j), the n <= 9
 //                              steps that bring x below x0 + 1/2 (positive terms: no cancellation)
@@ -19,8 +22,9 @@
 // glibc's scalar log for x > 0; docs/accuracy.md has the measured bounds.
 //
 // Example:
-//   ScalarSteps<double> m;                        // math.hpp
-//   double psi = digamma_steps(m, 0.5);           // -gamma - 2 ln 2
+//   ScalarSteps<double> m;                                   // math.hpp
+//   double psi = digamma_positive_steps(m, 0.5);             // -gamma - 2 ln 2
+//   double at_root = digamma_nonpositive_steps(m, -0.5040830082644554);  // ~0, to ~1 ulp
 #pragma once
 
 #include "dualcast/double_double_steps.hpp"
@@ -184,14 +188,11 @@ DUALCAST_HD V digamma_reflection_steps(M& m, V x) {
   return m.Add(psi.hi, psi.lo);
 }
 
+// psi(x) for x <= 0 (and NaN): NaN at the poles 0, -1, -2, ... (and -inf), else the reflection.
 template <class M, class V>
-DUALCAST_HD V digamma_steps(M& m, V x) {
-  const V zero = m.Const(0), one = m.Const(1);
-  const auto positive = m.Lt(zero, x);  // false for NaN: the reflection passes NaN on
-  const V psi_u = digamma_positive_steps(m, m.Select(positive, x, one));  // one: no log(-x) computed
+DUALCAST_HD V digamma_nonpositive_steps(M& m, V x) {
   const V pole = m.Div(m.Sub(x, x), m.Sub(x, x));  // 0/0 = NaN where selected (x finite there)
-  const V reflected = m.Select(m.Eq(m.Floor(x), x), pole, digamma_reflection_steps(m, x));
-  return m.Select(positive, psi_u, reflected);
+  return m.Select(m.Eq(m.Floor(x), x), pole, digamma_reflection_steps(m, x));
 }
 
 }  // namespace dualcast::detail

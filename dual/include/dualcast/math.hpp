@@ -481,9 +481,8 @@ DUALCAST_HD inline T erfinv(T y) {
 template <detail::floating_point T>
 DUALCAST_HD inline T digamma(T x) {
   detail::ScalarSteps<double> m;  // in double, rounded once (as the jvp rules do)
-  // The same steps as the vector code, less the double-double reflection where x > 0 does not select it.
   const double v = double(x);
-  return T(v > 0 ? detail::digamma_positive_steps(m, v) : detail::digamma_steps(m, v));
+  return T(v > 0 ? detail::digamma_positive_steps(m, v) : detail::digamma_nonpositive_steps(m, v));
 }
 
 // d/dx digamma(x) (the first polygamma function); NaN at the poles.
