@@ -28,7 +28,9 @@ std::string Stats::Summary() const {
   }
   std::string s = absl::StrCat(total_cases(), " cases (", kernels, " kernels x ", shape_cases,
                                " shape cases): ", absl::StrJoin(per, ", "), "; ", near_ties,
-                               " near-tie disagreements excused; ", strong_zero,
+                               " near-tie disagreements excused; ", ill_conditioned,
+                               " excused as ill-conditioned (an ulp in one input moves the reference "
+                               "beyond tolerance); ", strong_zero,
                                " non-finite partials excused as the jvp-vs-Dual strong-zero mismatch; ",
                                failures, " failures");
   if (!gpu_skip_reason.empty()) absl::StrAppend(&s, "\ngpu executor skipped: ", gpu_skip_reason);
@@ -174,6 +176,7 @@ void RunSeed(uint64_t seed, const Options& options, Stats& stats) {
           if (v.kind == Verdict::kSkipped) {
             ++stats.skipped[idx];
             if (v.near_tie) ++stats.near_ties;
+            if (v.ill_conditioned) ++stats.ill_conditioned;
             if (v.strong_zero && stats.strong_zero++ == 0) {
               Verdict as_failure = v;
               as_failure.kind = Verdict::kDisagree;

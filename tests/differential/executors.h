@@ -61,6 +61,10 @@ struct Verdict {
   std::string detail;     // for kDisagree: what differs where; for kSkipped: why
   int64_t element = -1;   // the first disagreeing result element, if any
   bool near_tie = false;  // the disagreement sits where a branch condition is a near tie
+  // Moving one input by an ulp moves Dual<double>'s own result beyond the tolerance: executors
+  // whose math differs by an ulp (libmvec's cos vs glibc's) cannot agree there (seed 9101:
+  // sin(x1 cos(2 x0)) at x1 = -1e300, where one ulp of cos moves sin's argument by 1e284).
+  bool ill_conditioned = false;
   // A partial the jvp'ed IR itself makes NaN/inf where Dual<double> gives a
   // finite number: Dual's "strong zero" (a lane that is exactly 0 stays 0,
   // even times inf or NaN) vs the jvp pass, which drops only *structurally*
