@@ -354,11 +354,15 @@ Behind BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeI
   return behind;
 }
 
-// The Origin op of the arrays a reverse sweep hands out (gradients, and a buffer
-// accumulate_gradient added into): no tape records the sweep, so a later loss
-// built from them sees them as constants, although they depend on the inputs.
+// The names the sweep's callers report errors under, and the Origin op of what
+// they hand out (gradients, and a buffer accumulate_gradient added into).
+constexpr char kGradientOp[] = "Tape::gradient";
+constexpr char kAccumulateOp[] = "Tape::accumulate_gradient";
+
+// No tape records the sweep, so a later loss built from its results sees them
+// as constants, although they depend on the inputs.
 bool IsSweepResult(const detail::ArrayImpl& a) {
-  return a.origin != nullptr && (a.origin->op == "Tape::gradient" || a.origin->op == "Tape::accumulate_gradient");
+  return a.origin != nullptr && (a.origin->op == kGradientOp || a.origin->op == kAccumulateOp);
 }
 
 std::string UntapedText(const detail::ArrayImpl& via) {
@@ -697,7 +701,7 @@ std::vector<Array<T>> Tape::gradient(const Array<T>& loss, const std::vector<Arr
 template <ElementType T>
 ValueAndGradient<T> Tape::value_and_gradient(const Array<T>& loss, const std::vector<Array<T>>& inputs,
                                              const GradientOptions& options) {
-  const char* what = "Tape::gradient";
+  const char* what = kGradientOp;
   auto loss_impl = CheckedLoss(loss, what);
   auto impls = CheckedInputs(inputs, what);
   std::vector<std::shared_ptr<detail::ArrayImpl>> adjoints;
@@ -718,7 +722,7 @@ ValueAndGradient<T> Tape::value_and_gradient(const Array<T>& loss, const std::ve
 template <ElementType T>
 void Tape::accumulate_gradient(const Array<T>& loss, const std::vector<Array<T>>& inputs,
                                const std::vector<Array<T>>& grads, const GradientOptions& options) {
-  const char* what = "Tape::accumulate_gradient";
+  const char* what = kAccumulateOp;
   if (grads.size() != inputs.size()) {
     throw Error(ErrorKind::kArity, absl::StrCat(what, ": ", inputs.size(), " inputs but ",
                                                 grads.size(), " gradient buffers; pass one per input"));

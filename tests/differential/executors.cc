@@ -119,12 +119,17 @@ bool NearTie(const Tree& tree, std::span<const double> x) {
   return false;
 }
 
+// The kernel on Dual<double> at x, input j seeding lane j: the reference's values and partials.
+std::vector<D> DualAt(const KernelUnderTest& k, std::span<const double> x) {
+  std::array<D, kMaxInputs> d{};
+  for (int j = 0; j < k.num_inputs; ++j) d[j] = D::variable(x[j], j);
+  return EvalTree<D>(k.tree, std::span<const D>(d.data(), k.num_inputs));
+}
+
 // Dual<double>'s result in slot `slot` (values, then partials by input) at x.
 double ReferenceSlot(const KernelUnderTest& k, std::span<const double> x, int slot) {
   const int N = k.num_inputs, M = k.num_outputs;
-  std::array<D, kMaxInputs> d{};
-  for (int j = 0; j < N; ++j) d[j] = D::variable(x[j], j);
-  const std::vector<D> y = EvalTree<D>(k.tree, std::span<const D>(d.data(), N));
+  const std::vector<D> y = DualAt(k, x);
   return slot < M ? y[slot].value() : y[(slot - M) / N].partial((slot - M) % N);
 }
 
@@ -586,10 +591,8 @@ Reference ComputeReference(const KernelUnderTest& k, const ShapeCase& c) {
   Reference ref;
   ref.values.assign(M, std::vector<double>(E));
   ref.partials.assign(M * N, std::vector<double>(E));
-  std::array<D, kMaxInputs> x{};
   for (int64_t e = 0; e < E; ++e) {
-    for (int j = 0; j < N; ++j) x[j] = D::variable(c.Value(j, e), j);
-    std::vector<D> y = EvalTree<D>(k.tree, std::span<const D>(x.data(), N));
+    const std::vector<D> y = DualAt(k, InputsAt(c, e));
     for (int m = 0; m < M; ++m) {
       ref.values[m][e] = y[m].value();
       for (int j = 0; j < N; ++j) ref.partials[m * N + j][e] = y[m].partial(j);
