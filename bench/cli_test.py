@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 
-VALID_IMPLS = ["handwritten", "dualcast", "dualcast-fused", "dualcast-recompute", "reverse-where",
+VALID_IMPLS = ["handwritten", "handwritten-dcmath", "dualcast", "dualcast-fused", "dualcast-recompute", "reverse-where",
                "torch-eager-where", "torch-compile", "jax-jit-where", "jax-vmap-cond", "drjit-llvm-select"]
 
 
@@ -77,7 +77,8 @@ def tiny_run(b):
         rows = doc["rows"]
         timed = [r for r in rows if r["status"] == "ok"]
         names = {r["impl"] for r in timed}
-        for name in ("handwritten", "dualcast", "dualcast-fused", "dualcast-recompute", "reverse-where"):
+        for name in ("handwritten", "handwritten-dcmath", "dualcast", "dualcast-fused", "dualcast-recompute",
+                     "reverse-where"):
             check(name in names, f"row {name} timed", json.dumps(rows, indent=1))
         for r in timed:
             check(r["reps"] == 3 and r["min_ms"] <= r["median_ms"] <= r["max_ms"], "min <= median <= max", str(r))
@@ -112,10 +113,11 @@ def handwritten_isas(b):
     # n = 37: vector bodies plus tails; every branch in both layouts. Each ISA
     # the CPU has must agree with the float64 reference (exit 0 only then).
     for isa in ("generic", "avx2", "avx512"):
-        rc, out, err = run(b, "--sizes", "37,64", "--reps", "1", "--warmup", "0", "--impls", "handwritten",
-                           env={"DUALCAST_HANDWRITTEN_ISA": isa})
+        rc, out, err = run(b, "--sizes", "37,64", "--reps", "1", "--warmup", "0", "--impls",
+                           "handwritten,handwritten-dcmath", env={"DUALCAST_HANDWRITTEN_ISA": isa})
         check(rc == 0, f"handwritten {isa} agrees with the reference (exit {rc})", out, err)
-        check("handwritten" in out and "FAILED" not in out, f"handwritten {isa} rows", out, err)
+        check("handwritten " in out and "handwritten-dcmath " in out and "FAILED" not in out,
+              f"handwritten {isa} rows, both sets of math", out, err)
 
 
 CASES = {"help": help_case, "bad_option": bad_option, "bad_size": bad_size, "bad_impl": bad_impl,

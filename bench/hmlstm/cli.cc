@@ -52,8 +52,9 @@ void PrintUsage(std::ostream& out) { out << kUsage << AllImplNames() << kUsageTa
 }  // namespace
 
 const std::vector<std::string>& CppImplNames() {
-  static const std::vector<std::string> names = {"handwritten", "dualcast", "dualcast-fused",
-                                                 "dualcast-recompute", "reverse-where"};
+  static const std::vector<std::string> names = {"handwritten", "handwritten-dcmath", "dualcast",
+                                                 "dualcast-fused", "dualcast-recompute",
+                                                 "reverse-where"};
   return names;
 }
 

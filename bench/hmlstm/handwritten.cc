@@ -46,7 +46,7 @@ using RangeFn = void (*)(const Problem&, int64_t, int64_t, const Out&);
 
 struct Dispatch {
   const char* isa;
-  RangeFn range;
+  RangeFn fast, exact;  // the two sets of math (handwritten_kernel.inc)
 };
 
 Dispatch Pick() {
@@ -56,13 +56,13 @@ Dispatch Pick() {
   __builtin_cpu_init();
   if (want != "generic" && want != "avx2" && __builtin_cpu_supports("avx512f") &&
       __builtin_cpu_supports("avx512dq")) {
-    return {"avx512", &avx512::Range};
+    return {"avx512", &avx512::Range<false>, &avx512::Range<true>};
   }
   if (want != "generic" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    return {"avx2", &avx2::Range};
+    return {"avx2", &avx2::Range<false>, &avx2::Range<true>};
   }
 #endif
-  return {"generic", &generic::Range};
+  return {"generic", &generic::Range<false>, &generic::Range<true>};
 }
 
 const Dispatch& Chosen() {
@@ -74,7 +74,7 @@ void Ensure(std::vector<float>& v, size_t n) {
   if (v.size() != n) v.assign(n, 0.0f);
 }
 
-void Run(const Problem& p, Results& out, bool full) {
+void Run(const Problem& p, Results& out, bool full, HandMath math) {
   const size_t nn = static_cast<size_t>(p.n * p.n);
   Ensure(out.d_cprev, nn);
   Ensure(out.d_f, nn);
@@ -89,14 +89,14 @@ void Run(const Problem& p, Results& out, bool full) {
   }
   const Out o{full ? p.cbar.data() : nullptr, full ? out.c.data() : nullptr, out.d_cprev.data(),
                        out.d_f.data(), out.d_i.data(), out.d_g.data()};
-  const RangeFn range = Chosen().range;
+  const RangeFn range = math == HandMath::kDualcast ? Chosen().exact : Chosen().fast;
   jit::ParallelFor(p.n, 8, [&](int64_t begin, int64_t end) { range(p, begin, end, o); });
 }
 
 }  // namespace
 
-void HandwrittenPaper(const Problem& p, Results& out) { Run(p, out, false); }
-void HandwrittenFull(const Problem& p, Results& out) { Run(p, out, true); }
+void HandwrittenPaper(const Problem& p, Results& out, HandMath math) { Run(p, out, false, math); }
+void HandwrittenFull(const Problem& p, Results& out, HandMath math) { Run(p, out, true, math); }
 const char* HandwrittenIsa() { return Chosen().isa; }
 
 }  // namespace dualcast::bench

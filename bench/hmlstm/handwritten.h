@@ -13,9 +13,16 @@
 
 namespace dualcast::bench {
 
+// Which exp/sigmoid/tanh the loop uses (handwritten_kernel.inc): kFast, the
+// cheapest formulas that pass the benchmark's inputs (the `handwritten` row,
+// the comparator every ratio is taken against), or kDualcast, dualcast's own
+// steps by hand (`handwritten-dcmath`: the same arithmetic as the JIT's
+// kernels, so dualcast's time over it is what code generation costs).
+enum class HandMath { kFast, kDualcast };
+
 // Writes into `out` (buffers allocated on first use, reused after).
-void HandwrittenPaper(const Problem& p, Results& out);
-void HandwrittenFull(const Problem& p, Results& out);
+void HandwrittenPaper(const Problem& p, Results& out, HandMath math = HandMath::kFast);
+void HandwrittenFull(const Problem& p, Results& out, HandMath math = HandMath::kFast);
 
 // The code path in use: "avx512", "avx2", or "generic". The environment
 // variable DUALCAST_HANDWRITTEN_ISA=avx2|generic forces a narrower one (tests).

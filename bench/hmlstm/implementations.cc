@@ -13,20 +13,23 @@ namespace {
 
 class Handwritten : public Implementation {
  public:
-  explicit Handwritten(Variant v) : variant_(v) {}
-  std::string name() const override { return "handwritten"; }
+  Handwritten(Variant v, HandMath math) : variant_(v), math_(math) {}
+  std::string name() const override {
+    return math_ == HandMath::kFast ? "handwritten" : "handwritten-dcmath";
+  }
   void Prepare(const Problem& p) override {
     p_ = &p;
     out_ = Results{};
   }
   void Run() override {
-    if (variant_ == Variant::kPaper) HandwrittenPaper(*p_, out_);
-    else HandwrittenFull(*p_, out_);
+    if (variant_ == Variant::kPaper) HandwrittenPaper(*p_, out_, math_);
+    else HandwrittenFull(*p_, out_, math_);
   }
   Results Collect() override { return out_; }
 
  private:
   Variant variant_;
+  HandMath math_;
   const Problem* p_ = nullptr;
   Results out_;
 };
@@ -169,7 +172,8 @@ Kernel HmlstmCell() {
 
 std::vector<std::unique_ptr<Implementation>> MakeImplementations(Variant variant) {
   std::vector<std::unique_ptr<Implementation>> impls;
-  impls.push_back(std::make_unique<Handwritten>(variant));
+  impls.push_back(std::make_unique<Handwritten>(variant, HandMath::kFast));
+  impls.push_back(std::make_unique<Handwritten>(variant, HandMath::kDualcast));
   if (variant == Variant::kPaper) {
     impls.push_back(std::make_unique<DualcastPartials>());
   } else {

@@ -105,6 +105,20 @@ std::string FormatTable(const std::vector<Row>& rows, const Metadata& m) {
                           r.compile_ms, r.gbps, PercentOfCopy(r, m), Ratio(r.slower_than_hand),
                           Ratio(r.faster_than_where), r.max_error, r.status);
   }
+  // The same arithmetic by hand: dualcast's time over it is code generation alone.
+  std::string codegen;
+  for (const Row& r : rows) {
+    if (r.impl != "handwritten-dcmath" || !Timed(r)) continue;
+    const Row* d = Find(rows, r, r.variant == "paper" ? "dualcast-fused" : "dualcast");
+    if (d == nullptr || !Timed(*d)) continue;
+    absl::StrAppendFormat(&codegen, "%s%s %s %ld %.2fx", codegen.empty() ? "" : ", ", r.variant,
+                          r.layout, static_cast<long>(r.n), d->median_ms / r.median_ms);
+  }
+  if (!codegen.empty()) {
+    absl::StrAppend(&out, "\ncode generation alone (dualcast, or dualcast-fused in the paper variant, over "
+                          "handwritten-dcmath, the loop with dualcast's own exp/sigmoid/tanh): ",
+                    codegen, "\n");
+  }
   absl::StrAppend(&out, "\nslower than hand = median / handwritten median (1.00x = as fast; >1 slower). "
                         "faster than where = reverse-where median / median (>1 faster).\n"
                         "%copy = GB/s (byte floor / median) as a percentage of the STREAM copy figure. "
@@ -213,14 +227,15 @@ std::string FormatSvg(const std::vector<Row>& rows, const Metadata& m) {
   // means the same implementation in every panel and every run.
   const std::vector<std::string> order = {"handwritten", "dualcast", "dualcast-fused", "dualcast-recompute",
                                           "reverse-where", "torch-eager-where", "torch-compile",
-                                          "jax-jit-where", "jax-vmap-cond", "drjit-llvm-select"};
+                                          "jax-jit-where", "jax-vmap-cond", "drjit-llvm-select",
+                                          "handwritten-dcmath"};
   auto rank = [&](const std::string& impl) {
     return std::find(order.begin(), order.end(), impl) - order.begin();
   };
   std::stable_sort(impls.begin(), impls.end(),
                    [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
-  const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-                          "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                          "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#aec7e8"};
   const int panel_w = 640, panel_h = 300, margin = 70;
   const int legend_rows = ((int)impls.size() + 1) / 2;
   const int width = margin + panel_w + 30;
@@ -275,7 +290,7 @@ std::string FormatSvg(const std::vector<Row>& rows, const Metadata& m) {
                                 "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
                                 "fill=\"%s\"><title>%s n=%d: %.3f ms (min %.3f, max %.3f)</title></rect>\n",
                                 gx + ii * bar_w, bottom - h, bar_w * 0.92, std::max(h, 0.5),
-                                colors[ii % 10], r.impl, n, r.median_ms, r.min_ms, r.max_ms);
+                                colors[ii % std::size(colors)], r.impl, n, r.median_ms, r.min_ms, r.max_ms);
         }
       }
       ++g;
@@ -287,7 +302,7 @@ std::string FormatSvg(const std::vector<Row>& rows, const Metadata& m) {
     absl::StrAppendFormat(&svg,
                           "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" fill=\"%s\"/>"
                           "<text x=\"%d\" y=\"%d\">%s</text>\n",
-                          x, y, colors[ii % 10], x + 20, y + 12, XmlEscape(impls[ii]));
+                          x, y, colors[ii % std::size(colors)], x + 20, y + 12, XmlEscape(impls[ii]));
   }
   const int caption_y = legend_top + 20 * legend_rows + 20;
   absl::StrAppendFormat(&svg, "<text x=\"%d\" y=\"%d\" font-size=\"11\">%s</text>\n", margin, caption_y,
