@@ -22,8 +22,9 @@
 // The math functions carry exactly the names of dual/'s `dualcast::math` and
 // live in namespace dualcast::jit, so a kernel finds them by ADL, also after
 // `using namespace dualcast::math;` (those overloads are constrained to
-// std::floating_point and never match a Var). Var does not convert to double,
-// so no std:: or C function can silently take a Var.
+// std::floating_point and never match a Var); using-declarations at the end
+// of this file make `dualcast::math::sin(x)` spelled out reach them too. Var
+// does not convert to double, so no std:: or C function can silently take a Var.
 //
 // Example:
 //   auto relu_or_exp = [](auto x, auto y) {
@@ -321,3 +322,50 @@ Var select(const Bool& cond, const A& a, const B& b) {
 }
 
 }  // namespace dualcast::jit
+
+// dc::math::sin(x) spelled out in a kernel: the traced functions under
+// dualcast::math's names too, as using-declarations. One function reached
+// two ways is one candidate, so the usual unqualified sin(x) after
+// `using namespace dc::math;` (which also finds it by ADL) is not ambiguous,
+// and for numbers and Duals nothing changes (these take only a Var).
+namespace dualcast::math {
+#define DUALCAST_MATH_USING(name, op) using ::dualcast::jit::name;
+#define DUALCAST_MATH_NONE(name, op)
+#define DUALCAST_MATH_Math_1 DUALCAST_MATH_USING
+#define DUALCAST_MATH_Math_2 DUALCAST_MATH_USING
+#define DUALCAST_MATH_Math_3 DUALCAST_MATH_USING
+#define DUALCAST_MATH_Compare_1 DUALCAST_MATH_USING  // isnan, isfinite, isinf, signbit
+#define DUALCAST_MATH_Compare_2 DUALCAST_MATH_NONE   // operators
+#define DUALCAST_MATH_Leaf_0 DUALCAST_MATH_NONE
+#define DUALCAST_MATH_Arith_1 DUALCAST_MATH_NONE
+#define DUALCAST_MATH_Arith_2 DUALCAST_MATH_NONE
+#define DUALCAST_MATH_Arith_3 DUALCAST_MATH_NONE
+#define DUALCAST_MATH_Logic_1 DUALCAST_MATH_NONE
+#define DUALCAST_MATH_Logic_2 DUALCAST_MATH_NONE
+#define DUALCAST_MATH_Select_3 DUALCAST_MATH_NONE
+#define DUALCAST_MATH_Cast_1 DUALCAST_MATH_NONE
+#define DUALCAST_MATH_Control_1 DUALCAST_MATH_NONE
+#define DUALCAST_OP(name, spelling, arity, kind) DUALCAST_MATH_##kind##_##arity(spelling, name)
+#include "jit/ir/ops.def"
+#undef DUALCAST_OP
+#undef DUALCAST_MATH_USING
+#undef DUALCAST_MATH_NONE
+#undef DUALCAST_MATH_Math_1
+#undef DUALCAST_MATH_Math_2
+#undef DUALCAST_MATH_Math_3
+#undef DUALCAST_MATH_Compare_1
+#undef DUALCAST_MATH_Compare_2
+#undef DUALCAST_MATH_Leaf_0
+#undef DUALCAST_MATH_Arith_1
+#undef DUALCAST_MATH_Arith_2
+#undef DUALCAST_MATH_Arith_3
+#undef DUALCAST_MATH_Logic_1
+#undef DUALCAST_MATH_Logic_2
+#undef DUALCAST_MATH_Select_3
+#undef DUALCAST_MATH_Cast_1
+#undef DUALCAST_MATH_Control_1
+using ::dualcast::jit::fabs;
+using ::dualcast::jit::fma;
+using ::dualcast::jit::nearbyint;
+using ::dualcast::jit::select;
+}  // namespace dualcast::math

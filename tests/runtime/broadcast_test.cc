@@ -9,9 +9,27 @@
 
 #include "dualcast/array.hpp"
 #include "dualcast/broadcast.hpp"
+#include "dualcast/dual.hpp"
 #include "dualcast/kernel.hpp"
+#include "dualcast/reductions.hpp"
+#include "dualcast/tape.hpp"
 #include "jit/error.h"
 #include "jit/stats.h"
+
+// Math spelled out as dualcast::math::name, as many C++ codes write it (at
+// global scope, as user code is): the same traced functions as the
+// unqualified spelling after `using namespace`, and still libm's functions
+// and Dual's rules when the lambda runs on numbers.
+inline constexpr auto kQualifiedMath = [](auto x, auto y) {
+  namespace m = dualcast::math;
+  return m::sin(x) * m::pow(y, 2) + m::sigmoid(x) + m::fma(x, y, 1.0) + m::fabs(y) +
+         m::select(m::isnan(x), 0.0, m::atan2(x, y)) + m::clamp(m::tanh(x), -0.5, 0.5);
+};
+inline constexpr auto kUnqualifiedMath = [](auto x, auto y) {
+  using namespace dualcast::math;
+  return sin(x) * pow(y, 2) + sigmoid(x) + fma(x, y, 1.0) + fabs(y) +
+         select(isnan(x), 0.0, atan2(x, y)) + clamp(tanh(x), -0.5, 0.5);
+};
 
 namespace dualcast {
 namespace {
@@ -172,6 +190,26 @@ TEST_CASE("broadcast_n returns one array per output; numbers are rank-0 constant
   }
   CHECK(MessageOf([&] { broadcast(k, x, 2.0); }, ErrorKind::kArity) ==
         "sincos: the kernel returns 2 outputs; use broadcast_n to get one array per output");
+}
+
+TEST_CASE("dualcast::math::sin(x) spelled out in a kernel traces as unqualified sin(x) does") {
+  Kernel q = kernel("qualified", kQualifiedMath), u = kernel("unqualified", kUnqualifiedMath);
+  const std::vector<double> xs = {0.3, -1.2, 2.5, 0.0}, ys = {1.5, 0.7, -2.0, -0.25};
+  auto x = Array<double>::from(xs, {4}), y = Array<double>::from(ys, {4});
+  const std::vector<double> a = broadcast(q, x, y).to_vector(), b = broadcast(u, x, y).to_vector();
+  Tape tape;
+  std::vector<Array<double>> g = tape.gradient(sum(broadcast(q, x, y)), {x, y});
+  const std::vector<double> gx = g[0].to_vector(), gy = g[1].to_vector();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    CAPTURE(i);
+    CHECK(a[i] == b[i]);  // one IR, one kernel's arithmetic
+    // The same lambda on numbers (libm) and on Duals (the derivative rules).
+    CHECK(a[i] == doctest::Approx(kQualifiedMath(xs[i], ys[i])).epsilon(1e-14));
+    using D = Dual<double, 2>;
+    const D r = kQualifiedMath(D::variable(xs[i], 0), D::variable(ys[i], 1));
+    CHECK(gx[i] == doctest::Approx(r.partial(0)).epsilon(1e-13));
+    CHECK(gy[i] == doctest::Approx(r.partial(1)).epsilon(1e-13));
+  }
 }
 
 TEST_CASE("broadcast errors name the kernel, arguments, sizes and dimension; nothing is pending") {

@@ -78,7 +78,11 @@ template <class F>
 Kernel kernel(std::string name, F f, jit::TraceOptions options = {}) {
   static_assert(jit::trace_detail::InvocableWithSomeArity<F>(),
                 "dualcast::kernel needs a generic lambda callable with jit::Var arguments, "
-                "such as [](auto x, auto y) { ... }");
+                "such as [](auto x, auto y) { ... }. If it is one, a call inside it does not take "
+                "a traced value (the compiler's first error names it): kernel math is "
+                "dualcast::math's, dc::math::sin(x) or sin(x) after `using namespace dc::math;`, "
+                "not the whole-array functions dc::sin(Array) nor std::; docs/ops.md lists what "
+                "a kernel can call");
   static_assert(std::is_empty_v<F>,
                 "dualcast::kernel: the lambda captures state. A kernel is traced once and the trace "
                 "is reused, so a captured variable would be frozen at its first value. Remove the "
