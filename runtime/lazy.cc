@@ -59,6 +59,7 @@
 #include "jit/passes/optimize.h"
 #include "runtime/launch_plan.h"
 #include "runtime/lazy_group.h"
+#include "runtime/origin.h"
 
 namespace dualcast::detail {
 namespace {
@@ -235,7 +236,7 @@ void NoteGroupOrigins(const std::string& name, const std::vector<jit::FusionNode
                       const std::vector<std::shared_ptr<ArrayImpl>>& leaves,
                       std::span<const std::shared_ptr<ArrayImpl>> targets) {
   if (nodes.size() == 1) {  // every output reads every leaf, and no other output
-    for (const auto& t : targets) NoteOrigin(name, leaves, {t});
+    for (const auto& t : targets) NoteOrigin(name, leaves, ArraySpan(&t, 1));
     return;
   }
   for (size_t m = 0; m < targets.size(); ++m) {
@@ -264,7 +265,7 @@ void NoteGroupOrigins(const std::string& name, const std::vector<jit::FusionNode
     for (size_t m2 = 0; m2 < targets.size(); ++m2) {
       if (m2 != m && node_seen[static_cast<size_t>(sources[m2].index)]) inputs.push_back(targets[m2]);
     }
-    NoteOrigin(name, inputs, {targets[m]});
+    NoteOrigin(name, inputs, targets.subspan(m, 1));
   }
 }
 
@@ -521,12 +522,8 @@ bool RunReadyNode(const std::shared_ptr<ArrayImpl>& root, std::unique_lock<std::
     Unlocked unlocked(lock, std::span(&root->pending, 1));
     storage = RunPlanIntoStorage(node->function.get(), inputs);
     if (storage == nullptr) computed = Execute(node->name, node->function, inputs)[0];
-    // `root` is still pending and ours: nobody else reads it yet. One
-    // output list per thread, so that noting it allocates no list.
-    thread_local std::vector<std::shared_ptr<ArrayImpl>> output(1);
-    output[0] = root;
-    NoteOrigin(node->name, inputs, output);
-    output[0].reset();
+    // `root` is still pending and ours: nobody else reads it yet.
+    NoteOrigin(node->name, inputs, ArraySpan(&root, 1));
   }
   if (computed != nullptr) {
     root->storage = std::move(computed->storage);
@@ -626,15 +623,15 @@ void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root, std::unique_lock<
 GroupPlan PlanGroup(const Group& g, const std::shared_ptr<ArrayImpl>& root, LiveList live) {
   Plan p = MakePlan(g, root, std::move(live));
   GroupPlan plan;
-  plan.name = p.name;
   if (IsWholeNode(p)) {
     plan.primal = p.nodes[0].function;
   } else {
     std::vector<jit::Type> leaf_types(p.leaves.size(), JitType(p.dtype));
     plan.primal = ComposeCached(p.name, leaf_types, p.nodes, p.sources)->primal;
   }
+  plan.name = std::move(p.name);
   plan.leaves = std::move(p.leaves);
-  plan.leaf_constant.assign(p.leaf_constant.begin(), p.leaf_constant.end());
+  plan.leaf_constant = std::move(p.leaf_constant);
   plan.nodes = std::move(p.nodes);
   plan.sources = std::move(p.sources);
   plan.targets.assign(p.targets.begin(), p.targets.end());

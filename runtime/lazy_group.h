@@ -70,7 +70,7 @@ struct GroupPlan {
   std::string name;
   std::shared_ptr<const jit::Function> primal;
   std::vector<std::shared_ptr<ArrayImpl>> leaves;  // each distinct array once
-  std::vector<bool> leaf_constant;                  // numbers turned into arrays
+  absl::InlinedVector<bool, 8> leaf_constant;       // numbers turned into arrays
   std::vector<jit::FusionNode> nodes;
   std::vector<jit::FusionSource> sources;           // per output
   std::vector<std::shared_ptr<ArrayImpl>> targets;  // per output; targets[0] is the root

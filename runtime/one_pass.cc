@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <span>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
@@ -46,7 +47,7 @@ struct OnePassFunction {
 };
 
 OnePassFunction BuildOnePass(const std::shared_ptr<const jit::Function>& primal,
-                             const std::vector<int>& wrt, bool unit_abar) {
+                             std::span<const int> wrt, bool unit_abar) {
   const size_t M = primal->num_outputs(), J = wrt.size();
   std::shared_ptr<const jit::JvpResult> jvp = CachedJvp(primal, wrt);
   jit::Function fn(absl::StrCat(primal->name, "_grad"));
@@ -76,7 +77,7 @@ OnePassFunction BuildOnePass(const std::shared_ptr<const jit::Function>& primal,
 // no heap for up to 4 inputs, and an entry shared rather than copied, since
 // this lookup runs on every tape step.
 std::shared_ptr<const OnePassFunction> CachedOnePass(const std::shared_ptr<const jit::Function>& primal,
-                                                     const std::vector<int>& wrt, bool unit_abar) {
+                                                     std::span<const int> wrt, bool unit_abar) {
   using Key = std::tuple<const jit::Function*, absl::InlinedVector<int, 4>, bool>;
   struct Entry {
     std::shared_ptr<const jit::Function> primal;  // keeps the keyed address alive
@@ -185,14 +186,18 @@ bool OnePassGradient(const std::shared_ptr<ArrayImpl>& loss,
     }
     plan = PlanGroup(g, in, std::move(live));
 
-    // Each requested input must be a differentiated leaf the loss reads.
-    const std::vector<bool> reads =
-        std::move(FusedReads(plan.nodes, {plan.sources[0]}, plan.leaves.size())[0]);
-    std::vector<int> wrt, slot(inputs.size());
+    // Each requested input must be a differentiated leaf the loss reads (a
+    // group of one node reads every leaf: they are that node's inputs).
+    std::vector<bool> fused_reads;
+    if (plan.nodes.size() != 1) {
+      fused_reads = std::move(FusedReads(plan.nodes, {plan.sources[0]}, plan.leaves.size())[0]);
+    }
+    auto reads = [&](size_t l) { return plan.nodes.size() == 1 || fused_reads[l]; };
+    absl::InlinedVector<int, 8> wrt, slot(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
       int leaf = -1;
       for (size_t l = 0; l < plan.leaves.size(); ++l) {
-        if (plan.leaves[l] == inputs[i] && !plan.leaf_constant[l] && reads[l]) leaf = static_cast<int>(l);
+        if (plan.leaves[l] == inputs[i] && !plan.leaf_constant[l] && reads(l)) leaf = static_cast<int>(l);
       }
       if (leaf < 0) return false;
       auto it = std::find(wrt.begin(), wrt.end(), leaf);
@@ -206,8 +211,13 @@ bool OnePassGradient(const std::shared_ptr<ArrayImpl>& loss,
     const bool unit_abar = r.scale == 1;
     const std::shared_ptr<const OnePassFunction> fn_ptr = CachedOnePass(plan.primal, wrt, unit_abar);
     const OnePassFunction& fn = *fn_ptr;
-    std::vector<std::shared_ptr<ArrayImpl>> args = plan.leaves;
-    if (!unit_abar) args.push_back(Scalar(plan.dtype, r.scale));  // ā: d loss / d sum
+    // The leaves, then ā (d loss / d sum) for a mean; a sum's kernel has no ā.
+    std::vector<std::shared_ptr<ArrayImpl>> with_abar;
+    if (!unit_abar) {
+      with_abar = plan.leaves;
+      with_abar.push_back(Scalar(plan.dtype, r.scale));
+    }
+    const std::vector<std::shared_ptr<ArrayImpl>>& args = unit_abar ? plan.leaves : with_abar;
     // Per-thread scratch: a training loop repeats this every step, and the
     // vectors keep their memory from one step to the next.
     thread_local ExecuteOptions options;
@@ -225,8 +235,7 @@ bool OnePassGradient(const std::shared_ptr<ArrayImpl>& loss,
     options.iteration_shape = plan.shape;
     std::vector<std::shared_ptr<ArrayImpl>> values = Execute(plan.name, fn.function, args, options);
 
-    std::vector<std::shared_ptr<ArrayImpl>> group_values(values.begin(), values.begin() + static_cast<long>(M));
-    FillTargets(plan, group_values);
+    FillTargets(plan, values);  // reads the first M (the group's outputs)
     FillFrom(*loss, *values[M]);
     grads->assign(inputs.size(), nullptr);
     for (size_t i = 0; i < inputs.size(); ++i) {

@@ -5,12 +5,14 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
 #include "runtime/grad_kernels.h"
 #include "runtime/in_place.h"
 #include "runtime/one_pass.h"
+#include "runtime/origin.h"
 
 namespace dualcast {
 namespace {
@@ -135,8 +137,7 @@ struct RecentOrigin {
 // died since (which every reader skips: weak references that no longer
 // lock). Compared by owner (control block), which a weak reference keeps
 // allocated, so a freed array's address reused by another cannot match.
-bool Matches(const RecentOrigin& recent, const std::string& op,
-             const std::vector<std::shared_ptr<ArrayImpl>>& inputs, bool taped) {
+bool Matches(const RecentOrigin& recent, std::string_view op, ArraySpan inputs, bool taped) {
   const Origin* o = recent.origin.get();
   if (o == nullptr || o->constant || o->taped != taped || o->inputs.size() != inputs.size() ||
       o->op != op) {
@@ -155,6 +156,10 @@ bool Matches(const RecentOrigin& recent, const std::string& op,
 
 void NoteOrigin(std::string op, const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
                 const std::vector<std::shared_ptr<ArrayImpl>>& outputs, bool constant) {
+  NoteOrigin(std::string_view(op), ArraySpan(inputs), ArraySpan(outputs), constant);
+}
+
+void NoteOrigin(std::string_view op, ArraySpan inputs, ArraySpan outputs, bool constant) {
   const bool taped = TapeActive();
   // A few per thread, for a loop that computes several arrays per step.
   constexpr size_t kRecent = 4;
@@ -171,7 +176,7 @@ void NoteOrigin(std::string op, const std::vector<std::shared_ptr<ArrayImpl>>& i
   }
   // Every member has an initialiser: no zeroing of the whole Origin first.
   auto origin = std::make_shared_for_overwrite<Origin>();
-  origin->op = std::move(op);
+  origin->op = op;
   origin->inputs.assign(inputs.begin(), inputs.end());
   origin->taped = taped;
   origin->constant = constant;
@@ -672,11 +677,13 @@ void NoteSweepOrigin(const char* what, const std::shared_ptr<detail::ArrayImpl>&
                      const std::vector<std::shared_ptr<detail::ArrayImpl>>& inputs,
                      const std::vector<std::shared_ptr<detail::ArrayImpl>>& results) {
   if (std::all_of(results.begin(), results.end(), [](const auto& r) { return r == nullptr; })) return;
-  std::vector<std::shared_ptr<detail::ArrayImpl>> sources;
+  // The loss and the inputs side by side, on the stack for a few inputs.
+  absl::InlinedVector<std::shared_ptr<detail::ArrayImpl>, 8> sources;
   sources.reserve(inputs.size() + 1);
   sources.push_back(loss);
   sources.insert(sources.end(), inputs.begin(), inputs.end());
-  detail::NoteOrigin(what, sources, results);  // skips the null results
+  detail::NoteOrigin(what, detail::ArraySpan(sources.data(), sources.size()),
+                     detail::ArraySpan(results), /*constant=*/false);  // skips the null results
 }
 
 }  // namespace
