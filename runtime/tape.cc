@@ -126,6 +126,7 @@ bool SameOwner(const auto& a, const auto& b) { return !a.owner_before(b) && !b.o
 struct RecentOrigin {
   std::shared_ptr<const Origin> origin;
   std::vector<std::weak_ptr<const Origin>> input_origins;
+  uint64_t last_used = 0;  // replaced least recently used first
 };
 
 // Whether `recent` is what noting (op, inputs) now would build. A loop that
@@ -162,12 +163,18 @@ void NoteOrigin(std::string op, const std::vector<std::shared_ptr<ArrayImpl>>& i
 void NoteOrigin(std::string_view op, ArraySpan inputs, ArraySpan outputs, bool constant) {
   const bool taped = TapeActive();
   // A few per thread, for a loop that computes several arrays per step.
+  // Least recently used goes first: a step also notes origins that never
+  // repeat (a loss computed from this step's arrays, the gradients), and
+  // they must not push out the one that does (the broadcast of the same
+  // leaves), which a round-robin did every other step.
   constexpr size_t kRecent = 4;
   thread_local RecentOrigin recents[kRecent];
-  thread_local size_t next_recent = 0;
+  thread_local uint64_t clock = 0;
+  ++clock;
   if (!constant) {
-    for (const RecentOrigin& recent : recents) {
+    for (RecentOrigin& recent : recents) {
       if (!Matches(recent, op, inputs, taped)) continue;
+      recent.last_used = clock;
       for (const auto& out : outputs) {
         if (out != nullptr) out->origin = recent.origin;
       }
@@ -214,7 +221,10 @@ void NoteOrigin(std::string_view op, ArraySpan inputs, ArraySpan outputs, bool c
       origin->truncated = true;
     }
     if (ancestors.capacity() > 2 * ancestors.size() + 8) ancestors.shrink_to_fit();  // many had died
-    RecentOrigin& recent = recents[next_recent++ % kRecent];
+    RecentOrigin& recent = *std::min_element(
+        std::begin(recents), std::end(recents),
+        [](const RecentOrigin& a, const RecentOrigin& b) { return a.last_used < b.last_used; });
+    recent.last_used = clock;
     recent.origin = origin;
     recent.input_origins.resize(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
