@@ -3,6 +3,7 @@
 
 #include "dualcast/detail/grad_node.hpp"
 #include "runtime/grad_kernels.h"
+#include "runtime/origin.h"
 
 namespace dualcast::detail {
 namespace {
