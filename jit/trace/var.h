@@ -256,43 +256,15 @@ Var& Var::operator/=(const B& b) {
   Bool name(const V& x) {                                                   \
     return Bool::FromId(trace_detail::Record(Op::k##op, x.id()));           \
   }
-#define DUALCAST_JIT_NONE(name, op)
-#define DUALCAST_JIT_Math_1 DUALCAST_JIT_MATH_1
-#define DUALCAST_JIT_Math_2 DUALCAST_JIT_MATH_2
-#define DUALCAST_JIT_Math_3 DUALCAST_JIT_MATH_3
-#define DUALCAST_JIT_Compare_1 DUALCAST_JIT_TEST_1
-#define DUALCAST_JIT_Compare_2 DUALCAST_JIT_NONE  // the operators above
-#define DUALCAST_JIT_Leaf_0 DUALCAST_JIT_NONE
-#define DUALCAST_JIT_Arith_1 DUALCAST_JIT_NONE     // operators, and fma below
-#define DUALCAST_JIT_Arith_2 DUALCAST_JIT_NONE
-#define DUALCAST_JIT_Arith_3 DUALCAST_JIT_NONE
-#define DUALCAST_JIT_Logic_1 DUALCAST_JIT_NONE     // Bool's operators
-#define DUALCAST_JIT_Logic_2 DUALCAST_JIT_NONE
-#define DUALCAST_JIT_Select_3 DUALCAST_JIT_NONE    // select below
-#define DUALCAST_JIT_Cast_1 DUALCAST_JIT_NONE
-#define DUALCAST_JIT_Control_1 DUALCAST_JIT_NONE
-#define DUALCAST_OP(name, spelling, arity, kind) DUALCAST_JIT_##kind##_##arity(spelling, name)
-#include "jit/ir/ops.def"
-#undef DUALCAST_OP
+#define DUALCAST_KERNEL_MATH(name, op, arity) DUALCAST_JIT_MATH_##arity(name, op)
+#define DUALCAST_KERNEL_TEST(name, op) DUALCAST_JIT_TEST_1(name, op)
+#include "jit/trace/kernel_math_rows.inc"
+#undef DUALCAST_KERNEL_MATH
+#undef DUALCAST_KERNEL_TEST
 #undef DUALCAST_JIT_MATH_1
 #undef DUALCAST_JIT_MATH_2
 #undef DUALCAST_JIT_MATH_3
 #undef DUALCAST_JIT_TEST_1
-#undef DUALCAST_JIT_NONE
-#undef DUALCAST_JIT_Math_1
-#undef DUALCAST_JIT_Math_2
-#undef DUALCAST_JIT_Math_3
-#undef DUALCAST_JIT_Compare_1
-#undef DUALCAST_JIT_Compare_2
-#undef DUALCAST_JIT_Leaf_0
-#undef DUALCAST_JIT_Arith_1
-#undef DUALCAST_JIT_Arith_2
-#undef DUALCAST_JIT_Arith_3
-#undef DUALCAST_JIT_Logic_1
-#undef DUALCAST_JIT_Logic_2
-#undef DUALCAST_JIT_Select_3
-#undef DUALCAST_JIT_Cast_1
-#undef DUALCAST_JIT_Control_1
 
 // C's name for abs.
 template <std::same_as<Var> V>
@@ -329,41 +301,11 @@ Var select(const Bool& cond, const A& a, const B& b) {
 // `using namespace dc::math;` (which also finds it by ADL) is not ambiguous,
 // and for numbers and Duals nothing changes (these take only a Var).
 namespace dualcast::math {
-#define DUALCAST_MATH_USING(name, op) using ::dualcast::jit::name;
-#define DUALCAST_MATH_NONE(name, op)
-#define DUALCAST_MATH_Math_1 DUALCAST_MATH_USING
-#define DUALCAST_MATH_Math_2 DUALCAST_MATH_USING
-#define DUALCAST_MATH_Math_3 DUALCAST_MATH_USING
-#define DUALCAST_MATH_Compare_1 DUALCAST_MATH_USING  // isnan, isfinite, isinf, signbit
-#define DUALCAST_MATH_Compare_2 DUALCAST_MATH_NONE   // operators
-#define DUALCAST_MATH_Leaf_0 DUALCAST_MATH_NONE
-#define DUALCAST_MATH_Arith_1 DUALCAST_MATH_NONE
-#define DUALCAST_MATH_Arith_2 DUALCAST_MATH_NONE
-#define DUALCAST_MATH_Arith_3 DUALCAST_MATH_NONE
-#define DUALCAST_MATH_Logic_1 DUALCAST_MATH_NONE
-#define DUALCAST_MATH_Logic_2 DUALCAST_MATH_NONE
-#define DUALCAST_MATH_Select_3 DUALCAST_MATH_NONE
-#define DUALCAST_MATH_Cast_1 DUALCAST_MATH_NONE
-#define DUALCAST_MATH_Control_1 DUALCAST_MATH_NONE
-#define DUALCAST_OP(name, spelling, arity, kind) DUALCAST_MATH_##kind##_##arity(spelling, name)
-#include "jit/ir/ops.def"
-#undef DUALCAST_OP
-#undef DUALCAST_MATH_USING
-#undef DUALCAST_MATH_NONE
-#undef DUALCAST_MATH_Math_1
-#undef DUALCAST_MATH_Math_2
-#undef DUALCAST_MATH_Math_3
-#undef DUALCAST_MATH_Compare_1
-#undef DUALCAST_MATH_Compare_2
-#undef DUALCAST_MATH_Leaf_0
-#undef DUALCAST_MATH_Arith_1
-#undef DUALCAST_MATH_Arith_2
-#undef DUALCAST_MATH_Arith_3
-#undef DUALCAST_MATH_Logic_1
-#undef DUALCAST_MATH_Logic_2
-#undef DUALCAST_MATH_Select_3
-#undef DUALCAST_MATH_Cast_1
-#undef DUALCAST_MATH_Control_1
+#define DUALCAST_KERNEL_MATH(name, op, arity) using ::dualcast::jit::name;
+#define DUALCAST_KERNEL_TEST(name, op) using ::dualcast::jit::name;  // isnan, isfinite, isinf, signbit
+#include "jit/trace/kernel_math_rows.inc"
+#undef DUALCAST_KERNEL_MATH
+#undef DUALCAST_KERNEL_TEST
 using ::dualcast::jit::fabs;
 using ::dualcast::jit::fma;
 using ::dualcast::jit::nearbyint;
