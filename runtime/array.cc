@@ -21,7 +21,6 @@
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
 #include "runtime/layout_grad.h"
-#include "runtime/origin.h"
 
 namespace dualcast {
 namespace detail {

@@ -16,7 +16,6 @@
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
 #include "runtime/grad_kernels.h"
-#include "runtime/origin.h"
 
 namespace dualcast {
 namespace {

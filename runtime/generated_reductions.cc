@@ -47,7 +47,6 @@
 #include "runtime/grad_kernels.h"
 #include "runtime/in_place.h"
 #include "runtime/lazy_reduce.h"
-#include "runtime/origin.h"
 
 namespace dualcast {
 namespace {

@@ -3,7 +3,6 @@
 
 #include "dualcast/detail/grad_node.hpp"
 #include "runtime/grad_kernels.h"
-#include "runtime/origin.h"
 
 namespace dualcast::detail {
 namespace {

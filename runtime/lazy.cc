@@ -59,7 +59,6 @@
 #include "jit/passes/optimize.h"
 #include "runtime/launch_plan.h"
 #include "runtime/lazy_group.h"
-#include "runtime/origin.h"
 
 namespace dualcast::detail {
 namespace {

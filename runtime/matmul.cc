@@ -20,7 +20,6 @@
 #include "runtime/backend.h"
 #include "runtime/grad_kernels.h"
 #include "runtime/in_place.h"
-#include "runtime/origin.h"
 
 #if DUALCAST_HAVE_CBLAS
 // The two CBLAS entry points we use (declared here so no particular cblas.h

@@ -12,7 +12,6 @@
 #include "jit/error.h"
 #include "runtime/grad_kernels.h"
 #include "runtime/lazy_reduce.h"
-#include "runtime/origin.h"
 
 namespace dualcast {
 namespace {
@@ -110,7 +109,7 @@ std::vector<int64_t> ReducedShape(const PendingReduce& r) {
 
 void NoteReduction(const char* what, const std::shared_ptr<ArrayImpl>& in,
                    const std::shared_ptr<ArrayImpl>& out, const PendingReduce& r) {
-  NoteOrigin(what, {in}, {out});  // runtime/origin.h's: no vectors built
+  NoteOrigin(what, {in}, {out});
   if (!TapeActive()) return;
   if (r.kind != ReduceKind::kSum) {  // max/min/prod: their reverse rule, never a sum's
     RecordElementReduction(what, in, out, r);

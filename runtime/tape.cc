@@ -12,7 +12,6 @@
 #include "runtime/grad_kernels.h"
 #include "runtime/in_place.h"
 #include "runtime/one_pass.h"
-#include "runtime/origin.h"
 
 namespace dualcast {
 namespace {
@@ -105,6 +104,10 @@ PartialsMode ActivePartialsMode(size_t partial_bytes) {
 }
 
 void Record(std::shared_ptr<GradNode> node, const std::vector<std::shared_ptr<ArrayImpl>>& outputs) {
+  Record(std::move(node), ArraySpan(outputs));
+}
+
+void Record(std::shared_ptr<GradNode> node, ArraySpan outputs) {
   if (!TapeActive() || node == nullptr) return;
   if (const uint64_t epoch = InPlaceWriteEpoch(); epoch > 0) t_record_epochs[node.get()] = epoch;
   for (Tape* tape : t_tapes) {
@@ -194,7 +197,7 @@ void NoteOrigin(std::string_view op, ArraySpan inputs, ArraySpan outputs, bool c
     // their ancestors still alive, without repeats. Built in place and told
     // apart by owner (an array's control block) rather than through
     // temporary strong references: this runs on every launch.
-    std::vector<std::weak_ptr<ArrayImpl>>& ancestors = origin->ancestors;
+    auto& ancestors = origin->ancestors;
     size_t bound = 0;
     for (const auto& in : inputs) {
       if (in == nullptr) continue;

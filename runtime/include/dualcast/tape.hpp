@@ -137,8 +137,7 @@ class Tape {
                            const std::vector<Array<T>>& grads, const GradientOptions& options = {});
 
  private:
-  friend void detail::Record(std::shared_ptr<detail::GradNode>,
-                             const std::vector<std::shared_ptr<detail::ArrayImpl>>&);
+  friend void detail::Record(std::shared_ptr<detail::GradNode>, detail::ArraySpan);
   // One adjoint per input (null where its gradient is zero). Throws for an
   // input the loss does not reach unless `allow_unused`; `what` names the
   // caller in errors.

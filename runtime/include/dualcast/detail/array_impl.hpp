@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "dualcast/device.hpp"
 
 namespace dualcast::detail {
@@ -54,14 +55,16 @@ struct ArrayImpl;
 // ("the loss reaches x only through 'f', computed before this Tape opened").
 struct Origin {
   std::string op;
-  std::vector<std::weak_ptr<ArrayImpl>> inputs;
+  // Inline for a few entries: an Origin is built on nearly every launch, and
+  // most ops read one to three arrays with a handful of ancestors.
+  absl::InlinedVector<std::weak_ptr<ArrayImpl>, 3> inputs;
   // Every array upstream that was alive when this one was computed: the
   // inputs, their ancestors, and so on (deduplicated; not through a constant
   // op). A temporary in between (norm(x * 2): x * 2 is dropped) does not cut
   // the path from the loss back to x, which `inputs` alone would. Dead entries
   // are pruned whenever a descendant is noted, so a long tape-less loop keeps
   // only what the user still holds. Capped at kMaxAncestors (`truncated`).
-  std::vector<std::weak_ptr<ArrayImpl>> ancestors;
+  absl::InlinedVector<std::weak_ptr<ArrayImpl>, 6> ancestors;
   bool truncated = false;
   static constexpr size_t kMaxAncestors = 4096;
   bool taped = false;

@@ -7,8 +7,11 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dualcast/detail/array_impl.hpp"
@@ -74,6 +77,23 @@ void Record(std::shared_ptr<GradNode> node, const std::vector<std::shared_ptr<Ar
 // ops without a gradient (see Origin::constant).
 void NoteOrigin(std::string op, const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
                 const std::vector<std::shared_ptr<ArrayImpl>>& outputs, bool constant = false);
+
+// The same over arrays held elsewhere (a span) or listed in place
+// (`Record(node, {out})`, `NoteOrigin(op, {in}, {out})`), which then build no
+// vector: a tape step records and notes several times.
+using ArraySpan = std::span<const std::shared_ptr<ArrayImpl>>;
+void Record(std::shared_ptr<GradNode> node, ArraySpan outputs);
+inline void Record(std::shared_ptr<GradNode> node,
+                   std::initializer_list<std::shared_ptr<ArrayImpl>> outputs) {
+  Record(std::move(node), ArraySpan(outputs.begin(), outputs.size()));
+}
+void NoteOrigin(std::string_view op, ArraySpan inputs, ArraySpan outputs, bool constant = false);
+inline void NoteOrigin(std::string_view op, std::initializer_list<std::shared_ptr<ArrayImpl>> inputs,
+                       std::initializer_list<std::shared_ptr<ArrayImpl>> outputs,
+                       bool constant = false) {
+  NoteOrigin(op, ArraySpan(inputs.begin(), inputs.size()), ArraySpan(outputs.begin(), outputs.size()),
+             constant);
+}
 
 }  // namespace detail
 }  // namespace dualcast
