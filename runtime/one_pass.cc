@@ -6,6 +6,7 @@
 #include <mutex>
 #include <span>
 #include <tuple>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -83,22 +84,14 @@ std::shared_ptr<const OnePassFunction> CachedOnePass(const std::shared_ptr<const
     std::shared_ptr<const jit::Function> primal;  // keeps the keyed address alive
     std::shared_ptr<const OnePassFunction> fn;
   };
+  Key key{primal.get(), absl::InlinedVector<int, 4>(wrt.begin(), wrt.end()), unit_abar};
   // The last answer on this thread first: a training loop asks for the same
-  // one every step, and this needs neither the lock nor a hash. It holds the
-  // primal, so its address cannot be reused by another function meanwhile.
-  struct Last {
-    Entry entry;
-    absl::InlinedVector<int, 4> wrt;
-    bool unit_abar = false;
-  };
-  thread_local Last last;
-  if (last.entry.primal == primal && last.unit_abar == unit_abar &&
-      std::equal(wrt.begin(), wrt.end(), last.wrt.begin(), last.wrt.end())) {
-    return last.entry.fn;
-  }
+  // one every step, and this needs neither the lock nor a hash. Its entry
+  // holds the primal, so the keyed address cannot be another function's.
+  thread_local std::pair<Key, Entry> last;
+  if (last.second.fn != nullptr && last.first == key) return last.second.fn;
   static std::mutex mu;
   static auto* cache = new absl::flat_hash_map<Key, Entry>();
-  Key key{primal.get(), absl::InlinedVector<int, 4>(wrt.begin(), wrt.end()), unit_abar};
   std::shared_ptr<const OnePassFunction> fn;
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -110,7 +103,7 @@ std::shared_ptr<const OnePassFunction> CachedOnePass(const std::shared_ptr<const
     if (cache->size() >= 4096) cache->clear();  // bounded; rebuilding is cheap
     fn = cache->try_emplace(key, Entry{primal, std::move(built)}).first->second.fn;
   }
-  last = Last{Entry{primal, fn}, std::get<1>(key), unit_abar};
+  last = {std::move(key), Entry{primal, fn}};
   return fn;
 }
 
