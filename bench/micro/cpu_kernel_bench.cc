@@ -24,6 +24,7 @@
 //      size reuses it (kernel compiles counted by jit::GetStats()).
 // Timings are the median and the minimum of --reps runs.
 // Usage: dualcast-cpu-kernel-bench [--n 2048] [--reps 20] [--only scaling|onepass|line|ifs|launch]
+// (with --only line or ifs, --n is the one kernel's op or if count)
 #include <time.h>
 #include <unistd.h>
 
@@ -554,11 +555,12 @@ int Main(int argc, char** argv) {
   // disk-hit rows use a store of their own.
   setenv("DUALCAST_CACHE_DIR", "off", /*overwrite=*/1);
   int64_t n = 2048;
+  bool n_given = false;
   int reps = 20;
   std::string only;
   for (int k = 1; k + 1 < argc; k += 2) {
     std::string a = argv[k];
-    if (a == "--n") n = std::atol(argv[k + 1]);
+    if (a == "--n") n = std::atol(argv[k + 1]), n_given = true;
     else if (a == "--reps") reps = std::atoi(argv[k + 1]);
     else if (a == "--only") only = argv[k + 1];
     else if (a == "--disk-hit") return DiskHitChild(argv[k + 1], std::atol(argv[k + 2]));
@@ -567,18 +569,22 @@ int Main(int argc, char** argv) {
   std::printf("CPU backend micro-benchmark, n = %ld, %d threads, %d reps\n", static_cast<long>(n),
               threads, reps);
 
-  if (only == "line") {  // one straight-line kernel of --n ops (for -time-passes)
+  // --n sizes these two rows (ops, ifs); without it they run their usual
+  // sizes (2048 sequential ifs would only meet the tracer's path limit).
+  if (only == "line") {  // straight-line kernels (one of --n ops: for -time-passes)
     WarmJit();
-    ReportStraightLine({static_cast<int>(n)});
+    if (n_given) ReportStraightLine({static_cast<int>(n)});
+    else ReportStraightLine();
     return 0;
   }
   if (only == "launch" || only == "eval" || only == "tape" || only == "threads") {
     ReportRuntimeLaunch(reps, only);  // the runtime launch-path rows of 3. (or one of them)
     return 0;
   }
-  if (only == "ifs") {  // the kernel of --n sequential ifs
+  if (only == "ifs") {  // the kernels of k sequential ifs (k = --n if given)
     WarmJit();
-    ReportSequentialIfs(reps, {static_cast<int>(n)});
+    if (n_given) ReportSequentialIfs(reps, {static_cast<int>(n)});
+    else ReportSequentialIfs(reps);
     return 0;
   }
   // 2. Compile latency first: the process is otherwise idle.
@@ -652,4 +658,11 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace dualcast::bench
 
-int main(int argc, char** argv) { return dualcast::bench::Main(argc, argv); }
+int main(int argc, char** argv) {
+  try {
+    return dualcast::bench::Main(argc, argv);
+  } catch (const std::exception& e) {  // dualcast::Error included: its message says what to do
+    std::fprintf(stderr, "dualcast-cpu-kernel-bench: %s\n", e.what());
+    return 1;
+  }
+}
