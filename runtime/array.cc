@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "runtime/array_pool.h"
 #include "runtime/backend.h"
 #include "runtime/in_place.h"
 #include "dualcast/detail/grad_node.hpp"
@@ -143,7 +144,7 @@ std::shared_ptr<Storage> Allocate(size_t bytes, Device device) {
 }
 
 std::shared_ptr<Storage> CpuAllocate(size_t bytes) {
-  auto storage = std::make_shared<Storage>();
+  auto storage = std::allocate_shared<Storage>(BlockAllocator<Storage>{});
   storage->bytes = bytes;
   storage->device = Device::cpu();
   if (bytes > 0) {
@@ -179,7 +180,7 @@ bool ArrayImpl::contiguous() const {
 }
 
 namespace {
-void CheckShape(const std::vector<int64_t>& shape, const char* what) {
+void CheckShape(std::span<const int64_t> shape, const char* what) {
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] < 0) {
       throw Error(ErrorKind::kShape,
@@ -191,6 +192,10 @@ void CheckShape(const std::vector<int64_t>& shape, const char* what) {
 }  // namespace
 
 std::shared_ptr<ArrayImpl> NewArray(DType dtype, std::vector<int64_t> shape, Device device) {
+  return NewContiguousArray(dtype, shape, device);
+}
+
+std::shared_ptr<ArrayImpl> NewContiguousArray(DType dtype, std::span<const int64_t> shape, Device device) {
   CheckShape(shape, "new array");
   // The element count and byte size must not wrap: {2^40, 2^40} would
   // otherwise become a 0-byte "array" of 2^80 elements.
@@ -205,11 +210,10 @@ std::shared_ptr<ArrayImpl> NewArray(DType dtype, std::vector<int64_t> shape, Dev
                                 "2^63 bytes; use smaller sizes",
                                 absl::StrJoin(shape, ", ")));
   }
-  auto impl = std::make_shared<ArrayImpl>();
+  auto impl = PooledArrayImpl();
   impl->dtype = dtype;
   impl->device = device;
-  impl->strides = ContiguousStrides(shape);
-  impl->shape = std::move(shape);
+  SetContiguousShape(*impl, shape);
   impl->storage = Allocate(static_cast<size_t>(impl->size()) * SizeOf(dtype), device);
   return impl;
 }

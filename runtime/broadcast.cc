@@ -11,6 +11,7 @@
 #include "dualcast/detail/lazy.hpp"
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
+#include "runtime/array_pool.h"
 #include "runtime/grad_kernels.h"
 #include "runtime/backend.h"
 
@@ -112,7 +113,7 @@ std::vector<std::shared_ptr<ArrayImpl>> Broadcast(const Kernel& k, std::vector<O
     }
   }
 
-  auto node = std::make_shared<LazyNode>();
+  auto node = std::allocate_shared<LazyNode>(BlockAllocator<LazyNode>{});
   node->name = name;
   node->shape = std::move(shape);
   node->dtype = dtype;
@@ -154,12 +155,10 @@ std::vector<std::shared_ptr<ArrayImpl>> Broadcast(const Kernel& k, std::vector<O
   outputs.reserve(num_outputs);
   node->outputs.reserve(num_outputs);
   for (size_t m = 0; m < num_outputs; ++m) {
-    // Every member has an initialiser: no zeroing of the whole array first.
-    auto out = std::make_shared_for_overwrite<ArrayImpl>();
+    auto out = PooledArrayImpl();
     out->dtype = dtype;
     out->device = device;
-    out->shape = node->shape;
-    out->strides = ContiguousStrides(node->shape);
+    SetContiguousShape(*out, node->shape);
     out->pending = node;
     out->pending_output = static_cast<int>(m);
     node->outputs.push_back(out);

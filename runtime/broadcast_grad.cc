@@ -30,6 +30,7 @@
 #include "jit/passes/jvp.h"
 #include "jit/codegen/lru_map.h"
 #include "jit/passes/optimize.h"
+#include "runtime/array_pool.h"
 #include "runtime/grad_kernels.h"
 #include "runtime/in_place.h"
 
@@ -341,7 +342,7 @@ std::vector<std::vector<bool>> FusedReads(const std::vector<jit::FusionNode>& no
 }
 
 std::shared_ptr<GradNode> MakeBroadcastGradNode(BroadcastGradInfo info) {
-  return std::make_shared<BroadcastGradNode>(std::move(info));
+  return std::allocate_shared<BroadcastGradNode>(BlockAllocator<BroadcastGradNode>{}, std::move(info));
 }
 
 }  // namespace dualcast::detail

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "runtime/array_pool.h"
 #include "jit/codegen/kernel_abi.h"
 #include "jit/cpu/launch.h"
 #include "jit/ir/hash.h"
@@ -123,7 +124,7 @@ std::vector<std::shared_ptr<ArrayImpl>> RunPlan(const LaunchPlan& plan, size_t n
   std::vector<std::shared_ptr<ArrayImpl>> outputs(n_out);
   for (size_t m = 0; m < n_out; ++m) {
     if (!plan.write.empty() && !plan.write[m]) continue;
-    outputs[m] = NewArray(plan.dtype, plan.out_shapes[m], device);
+    outputs[m] = NewContiguousArray(plan.dtype, plan.out_shapes[m], device);
     args.out(m) = outputs[m]->data();
   }
   jit::RecordCacheHit();  // what the kernel cache would have counted

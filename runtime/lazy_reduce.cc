@@ -24,6 +24,7 @@
 #include "jit/error.h"
 #include "jit/passes/compose.h"
 #include "jit/passes/optimize.h"
+#include "runtime/array_pool.h"
 #include "runtime/grad_kernels.h"
 #include "runtime/lazy_group.h"
 
@@ -145,7 +146,7 @@ void FillFrom(ArrayImpl& target, const ArrayImpl& value) {
 
 std::shared_ptr<ArrayImpl> LazyReduce(const char* what, const std::shared_ptr<ArrayImpl>& in,
                                       PendingReduce r) {
-  auto node = std::make_shared<LazyNode>();
+  auto node = std::allocate_shared<LazyNode>(BlockAllocator<LazyNode>{});
   node->name = what;
   node->inputs = {in};
   node->constant = {false};
@@ -153,11 +154,10 @@ std::shared_ptr<ArrayImpl> LazyReduce(const char* what, const std::shared_ptr<Ar
   node->dtype = in->dtype;
   node->device = in->device;
   node->reduce = std::make_shared<const PendingReduce>(std::move(r));
-  auto out = std::make_shared<ArrayImpl>();
+  auto out = PooledArrayImpl();
   out->dtype = in->dtype;
   out->device = in->device;
-  out->shape = node->shape;
-  out->strides = ContiguousStrides(out->shape);
+  SetContiguousShape(*out, node->shape);
   out->pending = node;
   node->outputs.push_back(out);
   return out;

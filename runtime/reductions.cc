@@ -10,6 +10,7 @@
 #include "dualcast/tape.hpp"
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
+#include "runtime/array_pool.h"
 #include "runtime/grad_kernels.h"
 #include "runtime/lazy_reduce.h"
 
@@ -115,7 +116,7 @@ void NoteReduction(const char* what, const std::shared_ptr<ArrayImpl>& in,
     RecordElementReduction(what, in, out, r);
     return;
   }
-  auto node = std::make_shared<SumNode>();
+  auto node = std::allocate_shared<SumNode>(BlockAllocator<SumNode>{});
   node->name = what;
   node->inputs = {in};
   node->in_shape = in->shape;
