@@ -295,6 +295,7 @@ Plan MakePlan(const Group& g, const std::shared_ptr<ArrayImpl>& root, LiveList l
   constexpr size_t kScannedLeaves = 16;
   absl::flat_hash_map<const ArrayImpl*, int> leaf_index;  // once there are more
   p.nodes.reserve(g.nodes.size());
+  p.leaves.reserve(g.nodes.front()->inputs.size());  // the first node's: one block, not 1 then 2
   for (const auto& node : g.nodes) {
     jit::FusionNode fn{node->function, {}};
     fn.inputs.reserve(node->inputs.size());

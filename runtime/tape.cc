@@ -129,7 +129,7 @@ bool SameOwner(const auto& a, const auto& b) { return !a.owner_before(b) && !b.o
 // The Origin this thread noted last, with its inputs' own origins then.
 struct RecentOrigin {
   std::shared_ptr<const Origin> origin;
-  std::vector<std::weak_ptr<const Origin>> input_origins;
+  absl::InlinedVector<std::weak_ptr<const Origin>, 3> input_origins;
   uint64_t last_used = 0;  // replaced least recently used first
 };
 
@@ -674,6 +674,7 @@ template <ElementType T>
 std::vector<std::shared_ptr<detail::ArrayImpl>> CheckedInputs(const std::vector<Array<T>>& inputs,
                                                               const char* what) {
   std::vector<std::shared_ptr<detail::ArrayImpl>> impls;
+  impls.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].valid()) {
       throw Error(ErrorKind::kInvalidArgument,
