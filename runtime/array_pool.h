@@ -4,7 +4,7 @@
 // output, a loss, the gradients), and each new ArrayImpl cost three heap
 // blocks (the object with its reference counts, the shape, the strides).
 // The 8-byte shape and stride blocks of a step are more than glibc's
-// per-thread cache keeps per size (7), so most of them went to its slower
+// per-thread cache keeps per size (7), so many of them went to its slower
 // bins: with jemalloc preloaded the tape step of dualcast-cpu-kernel-bench
 // took 22% less time. Here a dropped array's object goes back to its
 // thread's list with every field reset to its default (what it held is
