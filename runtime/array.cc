@@ -2,12 +2,14 @@
 #include "dualcast/array.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <utility>
 #include <vector>
 #include <numeric>
 #include <ostream>
@@ -81,43 +83,34 @@ class BlockCache {
 // Per-thread free lists of tiny blocks (up to kMaxSmall bytes, by 64-byte
 // class): small broadcasts and tape steps allocate a few such arrays each,
 // and aligned_alloc costs several times malloc (it splits chunks, and the
-// fragments it frees trigger consolidation). A block freed on another thread
-// joins that thread's list. Bounded per class; released at thread exit.
+// fragments it frees trigger consolidation). One ThreadFreeList per class
+// (array_pool.h: bounded, a block freed on another thread joins that
+// thread's list, released at thread exit).
+template <size_t kClass>
+struct SmallTag {};
+void FreeSmall(void* p) { std::free(p); }  // they come from aligned_alloc
+template <size_t kClass>
+using SmallList = ThreadFreeList<SmallTag<kClass>, void*, &FreeSmall>;
+
 class SmallBlocks {
  public:
   static constexpr size_t kMaxSmall = 256;
-  static constexpr size_t kPerClass = 64;
   static void* Take(size_t rounded) {
-    if (rounded > kMaxSmall || !t_alive) return nullptr;
-    std::vector<void*>& list = Mine().free_[rounded / kAlignment - 1];
-    if (list.empty()) return nullptr;
-    void* p = list.back();
-    list.pop_back();
-    return p;
+    return rounded <= kMaxSmall ? kTake[rounded / kAlignment - 1]() : nullptr;
   }
   static bool Give(void* p, size_t rounded) {
-    if (rounded > kMaxSmall || !t_alive) return false;  // after thread exit: back to the system
-    std::vector<void*>& list = Mine().free_[rounded / kAlignment - 1];
-    if (list.size() >= kPerClass) return false;
-    list.push_back(p);
-    return true;
-  }
-  ~SmallBlocks() {
-    t_alive = false;
-    for (auto& list : free_) {
-      for (void* p : list) std::free(p);
-    }
+    return rounded <= kMaxSmall && kGive[rounded / kAlignment - 1](p);
   }
 
  private:
-  static SmallBlocks& Mine() {
-    thread_local SmallBlocks blocks;
-    return blocks;
-  }
-  static thread_local bool t_alive;  // false once this thread's lists are destroyed
-  std::vector<void*> free_[kMaxSmall / kAlignment];
+  static constexpr size_t kClasses = kMaxSmall / kAlignment;
+  static constexpr auto kTake = []<size_t... k>(std::index_sequence<k...>) {
+    return std::array<void* (*)(), kClasses>{&SmallList<k>::Take...};
+  }(std::make_index_sequence<kClasses>());
+  static constexpr auto kGive = []<size_t... k>(std::index_sequence<k...>) {
+    return std::array<bool (*)(void*), kClasses>{&SmallList<k>::Give...};
+  }(std::make_index_sequence<kClasses>());
 };
-thread_local bool SmallBlocks::t_alive = true;
 
 }  // namespace
 

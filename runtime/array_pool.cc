@@ -1,10 +1,10 @@
 // Per-thread recycling of ArrayImpl objects and their reference-count blocks (see array_pool.h).
 #include "runtime/array_pool.h"
 
-#include <algorithm>
-#include <new>
 #include <utility>
 #include <vector>
+
+#include "jit/codegen/broadcast_layout.h"
 
 namespace dualcast::detail {
 namespace {
@@ -40,11 +40,7 @@ std::shared_ptr<ArrayImpl> PooledArrayImpl() {
 void SetContiguousShape(ArrayImpl& a, std::span<const int64_t> shape) {
   a.shape.assign(shape.begin(), shape.end());
   a.strides.resize(shape.size());
-  int64_t step = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    a.strides[d] = step;
-    step *= std::max<int64_t>(shape[d], 1);  // a size-0 dim counts as 1, as in ContiguousStrides
-  }
+  jit::ContiguousStridesInto(shape, a.strides);
 }
 
 }  // namespace dualcast::detail

@@ -17,6 +17,11 @@ std::string FormatShape(std::span<const int64_t> shape) {
 
 std::vector<int64_t> ContiguousStrides(std::span<const int64_t> shape) {
   std::vector<int64_t> strides(shape.size());
+  ContiguousStridesInto(shape, strides);
+  return strides;
+}
+
+void ContiguousStridesInto(std::span<const int64_t> shape, std::span<int64_t> strides) {
   int64_t step = 1;
   for (size_t d = shape.size(); d-- > 0;) {
     strides[d] = step;
@@ -24,7 +29,6 @@ std::vector<int64_t> ContiguousStrides(std::span<const int64_t> shape) {
     // dim becomes 0, which would read as a broadcast.
     step *= std::max<int64_t>(shape[d], 1);
   }
-  return strides;
 }
 
 namespace {

@@ -76,8 +76,10 @@ absl::StatusOr<BroadcastLayout> MergeBroadcast(std::span<const std::vector<int64
                                                std::string_view kernel_name);
 
 // Row-major strides (in elements) of a contiguous array of `shape`; a size-0
-// dim counts as 1 (NumPy's convention).
+// dim counts as 1 (NumPy's convention). The Into form writes them into
+// `strides` (as long as `shape`), for callers reusing a vector's memory.
 std::vector<int64_t> ContiguousStrides(std::span<const int64_t> shape);
+void ContiguousStridesInto(std::span<const int64_t> shape, std::span<int64_t> strides);
 
 struct ReductionLayout {
   std::vector<int64_t> shape;  // merged dims of the full shape, outer first (size-1 dims dropped)
