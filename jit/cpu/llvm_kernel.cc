@@ -187,7 +187,8 @@ class KernelEmitter {
       // Lane 0 alone, computed by the same vector code as any array element.
       std::vector<llvm::Constant*> lane0(lanes_, b.getFalse());
       lane0[0] = b.getTrue();
-      EmitElement(b, in_off, out_off, /*i=*/nullptr, /*d=*/-1, llvm::ConstantVector::get(lane0),
+      const Row bases = RowBases(b, Row{in_off, out_off});
+      EmitElement(b, bases.in, bases.out, /*i=*/nullptr, /*d=*/-1, llvm::ConstantVector::get(lane0),
                   /*full=*/nullptr);
       b.CreateBr(done);
       b.SetInsertPoint(done);
@@ -236,7 +237,8 @@ class KernelEmitter {
   }
 
   // The loops over dims 0..R-2 step by 1; the innermost steps by W lanes.
-  // Offsets of every input and output at the start of one row of the inner dim.
+  // Per input and output: its element offset at the start of one row of the
+  // inner dim, or (after RowBases) its address there.
   struct Row {
     std::vector<llvm::Value*> in, out;
   };
@@ -294,11 +296,34 @@ class KernelEmitter {
     EmitLoop(b, d, in_off, out_off, /*lo=*/i);
   }
 
+  // Each operand's address at the start of a row (its pointer advanced by
+  // the row's offset; null for an output that is not written), computed
+  // once per row, so that the inner loop adds only i * stride. Without this
+  // the row's offset is added to i in every iteration, and with loop
+  // strength reduction off those sums (one per operand) were reloaded from
+  // the stack each iteration: 6-9% of the rows kernels, which only
+  // InstCombine's GEP folding used to win back.
+  Row RowBases(llvm::IRBuilder<>& b, const Row& offsets) {
+    auto base = [&](int param, llvm::Value* offset, llvm::Type* type) -> llvm::Value* {
+      if (param < 0) return nullptr;
+      return offset == nullptr ? Arg(param) : b.CreateInBoundsGEP(type, Arg(param), offset);
+    };
+    Row bases;
+    for (size_t k = 0; k < offsets.in.size(); ++k) bases.in.push_back(base(in_ptr_[k], offsets.in[k], elem_));
+    for (size_t m = 0; m < offsets.out.size(); ++m) {
+      bases.out.push_back(base(out_ptr_[m], offsets.out[m], Reduced(m) ? b.getDoubleTy() : elem_));
+    }
+    return bases;
+  }
+
   // The inner dim for one row, or for a block of rows (see EmitBlockedRows).
-  void EmitInnerLoop(llvm::IRBuilder<>& b, const std::vector<Row>& rows, const std::vector<bool>& blocked) {
+  void EmitInnerLoop(llvm::IRBuilder<>& b, const std::vector<Row>& row_offsets,
+                     const std::vector<bool>& blocked) {
     const int d = rank_ - 1;
     llvm::Value* lo = d == 0 ? Arg(begin_) : b.getInt64(0);
     llvm::Value* hi = d == 0 ? Arg(end_) : Arg(size_[d]);
+    std::vector<Row> rows;
+    for (const Row& offsets : row_offsets) rows.push_back(RowBases(b, offsets));
     llvm::BasicBlock* preheader = b.GetInsertBlock();
     auto* header = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d), body_);
     auto* body = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d, ".body"), body_);
@@ -365,9 +390,7 @@ class KernelEmitter {
         sum = Combine(b, m, b.CreateShuffleVector(sum, lo), b.CreateShuffleVector(sum, hi));
       }
       sum = b.CreateExtractElement(sum, uint64_t{0});
-      const std::vector<llvm::Value*>& out_off = rows[0].out;
-      llvm::Value* addr =
-          out_off[m] == nullptr ? Arg(out_ptr_[m]) : b.CreateInBoundsGEP(f64, Arg(out_ptr_[m]), out_off[m]);
+      llvm::Value* addr = rows[0].out[m];
       b.CreateStore(Combine(b, m, b.CreateLoad(f64, addr), sum), addr);
     }
   }
@@ -440,14 +463,13 @@ class KernelEmitter {
 
   // scratch[lanes] += value for reduced output m, kept (unit stride) along
   // the inner dim `d`; the tail's masked load and store skip inactive lanes.
-  void EmitScratchAdd(llvm::IRBuilder<>& b, size_t m, llvm::Value* value, llvm::Value* offset,
+  void EmitScratchAdd(llvm::IRBuilder<>& b, size_t m, llvm::Value* value, llvm::Value* row_base,
                       llvm::Value* i, int d, llvm::Value* active, llvm::Value* full) {
     llvm::Type* f64 = b.getDoubleTy();
     llvm::Type* vec = LlvmType(ctx_, Type::kF64, lanes_);
     const llvm::Align align(8);
-    offset = Advance(b, offset, i, out_stride_[m][d]);
-    llvm::Value* address =
-        offset == nullptr ? Arg(out_ptr_[m]) : b.CreateInBoundsGEP(f64, Arg(out_ptr_[m]), offset);
+    llvm::Value* step = Advance(b, nullptr, i, out_stride_[m][d]);
+    llvm::Value* address = step == nullptr ? row_base : b.CreateInBoundsGEP(f64, row_base, step);
     Split(
         b, full, "scratch",
         [&] {
@@ -489,17 +511,17 @@ class KernelEmitter {
   // into its double scratch; an accumulating one adds into its destination.
   // Outputs marked `deferred` are returned too (widened to double, inactive
   // lanes unspecified) and not stored: the caller adds them (EmitScratchAdd).
-  std::vector<llvm::Value*> EmitElement(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& in_off,
-                                        const std::vector<llvm::Value*>& out_off, llvm::Value* i,
+  std::vector<llvm::Value*> EmitElement(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& in_base,
+                                        const std::vector<llvm::Value*>& out_base, llvm::Value* i,
                                         int d, llvm::Value* active, llvm::Value* full,
                                         const std::vector<bool>& deferred = {}) {
     const llvm::Align align(spec_.dtype == Type::kF32 ? 4 : 8);
     llvm::Type* vec = LlvmType(ctx_, spec_.dtype, lanes_);
     llvm::Constant* zeros = llvm::Constant::getNullValue(vec);
     // The address of lane 0, and for a strided operand the vector of lane addresses.
-    auto lane0 = [&](int ptr_param, llvm::Value* offset, int stride) -> llvm::Value* {
-      if (d >= 0) offset = Advance(b, offset, i, stride);
-      return offset == nullptr ? Arg(ptr_param) : b.CreateInBoundsGEP(elem_, Arg(ptr_param), offset);
+    auto lane0 = [&](llvm::Value* row_base, int stride) -> llvm::Value* {
+      llvm::Value* step = d >= 0 ? Advance(b, nullptr, i, stride) : nullptr;
+      return step == nullptr ? row_base : b.CreateInBoundsGEP(elem_, row_base, step);
     };
     auto lane_addresses = [&](llvm::Value* base, int stride) -> llvm::Value* {
       llvm::Value* offsets =
@@ -527,7 +549,7 @@ class KernelEmitter {
     std::vector<llvm::Value*> bases(n_in, nullptr);
     std::vector<size_t> contiguous;
     for (size_t k = 0; k < n_in; ++k) {
-      bases[k] = lane0(in_ptr_[k], in_off[k], stride_of(in_stride_, k));
+      bases[k] = lane0(in_base[k], stride_of(in_stride_, k));
       if (stride_of(in_stride_, k) == kUnitStride && full != nullptr) contiguous.push_back(k);
     }
     std::vector<llvm::Value*> copies(n_in, nullptr);
@@ -605,7 +627,7 @@ class KernelEmitter {
         continue;
       }
       const bool add = spec_.accumulates(m);
-      llvm::Value* base = lane0(out_ptr_[m], out_off[m], stride);
+      llvm::Value* base = lane0(out_base[m], stride);
       if (stride == kZeroStride) {  // rank 0
         llvm::Value* x = b.CreateExtractElement(v, uint64_t{0});
         if (add) x = b.CreateFAdd(b.CreateLoad(elem_, base), x);
@@ -651,7 +673,7 @@ class KernelEmitter {
           });
       for (size_t r = 0; r < reduced_along.size(); ++r) row_values[reduced_along[r].first] = kept[r];
     }
-    for (auto& [m, wide] : scratch_adds) EmitScratchAdd(b, m, wide, out_off[m], i, d, active, full);
+    for (auto& [m, wide] : scratch_adds) EmitScratchAdd(b, m, wide, out_base[m], i, d, active, full);
     return row_values;
   }
 
