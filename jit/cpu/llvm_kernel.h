@@ -2,13 +2,12 @@
 //
 // From a KernelSpec this emits
 //   extern "C" void <symbol>(const KernelArgs* args)      (see kernel_abi.h)
-// which unpacks `args` (only the sizes and strides the spec does not compile
-// in: a broadcast dim's stride is never loaded, a contiguous inner stride is
-// the constant 1) and calls the internal, always-inlined
-//   <symbol>.body(ptr noalias readonly in..., ptr noalias out..., i64 ...)
-// whose noalias parameters become scoped-alias metadata after inlining, so
-// LICM may hoist the loads of inputs broadcast along the inner loop past
-// the stores.
+// which unpacks `args` in its entry block (only the sizes and strides the
+// spec does not compile in: a broadcast dim's stride is never loaded, a
+// contiguous inner stride is the constant 1) and runs the loop nest. Every
+// access through an input or output pointer carries scoped-alias metadata
+// saying the contract below, so LICM may hoist the loads of inputs broadcast
+// along the inner loop past the stores.
 //
 // Aliasing contract (the runtime guarantees it): outputs never overlap inputs
 // or each other; inputs may overlap each other (they are only read).

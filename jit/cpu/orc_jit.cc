@@ -22,8 +22,16 @@
 // instead of Aggressive: 0-1 ms. InstCombine is 70% of the optimiser's time
 // (4.5-5 ms of the 26 ms rows jvp kernel on a Zen 1 AVX2 VM); without it, or
 // with instsimplify in its place, the rows kernels ran 3-5% slower (A/B,
-// three interleaved runs against the same-math hand loop), so it stays: a
-// kernel compiles once and runs many times. Reproduce with
+// three interleaved runs against the same-math hand loop). Most of that was
+// its folding of each operand's row offset into a row address, which the
+// emitter now does itself (llvm_kernel.cc, RowBases); without InstCombine
+// the partials kernel is still 2-4% slower in the rows layout (n = 256;
+// same optimised IR but for fsub/fadd canonical forms and a scalarised
+// uniform compare, so the difference is in code generation), for 4.5 ms
+// (17%) less compile time. It stays: a kernel compiles once and runs many
+// times. The kernel is one function with hand-made alias scopes, not an
+// entry calling a noalias body: the always-inline pass was another 1.2 ms
+// (17% of the optimiser) on the jvp kernel. Reproduce with
 // DUALCAST_LLVM_ARGS=-time-passes (both pass managers report) and
 // dualcast-cpu-kernel-bench.
 #include "jit/cpu/orc_jit.h"
@@ -100,8 +108,6 @@ double MillisecondsSince(std::chrono::steady_clock::time_point start) {
 // loop vectoriser, no unswitching and no TLI mappings: what is left is
 // clean-up of straight-line code and hoisting what a loop does not change.
 constexpr char kKernelPipeline[] =
-    // The noalias body into the entry: its parameters become scoped-alias metadata.
-    "always-inline,"
     "function("
     // The printer's straight-line code: common subexpressions, folds, empty blocks.
     "early-cse<>,"

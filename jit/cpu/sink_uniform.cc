@@ -20,12 +20,12 @@ llvm::BasicBlock* UseBlock(const llvm::Use& use) {
   return user->getParent();
 }
 
-// A read of a kernel input: the body's input pointers are `noalias readonly`,
-// so nothing the kernel stores can change what the load sees, and moving it
-// later (into a side) or cloning it is safe. The same holds for a read
-// through a select of such a pointer and an input copy (see the header).
-bool ReadsOnlyAnInput(const llvm::Instruction& inst,
-                      const std::vector<llvm::AllocaInst*>& input_copies) {
+// A read of a kernel input: the kernel's input pointers (`input_pointers`,
+// or a `noalias readonly` argument) point to memory nothing the kernel stores
+// can change, so moving the load later (into a side) or cloning it is safe.
+// The same holds for a read through a select of such a pointer and an input
+// copy (see the header).
+bool ReadsOnlyAnInput(const llvm::Instruction& inst, const SinkContext& context) {
   const llvm::Value* pointer = nullptr;
   if (const auto* load = llvm::dyn_cast<llvm::LoadInst>(&inst)) {
     if (load->isVolatile() || load->isAtomic()) return false;
@@ -38,24 +38,27 @@ bool ReadsOnlyAnInput(const llvm::Instruction& inst,
   }
   llvm::SmallVector<const llvm::Value*, 2> objects;
   llvm::getUnderlyingObjects(pointer, objects);
+  auto listed = [](const auto& list, const llvm::Value* v) {
+    return std::find(list.begin(), list.end(), v) != list.end();
+  };
   for (const llvm::Value* object : objects) {
-    if (std::find(input_copies.begin(), input_copies.end(), object) != input_copies.end()) continue;
+    if (listed(context.input_copies, object) || listed(context.input_pointers, object)) continue;
     const auto* arg = llvm::dyn_cast<llvm::Argument>(object);
     if (arg == nullptr || !arg->hasNoAliasAttr() || !arg->onlyReadsMemory()) return false;
   }
   return !objects.empty();
 }
 
-bool Sinkable(const llvm::Instruction& inst, const std::vector<llvm::AllocaInst*>& input_copies) {
+bool Sinkable(const llvm::Instruction& inst, const SinkContext& context) {
   if (inst.isTerminator() || llvm::isa<llvm::PHINode>(inst)) return false;
-  if (ReadsOnlyAnInput(inst, input_copies)) return true;
+  if (ReadsOnlyAnInput(inst, context)) return true;
   return !inst.mayReadOrWriteMemory() && !inst.mayHaveSideEffects();
 }
 
 }  // namespace
 
 void SinkIntoUniformBranches(llvm::Function& fn, const std::vector<llvm::BranchInst*>& branches,
-                             const std::vector<llvm::AllocaInst*>& input_copies) {
+                             const SinkContext& context) {
   if (branches.empty()) return;
   // Cloning instructions never changes the CFG, so one dominator tree serves all branches.
   llvm::DominatorTree dom(fn);
@@ -67,7 +70,7 @@ void SinkIntoUniformBranches(llvm::Function& fn, const std::vector<llvm::BranchI
     std::vector<llvm::Instruction*> candidates;
     for (llvm::Instruction& inst : *block) {
       if (&inst == branch) break;
-      if (Sinkable(inst, input_copies)) candidates.push_back(&inst);
+      if (Sinkable(inst, context)) candidates.push_back(&inst);
     }
     for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
       llvm::Instruction* inst = *it;

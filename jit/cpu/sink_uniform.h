@@ -8,16 +8,17 @@
 // of it (HM-LSTM: a COPY row needs neither tanh nor sigmoid). This pass
 // clones each such pure instruction into every side that uses it and drops
 // the original, innermost uses first, so nested uniform ifs sink it further.
-// Loads of kernel inputs (noalias, read-only) move like pure work, so a side
-// reads only the arrays it uses (also through a select of such a pointer and
-// an `input_copies` alloca: the kernel's stack copy of an input's tail, stored
-// before the loads that read it and not again before they run); work used
-// after the if stays. It runs before the optimiser, which never hoists
+// Loads of kernel inputs (read-only, never overlapping an output: the
+// `input_pointers` the kernel loaded from its arguments, or a `noalias
+// readonly` argument) move like pure work, so a side reads only the arrays it
+// uses (also through a select of such a pointer and an `input_copies` alloca:
+// the kernel's stack copy of an input's tail, stored before the loads that
+// read it and not again before they run); work used after the if stays. It runs before the optimiser, which never hoists
 // identical code out of two sides again (SimplifyCFG's hoisting of common
 // instructions is off in our pipeline).
 //
 // Example:
-//   SinkIntoUniformBranches(*body, printer.uniform_branches());
+//   SinkIntoUniformBranches(*kernel, printer.uniform_branches(), {copies, input_pointers});
 #pragma once
 
 #include <vector>
@@ -26,13 +27,19 @@ namespace llvm {
 class AllocaInst;
 class BranchInst;
 class Function;
+class Value;
 }  // namespace llvm
 
 namespace dualcast::jit::cpu {
 
+struct SinkContext {
+  std::vector<llvm::AllocaInst*> input_copies;  // the tails' stack copies of inputs
+  std::vector<llvm::Value*> input_pointers;     // where the kernel's inputs start
+};
+
 // `branches` are conditional branches of `fn` whose successors each have the
 // branch's block as their only predecessor, outer ifs before inner ones.
 void SinkIntoUniformBranches(llvm::Function& fn, const std::vector<llvm::BranchInst*>& branches,
-                             const std::vector<llvm::AllocaInst*>& input_copies = {});
+                             const SinkContext& context = {});
 
 }  // namespace dualcast::jit::cpu
