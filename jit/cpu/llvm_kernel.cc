@@ -252,6 +252,9 @@ class KernelEmitter {
     }
   }
 
+  // A row's last step alone is partial: the full side is laid out as the fall-through.
+  llvm::MDNode* FullIsLikely() const { return llvm::MDBuilder(ctx_).createBranchWeights(1000, 1); }
+
   llvm::Value* Arg(int param) const { return param_values_[static_cast<size_t>(param)]; }
 
   // Reduced output m's combining op on double scalars or vectors (see
@@ -495,7 +498,7 @@ class KernelEmitter {
     auto* plain_block = llvm::BasicBlock::Create(ctx_, absl::StrCat(what, ".full"), body_);
     auto* masked_block = llvm::BasicBlock::Create(ctx_, absl::StrCat(what, ".tail"), body_);
     auto* join = llvm::BasicBlock::Create(ctx_, absl::StrCat(what, ".done"), body_);
-    b.CreateCondBr(full, plain_block, masked_block);
+    b.CreateCondBr(full, plain_block, masked_block, FullIsLikely());
     b.SetInsertPoint(plain_block);
     std::vector<llvm::Value*> a = plain();
     b.CreateBr(join);
@@ -609,7 +612,7 @@ class KernelEmitter {
       llvm::IRBuilder<> entry(&body_->getEntryBlock(), body_->getEntryBlock().begin());
       auto* copy_block = llvm::BasicBlock::Create(ctx_, "tail.copy", body_);
       auto* loads_block = llvm::BasicBlock::Create(ctx_, "loads", body_);
-      b.CreateCondBr(full, loads_block, copy_block);
+      b.CreateCondBr(full, loads_block, copy_block, FullIsLikely());
       b.SetInsertPoint(copy_block);
       for (size_t k : contiguous) {
         llvm::AllocaInst* slot = entry.CreateAlloca(vec, nullptr, absl::StrCat("x", k, ".tail"));
