@@ -25,10 +25,11 @@
 // three interleaved runs against the same-math hand loop). Most of that was
 // its folding of each operand's row offset into a row address, which the
 // emitter now does itself (llvm_kernel.cc, RowBases); without InstCombine
-// the partials kernel is still 2-4% slower in the rows layout (n = 256;
-// same optimised IR but for fsub/fadd canonical forms and a scalarised
-// uniform compare, so the difference is in code generation), for 4.5 ms
-// (17%) less compile time. It stays: a kernel compiles once and runs many
+// the partials kernel is still 3.5-5% slower in the rows layout, for 4.5 ms
+// (17%) less compile time, even when the emitter writes every canonical form
+// InstCombine produces and the optimised IR prints the same: the objects then
+// differ through the order of use lists, which instruction selection and
+// register allocation follow (docs/cpu-codegen.md). It stays: a kernel compiles once and runs many
 // times. The kernel is one function with hand-made alias scopes, not an
 // entry calling a noalias body: the always-inline pass was another 1.2 ms
 // (17% of the optimiser) on the jvp kernel. Reproduce with
