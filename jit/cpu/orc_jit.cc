@@ -21,19 +21,20 @@
 // out-of-order core reorders on its own); CodeGenOptLevel Default or Less
 // instead of Aggressive: 0-1 ms. InstCombine is 70% of the optimiser's time
 // (4.5-5 ms of the 26 ms rows jvp kernel on a Zen 1 AVX2 VM); without it, or
-// with instsimplify in its place, the rows kernels ran 3-5% slower (A/B,
-// three interleaved runs against the same-math hand loop). Most of that was
-// its folding of each operand's row offset into a row address, which the
-// emitter now does itself (llvm_kernel.cc, RowBases); without InstCombine
-// the partials kernel is still 3.5-5% slower in the rows layout, for 4.5 ms
-// (17%) less compile time, even when the emitter writes every canonical form
-// InstCombine produces and the optimised IR prints the same: the objects then
-// differ through the order of use lists, which instruction selection and
-// register allocation follow (docs/cpu-codegen.md). It stays: a kernel compiles once and runs many
-// times. The kernel is one function with hand-made alias scopes, not an
-// entry calling a noalias body: the always-inline pass was another 1.2 ms
-// (17% of the optimiser) on the jvp kernel. Reproduce with
-// DUALCAST_LLVM_ARGS=-time-passes (both pass managers report) and
+// with instsimplify in its place, the rows kernels ran 6-9% slower (A/B,
+// three interleaved runs against the same-math hand loop). About half of
+// that was its folding of each operand's row offset into a row address,
+// which the emitter now does itself (llvm_kernel.cc, RowBases); without
+// InstCombine the partials kernel is still 3.5-5% slower in the rows layout,
+// for 4.5 ms (17%) less compile time, even when the emitter writes every
+// canonical form InstCombine produces and the optimised IR prints the same:
+// the objects then differ through the order of use lists, which instruction
+// selection and register allocation follow (docs/cpu-codegen.md). It stays:
+// a kernel compiles once and runs many times. The kernel is one function
+// with hand-made alias scopes, not an entry calling a noalias body: the
+// always-inline pass was another 1.2 ms (17% of the optimiser) on the jvp
+// kernel. Reproduce with DUALCAST_LLVM_ARGS=-time-passes (both pass managers
+// report) and
 // dualcast-cpu-kernel-bench.
 #include "jit/cpu/orc_jit.h"
 
