@@ -34,8 +34,7 @@
 // with hand-made alias scopes, not an entry calling a noalias body: the
 // always-inline pass was another 1.2 ms (17% of the optimiser) on the jvp
 // kernel. Reproduce with DUALCAST_LLVM_ARGS=-time-passes (both pass managers
-// report) and
-// dualcast-cpu-kernel-bench.
+// report) and dualcast-cpu-kernel-bench.
 #include "jit/cpu/orc_jit.h"
 
 #include <algorithm>
