@@ -13,10 +13,10 @@
 #include "jit/error.h"
 #include "jit/ir/verify.h"
 #include "jit/passes/hoist_common.h"
+#include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DerivedTypes.h"
 #include "llvm/IR/Function.h"
-#include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/MDBuilder.h"
@@ -115,17 +115,17 @@ class KernelEmitter {
   // same alias facts.
   void EmitKernel() {
     auto* type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), {ptr_}, false);
-    body_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, symbol_, *module_);
-    body_->addFnAttr(llvm::Attribute::NoUnwind);
-    AddVectorWidthAttrs(body_);
-    body_->addParamAttr(0, llvm::Attribute::NoCapture);
-    body_->addParamAttr(0, llvm::Attribute::ReadOnly);
-    body_->getArg(0)->setName("args");
-    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx_, "entry", body_));
+    kernel_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, symbol_, *module_);
+    kernel_->addFnAttr(llvm::Attribute::NoUnwind);
+    AddVectorWidthAttrs(kernel_);
+    kernel_->addParamAttr(0, llvm::Attribute::NoCapture);
+    kernel_->addParamAttr(0, llvm::Attribute::ReadOnly);
+    kernel_->getArg(0)->setName("args");
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx_, "entry", kernel_));
     // Field order of KernelArgs (kernel_abi.h).
     auto* args_type = llvm::StructType::get(ctx_, {ptr_, ptr_, ptr_, ptr_, ptr_, i64_, i64_});
     auto field = [&](unsigned k, llvm::Type* t, const char* name) {
-      return b.CreateLoad(t, b.CreateStructGEP(args_type, body_->getArg(0), k), name);
+      return b.CreateLoad(t, b.CreateStructGEP(args_type, kernel_->getArg(0), k), name);
     };
     llvm::Value* sizes = field(0, ptr_, "sizes");
     llvm::Value* inputs = field(1, ptr_, "inputs");
@@ -161,8 +161,8 @@ class KernelEmitter {
       llvm::Value* zero = b.getInt64(0);
       llvm::Value* in_chunk = b.CreateAnd(b.CreateICmpSLE(Arg(begin_), zero),
                                           b.CreateICmpSGT(Arg(end_), zero));
-      auto* element = llvm::BasicBlock::Create(ctx_, "element", body_);
-      auto* done = llvm::BasicBlock::Create(ctx_, "done", body_);
+      auto* element = llvm::BasicBlock::Create(ctx_, "element", kernel_);
+      auto* done = llvm::BasicBlock::Create(ctx_, "done", kernel_);
       b.CreateCondBr(in_chunk, element, done);
       b.SetInsertPoint(element);
       // Lane 0 alone, computed by the same vector code as any array element.
@@ -179,7 +179,7 @@ class KernelEmitter {
     b.CreateRetVoid();
     SinkContext sink{input_copies_, {}};
     for (int k : in_ptr_) sink.input_pointers.push_back(Arg(k));
-    SinkIntoUniformBranches(*body_, uniform_branches_, sink);
+    SinkIntoUniformBranches(*kernel_, uniform_branches_, sink);
   }
 
   // The contract of the header (outputs overlap nothing else; inputs are
@@ -202,7 +202,7 @@ class KernelEmitter {
     for (llvm::Value* p : pointers) {
       scopes.push_back(md.createAnonymousAliasScope(domain, p->getName()));
     }
-    for (llvm::BasicBlock& block : *body_) {
+    for (llvm::BasicBlock& block : *kernel_) {
       for (llvm::Instruction& inst : block) {
         llvm::Value* pointer = AccessedPointer(inst);
         if (pointer == nullptr) continue;
@@ -326,9 +326,9 @@ class KernelEmitter {
     llvm::Value* lo = d == 0 ? Arg(begin_) : b.getInt64(0);
     llvm::Value* hi = d == 0 ? Arg(end_) : Arg(size_[d]);
     llvm::BasicBlock* preheader = b.GetInsertBlock();
-    auto* header = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d, ".blocks"), body_);
-    auto* body = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d, ".block"), body_);
-    auto* rest = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d, ".rest"), body_);
+    auto* header = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d, ".blocks"), kernel_);
+    auto* body = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d, ".block"), kernel_);
+    auto* rest = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d, ".rest"), kernel_);
     b.CreateBr(header);
     b.SetInsertPoint(header);
     llvm::PHINode* i = b.CreatePHI(i64_, 2, absl::StrCat("i", d, ".block"));
@@ -380,9 +380,9 @@ class KernelEmitter {
     std::vector<Row> rows;
     for (const Row& offsets : row_offsets) rows.push_back(RowBases(b, offsets));
     llvm::BasicBlock* preheader = b.GetInsertBlock();
-    auto* header = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d), body_);
-    auto* body = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d, ".body"), body_);
-    auto* exit = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d, ".exit"), body_);
+    auto* header = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d), kernel_);
+    auto* body = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d, ".body"), kernel_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d, ".exit"), kernel_);
     b.CreateBr(header);
     b.SetInsertPoint(header);
     llvm::PHINode* i = b.CreatePHI(i64_, 2, absl::StrCat("i", d));
@@ -468,9 +468,9 @@ class KernelEmitter {
     llvm::Value* lo = lo_from != nullptr ? lo_from : d == 0 ? Arg(begin_) : b.getInt64(0);
     llvm::Value* hi = d == 0 ? Arg(end_) : Arg(size_[d]);
     llvm::BasicBlock* preheader = b.GetInsertBlock();
-    auto* header = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d), body_);
-    auto* body = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d, ".body"), body_);
-    auto* exit = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d, ".exit"), body_);
+    auto* header = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d), kernel_);
+    auto* body = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d, ".body"), kernel_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d, ".exit"), kernel_);
     b.CreateBr(header);
     b.SetInsertPoint(header);
     llvm::PHINode* i = b.CreatePHI(i64_, 2, absl::StrCat("i", d));
@@ -495,9 +495,9 @@ class KernelEmitter {
   std::vector<llvm::Value*> Split(llvm::IRBuilder<>& b, llvm::Value* full, const char* what,
                                   Plain&& plain, Masked&& masked) {
     if (full == nullptr) return masked();
-    auto* plain_block = llvm::BasicBlock::Create(ctx_, absl::StrCat(what, ".full"), body_);
-    auto* masked_block = llvm::BasicBlock::Create(ctx_, absl::StrCat(what, ".tail"), body_);
-    auto* join = llvm::BasicBlock::Create(ctx_, absl::StrCat(what, ".done"), body_);
+    auto* plain_block = llvm::BasicBlock::Create(ctx_, absl::StrCat(what, ".full"), kernel_);
+    auto* masked_block = llvm::BasicBlock::Create(ctx_, absl::StrCat(what, ".tail"), kernel_);
+    auto* join = llvm::BasicBlock::Create(ctx_, absl::StrCat(what, ".done"), kernel_);
     b.CreateCondBr(full, plain_block, masked_block, FullIsLikely());
     b.SetInsertPoint(plain_block);
     std::vector<llvm::Value*> a = plain();
@@ -609,9 +609,9 @@ class KernelEmitter {
     }
     std::vector<llvm::Value*> copies(n_in, nullptr);
     if (!contiguous.empty()) {
-      llvm::IRBuilder<> entry(&body_->getEntryBlock(), body_->getEntryBlock().begin());
-      auto* copy_block = llvm::BasicBlock::Create(ctx_, "tail.copy", body_);
-      auto* loads_block = llvm::BasicBlock::Create(ctx_, "loads", body_);
+      llvm::IRBuilder<> entry(&kernel_->getEntryBlock(), kernel_->getEntryBlock().begin());
+      auto* copy_block = llvm::BasicBlock::Create(ctx_, "tail.copy", kernel_);
+      auto* loads_block = llvm::BasicBlock::Create(ctx_, "loads", kernel_);
       b.CreateCondBr(full, loads_block, copy_block, FullIsLikely());
       b.SetInsertPoint(copy_block);
       for (size_t k : contiguous) {
@@ -749,8 +749,8 @@ class KernelEmitter {
   llvm::PointerType* ptr_;
   llvm::Type* elem_;
   int lanes_;  // W >= 2: elements per vector (the host's register width / dtype width)
-  llvm::Function* body_ = nullptr;           // the kernel: the exported entry point
-  std::vector<llvm::Value*> param_values_;  // per params_ entry, loaded in its entry block
+  llvm::Function* kernel_ = nullptr;         // the exported entry point, loops and all
+  std::vector<llvm::Value*> param_values_;  // per params_ entry, loaded in the entry block
   std::vector<llvm::BranchInst*> uniform_branches_;  // the printer's, for SinkIntoUniformBranches
   std::vector<llvm::AllocaInst*> input_copies_;      // tail copies of inputs, for the same
 

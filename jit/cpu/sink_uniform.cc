@@ -20,11 +20,11 @@ llvm::BasicBlock* UseBlock(const llvm::Use& use) {
   return user->getParent();
 }
 
-// A read of a kernel input: the kernel's input pointers (`input_pointers`,
-// or a `noalias readonly` argument) point to memory nothing the kernel stores
-// can change, so moving the load later (into a side) or cloning it is safe.
-// The same holds for a read through a select of such a pointer and an input
-// copy (see the header).
+// A read of a kernel input (`input_pointers`): inputs are only read and
+// never overlap an output, so nothing the kernel stores can change what the
+// load sees, and moving it later (into a side) or cloning it is safe. The
+// same holds for a read through a select of such a pointer and an input copy
+// (see the header).
 bool ReadsOnlyAnInput(const llvm::Instruction& inst, const SinkContext& context) {
   const llvm::Value* pointer = nullptr;
   if (const auto* load = llvm::dyn_cast<llvm::LoadInst>(&inst)) {
@@ -42,9 +42,7 @@ bool ReadsOnlyAnInput(const llvm::Instruction& inst, const SinkContext& context)
     return std::find(list.begin(), list.end(), v) != list.end();
   };
   for (const llvm::Value* object : objects) {
-    if (listed(context.input_copies, object) || listed(context.input_pointers, object)) continue;
-    const auto* arg = llvm::dyn_cast<llvm::Argument>(object);
-    if (arg == nullptr || !arg->hasNoAliasAttr() || !arg->onlyReadsMemory()) return false;
+    if (!listed(context.input_copies, object) && !listed(context.input_pointers, object)) return false;
   }
   return !objects.empty();
 }

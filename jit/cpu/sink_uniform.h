@@ -8,13 +8,13 @@
 // of it (HM-LSTM: a COPY row needs neither tanh nor sigmoid). This pass
 // clones each such pure instruction into every side that uses it and drops
 // the original, innermost uses first, so nested uniform ifs sink it further.
-// Loads of kernel inputs (read-only, never overlapping an output: the
-// `input_pointers` the kernel loaded from its arguments, or a `noalias
-// readonly` argument) move like pure work, so a side reads only the arrays it
-// uses (also through a select of such a pointer and an `input_copies` alloca:
-// the kernel's stack copy of an input's tail, stored before the loads that
-// read it and not again before they run); work used after the if stays. It runs before the optimiser, which never hoists
-// identical code out of two sides again (SimplifyCFG's hoisting of common
+// Loads of kernel inputs (the `input_pointers` the kernel loaded from its
+// arguments: read-only, never overlapping an output) move like pure work, so
+// a side reads only the arrays it uses (also through a select of such a
+// pointer and an `input_copies` alloca: the kernel's stack copy of an input's
+// tail, stored before the loads that read it and not again before they run);
+// work used after the if stays. It runs before the optimiser, which never
+// hoists identical code out of two sides again (SimplifyCFG's hoisting of common
 // instructions is off in our pipeline).
 //
 // Example:
@@ -40,6 +40,6 @@ struct SinkContext {
 // `branches` are conditional branches of `fn` whose successors each have the
 // branch's block as their only predecessor, outer ifs before inner ones.
 void SinkIntoUniformBranches(llvm::Function& fn, const std::vector<llvm::BranchInst*>& branches,
-                             const SinkContext& context = {});
+                             const SinkContext& context);
 
 }  // namespace dualcast::jit::cpu
