@@ -136,9 +136,12 @@ class BroadcastGradNode final : public ReleasableGradNode {
     }
     cached_ = !info_.partials.empty() || expected == 0;
     name = info_.name;
-    inputs = info_.leaves;
-    consumed_inside = info_.consumed_inside;
-    reads = info_.reads;
+    // The leaves are this node's inputs: one list, moved rather than
+    // copied (a taped step records a node per broadcast); info_.leaves and
+    // the other two moved-from fields stay empty.
+    inputs = std::move(info_.leaves);
+    consumed_inside = std::move(info_.consumed_inside);
+    reads = std::move(info_.reads);
     dtype_ = info_.primal->num_outputs() > 0 && info_.primal->output_type(0) == jit::Type::kF32
                  ? DType::kF32
                  : DType::kF64;
@@ -146,10 +149,10 @@ class BroadcastGradNode final : public ReleasableGradNode {
 
   std::vector<std::shared_ptr<ArrayImpl>> Backward(
       const std::vector<std::shared_ptr<ArrayImpl>>& output_adjoints) override {
-    if (info_.leaves.empty() && !info_.wrt.empty()) {
+    if (inputs.empty() && !info_.wrt.empty()) {
       throw Error(ErrorKind::kInternal, absl::StrCat(info_.name, ": backward after release"));
     }
-    std::vector<std::shared_ptr<ArrayImpl>> contributions(info_.leaves.size());
+    std::vector<std::shared_ptr<ArrayImpl>> contributions(inputs.size());
     auto add = [&](int leaf, std::shared_ptr<ArrayImpl> c) {
       auto& slot = contributions[static_cast<size_t>(leaf)];
       slot = slot == nullptr ? std::move(c) : AddArrays(*slot, *c);  // wrt may repeat a leaf
@@ -171,9 +174,9 @@ class BroadcastGradNode final : public ReleasableGradNode {
           }
         }
       } else {
-        for (size_t j = 0; j < info_.leaves.size(); ++j) {
-          if (info_.leaves[j] != nullptr) {
-            CheckNotWrittenSince(epoch, *info_.leaves[j], absl::StrCat("argument ", j + 1, " of '", name, "'"),
+        for (size_t j = 0; j < inputs.size(); ++j) {
+          if (inputs[j] != nullptr) {
+            CheckNotWrittenSince(epoch, *inputs[j], absl::StrCat("argument ", j + 1, " of '", name, "'"),
                                  name);
           }
         }
@@ -193,10 +196,10 @@ class BroadcastGradNode final : public ReleasableGradNode {
   // in recompute mode: the cached partials fold the cut outputs' uses in.
   std::vector<Part> Cut(const std::vector<int>& cut,
                         const std::vector<std::shared_ptr<ArrayImpl>>& arrays) override {
-    if (info_.fusion.empty() || (info_.leaves.empty() && !info_.wrt.empty())) {
+    if (info_.fusion.empty() || (inputs.empty() && !info_.wrt.empty())) {
       throw Error(ErrorKind::kInternal, absl::StrCat(info_.name, ": cut without the group's wiring"));
     }
-    const int L = static_cast<int>(info_.leaves.size());
+    const int L = static_cast<int>(inputs.size());
     const size_t M = info_.fusion_outputs.size();
     std::vector<jit::FusionNode> nodes = info_.fusion;
     auto cut_leaf = [&](const jit::FusionSource& src) {
@@ -215,7 +218,7 @@ class BroadcastGradNode final : public ReleasableGradNode {
     }
     std::vector<jit::Type> types;
     for (size_t i = 0; i < info_.primal->num_inputs(); ++i) types.push_back(info_.primal->input_type(i));
-    std::vector<std::shared_ptr<ArrayImpl>> leaves = info_.leaves;
+    std::vector<std::shared_ptr<ArrayImpl>> leaves = inputs;
     std::vector<int> wrt = info_.wrt;
     for (size_t c = 0; c < cut.size(); ++c) {
       types.push_back(info_.primal->output_type(static_cast<size_t>(cut[c])));
@@ -255,7 +258,7 @@ class BroadcastGradNode final : public ReleasableGradNode {
 
   void ReleaseSaved() override {
     info_.partials.clear();
-    info_.leaves.clear();
+    inputs.clear();
     info_.fusion.clear();
   }
 
@@ -271,7 +274,7 @@ class BroadcastGradNode final : public ReleasableGradNode {
         if (ybar[m] != nullptr && p != nullptr) terms.push_back(ProductTerm{ybar[m].get(), p.get()});
       }
       if (terms.empty()) continue;
-      const ArrayImpl& leaf = *info_.leaves[static_cast<size_t>(info_.wrt[j])];
+      const ArrayImpl& leaf = *inputs[static_cast<size_t>(info_.wrt[j])];
       add(info_.wrt[j], ReduceProducts(dtype_, terms, info_.out_shape, leaf.shape));
     }
   }
@@ -280,7 +283,7 @@ class BroadcastGradNode final : public ReleasableGradNode {
   void BackwardRecompute(const std::vector<std::shared_ptr<ArrayImpl>>& ybar, Add& add) {
     const size_t M = info_.primal->num_outputs();
     std::vector<bool> present(M, false);
-    std::vector<std::shared_ptr<ArrayImpl>> args = info_.leaves;
+    std::vector<std::shared_ptr<ArrayImpl>> args = inputs;
     for (size_t m = 0; m < M && m < ybar.size(); ++m) {
       if (ybar[m] == nullptr) continue;
       present[m] = true;
@@ -296,7 +299,7 @@ class BroadcastGradNode final : public ReleasableGradNode {
         Execute(absl::StrCat(info_.name, " (backward)"), fn.function, args, options);
     for (size_t k = 0; k < fn.outputs_wrt.size(); ++k) {
       const int leaf = info_.wrt[static_cast<size_t>(fn.outputs_wrt[k])];
-      add(leaf, SumTo(*full[k], info_.leaves[static_cast<size_t>(leaf)]->shape));
+      add(leaf, SumTo(*full[k], inputs[static_cast<size_t>(leaf)]->shape));
       full[k].reset();  // free the full-shape contribution as soon as it is reduced
     }
   }

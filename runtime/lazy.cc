@@ -397,6 +397,7 @@ std::vector<std::shared_ptr<ArrayImpl>> Launch(const Plan& p, PendingRecord* rec
     info.fusion_outputs = p.sources;
   }
   if (p.sources.size() > 1) info.reads = FusedReads(p.nodes, p.sources, leaves.size());
+  info.wrt.reserve(leaves.size());
   for (size_t j = 0; j < leaves.size(); ++j) {
     if (!p.leaf_constant[j]) info.wrt.push_back(static_cast<int>(j));
   }
@@ -634,7 +635,7 @@ GroupPlan PlanGroup(const Group& g, const std::shared_ptr<ArrayImpl>& root, Live
   plan.leaf_constant = std::move(p.leaf_constant);
   plan.nodes = std::move(p.nodes);
   plan.sources = std::move(p.sources);
-  plan.targets.assign(p.targets.begin(), p.targets.end());
+  plan.targets = std::move(p.targets);
   plan.consumed_inside.assign(p.consumed_inside.begin(), p.consumed_inside.end());
   plan.shape = *p.shape;
   plan.dtype = p.dtype;
@@ -649,6 +650,7 @@ BroadcastGradInfo RecomputeGradInfo(GroupPlan&& plan) {
   const auto& ci = plan.consumed_inside;
   const bool fused_consumers = std::find(ci.begin(), ci.end(), true) != ci.end();
   if (plan.sources.size() > 1) info.reads = FusedReads(plan.nodes, plan.sources, plan.leaves.size());
+  info.wrt.reserve(plan.leaves.size());
   for (size_t j = 0; j < plan.leaves.size(); ++j) {
     if (!plan.leaf_constant[j]) info.wrt.push_back(static_cast<int>(j));
   }

@@ -73,7 +73,7 @@ struct GroupPlan {
   absl::InlinedVector<bool, 8> leaf_constant;       // numbers turned into arrays
   std::vector<jit::FusionNode> nodes;
   std::vector<jit::FusionSource> sources;           // per output
-  std::vector<std::shared_ptr<ArrayImpl>> targets;  // per output; targets[0] is the root
+  absl::InlinedVector<std::shared_ptr<ArrayImpl>, 2> targets;  // per output; [0] is the root
   std::vector<bool> consumed_inside;                // per output
   std::vector<int64_t> shape;                       // the iteration shape
   DType dtype = DType::kF32;

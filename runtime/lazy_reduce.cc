@@ -109,7 +109,7 @@ bool FusedReduceLocked(const std::shared_ptr<ArrayImpl>& root, GraphLock& lock) 
   FillTargets(plan, values);
   if (r.scale != 1) reduced = Scaled(*reduced, r.scale);
   FillFrom(*root, *reduced);
-  NoteReduction(node->name.c_str(), operand, root, r);
+  NoteReduction(node->name.c_str(), operand, root, node->reduce);
   g_fused.fetch_add(1, std::memory_order_relaxed);
   if (operand_held) g_operands_written.fetch_add(1, std::memory_order_relaxed);
   return true;
@@ -153,7 +153,7 @@ std::shared_ptr<ArrayImpl> LazyReduce(const char* what, const std::shared_ptr<Ar
   node->shape = ReducedShape(r);
   node->dtype = in->dtype;
   node->device = in->device;
-  node->reduce = std::make_shared<const PendingReduce>(std::move(r));
+  node->reduce = std::allocate_shared<PendingReduce>(BlockAllocator<PendingReduce>{}, std::move(r));
   auto out = PooledArrayImpl();
   out->dtype = in->dtype;
   out->device = in->device;
@@ -184,7 +184,7 @@ void MaterializeReduction(const std::shared_ptr<ArrayImpl>& root) {
     if (root->pending == nullptr) return;
     FillFrom(*root, *value);
   }
-  NoteReduction(node->name.c_str(), in, root, *node->reduce);
+  NoteReduction(node->name.c_str(), in, root, node->reduce);
 }
 
 }  // namespace dualcast::detail

@@ -26,11 +26,13 @@ std::shared_ptr<ArrayImpl> ComputeReduction(const char* what, const std::shared_
                                             const PendingReduce& r);
 // ComputeReduction, then NoteReduction.
 std::shared_ptr<ArrayImpl> ReduceNow(const char* what, const std::shared_ptr<ArrayImpl>& in,
-                                     const PendingReduce& r);
+                                     PendingReduce r);
 // reductions.cc: notes the origin of `out` = what(in) and records its tape
-// node (when a tape records), for a reduction computed elsewhere.
+// node (when a tape records), for a reduction computed elsewhere. The node
+// shares `r` (a lazy reduction's own description) rather than copying it.
 void NoteReduction(const char* what, const std::shared_ptr<ArrayImpl>& in,
-                   const std::shared_ptr<ArrayImpl>& out, const PendingReduce& r);
+                   const std::shared_ptr<ArrayImpl>& out,
+                   const std::shared_ptr<const PendingReduce>& r);
 // The result's shape: keep_shape, or without the summed dims.
 std::vector<int64_t> ReducedShape(const PendingReduce& r);
 // Moves `value`'s memory into the pending array `target` (now computed).

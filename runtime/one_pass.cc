@@ -139,7 +139,7 @@ bool PathBehindLeaves(const std::vector<std::shared_ptr<ArrayImpl>>& leaves,
                       const std::vector<std::shared_ptr<ArrayImpl>>& inputs) {
   ArraySet requested;
   for (const auto& in : inputs) requested.Insert(in.get());
-  std::vector<std::shared_ptr<ArrayImpl>> stack = leaves;
+  absl::InlinedVector<std::shared_ptr<ArrayImpl>, 8> stack(leaves.begin(), leaves.end());
   ArraySet seen;
   auto visit = [&](std::shared_ptr<ArrayImpl> in) {
     if (in == nullptr || !seen.Insert(in.get())) return false;
@@ -265,9 +265,9 @@ bool OnePassGradient(const std::shared_ptr<ArrayImpl>& loss,
   }
   // Record what was computed, as a sweep would need it later: the group
   // without cached partials, then the reduction.
-  std::vector<std::shared_ptr<ArrayImpl>> targets = std::move(plan.targets);
-  Record(MakeBroadcastGradNode(RecomputeGradInfo(std::move(plan))), targets);
-  NoteReduction(reduction->name.c_str(), operand, loss, *reduction->reduce);
+  const auto targets = std::move(plan.targets);
+  Record(MakeBroadcastGradNode(RecomputeGradInfo(std::move(plan))), ArraySpan(targets));
+  NoteReduction(reduction->name.c_str(), operand, loss, reduction->reduce);
   g_one_pass.fetch_add(1, std::memory_order_relaxed);
   return true;
 }

@@ -22,15 +22,17 @@ using detail::ArrayImpl;
 // The adjoint of a sum (times `scale` for a mean) is ḡ broadcast back over
 // the summed axes: a stride-0 view, so nothing of the input's size is written.
 struct SumNode final : detail::GradNode {
-  std::vector<int64_t> in_shape, keep_shape;
-  std::vector<bool> summed;  // per input dim
-  double scale = 1;
+  SumNode() {}  // no zeroing first (allocate_shared value-initialises)
+  std::vector<int64_t> in_shape;
+  // The reduction's description, shared with the lazy node that computed it
+  // (its summed axes, kept shape and scale).
+  std::shared_ptr<const detail::PendingReduce> reduce;
 
   std::vector<std::shared_ptr<ArrayImpl>> Backward(
       const std::vector<std::shared_ptr<ArrayImpl>>& outs) override {
     if (outs.empty() || outs[0] == nullptr) return {nullptr};
-    std::shared_ptr<ArrayImpl> kept = detail::KeptView(*outs[0], keep_shape, summed);
-    if (scale != 1) kept = detail::Scaled(*kept, scale);
+    std::shared_ptr<ArrayImpl> kept = detail::KeptView(*outs[0], reduce->keep_shape, reduce->summed);
+    if (reduce->scale != 1) kept = detail::Scaled(*kept, reduce->scale);
     return {detail::BroadcastView(*kept, in_shape)};
   }
 };
@@ -57,7 +59,7 @@ Array<T> Reduce(const char* what, const Array<T>& a, const std::vector<int>& axe
   if (a.is_pending() && in->device.is_cpu() && !Unfused::active()) {
     return Array<T>(detail::LazyReduce(what, in, std::move(r)));
   }
-  return Array<T>(detail::ReduceNow(what, in, r));
+  return Array<T>(detail::ReduceNow(what, in, std::move(r)));
 }
 
 std::vector<int> AllAxes(int rank) {
@@ -109,27 +111,27 @@ std::vector<int64_t> ReducedShape(const PendingReduce& r) {
 }
 
 void NoteReduction(const char* what, const std::shared_ptr<ArrayImpl>& in,
-                   const std::shared_ptr<ArrayImpl>& out, const PendingReduce& r) {
-  NoteOrigin(what, {in}, {out});
+                   const std::shared_ptr<ArrayImpl>& out,
+                   const std::shared_ptr<const PendingReduce>& r) {
+  NoteOrigin(what, ArraySpan(&in, 1), ArraySpan(&out, 1));
   if (!TapeActive()) return;
-  if (r.kind != ReduceKind::kSum) {  // max/min/prod: their reverse rule, never a sum's
-    RecordElementReduction(what, in, out, r);
+  if (r->kind != ReduceKind::kSum) {  // max/min/prod: their reverse rule, never a sum's
+    RecordElementReduction(what, in, out, *r);
     return;
   }
   auto node = std::allocate_shared<SumNode>(BlockAllocator<SumNode>{});
   node->name = what;
   node->inputs = {in};
   node->in_shape = in->shape;
-  node->keep_shape = r.keep_shape;
-  node->summed = r.summed;
-  node->scale = r.scale;
-  Record(node, {out});
+  node->reduce = r;
+  Record(node, ArraySpan(&out, 1));
 }
 
 std::shared_ptr<ArrayImpl> ReduceNow(const char* what, const std::shared_ptr<ArrayImpl>& in,
-                                     const PendingReduce& r) {
-  std::shared_ptr<ArrayImpl> out = ComputeReduction(what, in, r);
-  NoteReduction(what, in, out, r);
+                                     PendingReduce r) {
+  auto shared = std::allocate_shared<PendingReduce>(BlockAllocator<PendingReduce>{}, std::move(r));
+  std::shared_ptr<ArrayImpl> out = ComputeReduction(what, in, *shared);
+  NoteReduction(what, in, out, shared);
   return out;
 }
 

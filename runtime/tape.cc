@@ -111,10 +111,7 @@ void Record(std::shared_ptr<GradNode> node, const std::vector<std::shared_ptr<Ar
 void Record(std::shared_ptr<GradNode> node, ArraySpan outputs) {
   if (!TapeActive() || node == nullptr) return;
   if (const uint64_t epoch = InPlaceWriteEpoch(); epoch > 0) t_record_epochs[node.get()] = epoch;
-  for (Tape* tape : t_tapes) {
-    tape->nodes_.push_back(node);
-    tape->num_outputs_.push_back(static_cast<int>(outputs.size()));
-  }
+  for (Tape* tape : t_tapes) tape->nodes_.push_back({node, static_cast<int>(outputs.size())});
   for (size_t m = 0; m < outputs.size(); ++m) {
     if (outputs[m] == nullptr) continue;
     outputs[m]->grad_fn = node;
@@ -260,21 +257,21 @@ Tape::~Tape() {
 }
 
 void Tape::clear() {
-  std::vector<std::shared_ptr<detail::GradNode>> nodes = std::move(nodes_);
+  RecordList recorded = std::move(nodes_);
   nodes_.clear();
-  num_outputs_.clear();
-  Release(std::move(nodes));
+  Release(std::move(recorded));
 }
 
 // Nodes no other tape of this thread holds can never be swept again: drop
 // what they saved (partials, leaves) even if arrays still point at them.
-void Tape::Release(std::vector<std::shared_ptr<detail::GradNode>> nodes) {
+void Tape::Release(RecordList recorded) {
   absl::flat_hash_set<const detail::GradNode*> held;
   for (const Tape* other : t_tapes) {
     if (other == this) continue;
-    for (const auto& n : other->nodes_) held.insert(n.get());
+    for (const Recorded& r : other->nodes_) held.insert(r.node.get());
   }
-  for (const auto& n : nodes) {
+  for (const Recorded& rec : recorded) {
+    const std::shared_ptr<detail::GradNode>& n = rec.node;
     if (held.contains(n.get())) continue;
     if (auto* r = dynamic_cast<detail::ReleasableGradNode*>(n.get())) r->ReleaseSaved();
     n->inputs.clear();
@@ -421,7 +418,7 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
     const char* what) {
   PauseRecording pause;
   NodeIndex on_tape;
-  for (size_t i = 0; i < nodes_.size(); ++i) on_tape.try_emplace(nodes_[i].get(), i);
+  for (size_t i = 0; i < nodes_.size(); ++i) on_tape.try_emplace(nodes_[i].node.get(), i);
 
   // Requested outputs that were consumed inside their fused kernel: their
   // node is cut there for this sweep.
@@ -440,11 +437,11 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
   std::vector<Step> steps;
   steps.reserve(nodes_.size());
   for (size_t i = 0; i < nodes_.size(); ++i) {
-    detail::GradNode* node = nodes_[i].get();
+    detail::GradNode* node = nodes_[i].node.get();
     auto it = cuts.find(node);
     if (it == cuts.end()) {
       Step step{node, nullptr, {}};
-      for (int m = 0; m < num_outputs_[i]; ++m) step.outputs.push_back(Key{node, m});
+      for (int m = 0; m < nodes_[i].num_outputs; ++m) step.outputs.push_back(Key{node, m});
       steps.push_back(std::move(step));
       continue;
     }

@@ -70,6 +70,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "dualcast/array.hpp"
 #include "dualcast/detail/grad_node.hpp"
 
@@ -145,7 +146,14 @@ class Tape {
       const std::shared_ptr<detail::ArrayImpl>& loss,
       const std::vector<std::shared_ptr<detail::ArrayImpl>>& inputs, bool allow_unused,
       const char* what);
-  void Release(std::vector<std::shared_ptr<detail::GradNode>> nodes);
+  // What Record appended: a node and its number of outputs. Inline for a
+  // few, since a training step records two or three on a tape it then drops.
+  struct Recorded {
+    std::shared_ptr<detail::GradNode> node;
+    int num_outputs = 0;
+  };
+  using RecordList = absl::InlinedVector<Recorded, 4>;
+  void Release(RecordList recorded);
   // The one-pass gradient when it applies (then true; see one_pass.h).
   bool OnePass(const std::shared_ptr<detail::ArrayImpl>& loss,
                const std::vector<std::shared_ptr<detail::ArrayImpl>>& inputs,
@@ -153,8 +161,7 @@ class Tape {
 
   PartialsMode mode_;
   size_t budget_bytes_;
-  std::vector<std::shared_ptr<detail::GradNode>> nodes_;
-  std::vector<int> num_outputs_;  // per node
+  RecordList nodes_;
 };
 
 namespace detail {

@@ -54,6 +54,10 @@ struct ArrayImpl;
 // tape's error messages read it, to say why a gradient cannot be given
 // ("the loss reaches x only through 'f', computed before this Tape opened").
 struct Origin {
+  // Members start from their initialisers only, as LazyNode's: allocate_shared
+  // would otherwise zero the whole object first (~200 bytes, most of them the
+  // inline ancestors) on every launch that notes a new Origin.
+  Origin() {}
   std::string op;
   // Inline for a few entries: an Origin is built on nearly every launch, and
   // most ops read one to three arrays with a handful of ancestors.
