@@ -53,6 +53,13 @@ set_target_properties(dualcast_shared PROPERTIES
   LINK_LIBRARY_OVERRIDE_dualcast_jit WHOLE_ARCHIVE
   # LLVM, OpenBLAS, NVRTC live outside the system dirs on some machines.
   INSTALL_RPATH_USE_LINK_PATH ON)
+# Calls between the library's own functions bind inside it at link time, not
+# through the PLT (the archives are built -fPIC, so every call to a function
+# with default visibility was an indirect jump a user could interpose). Only
+# functions: data, template statics and thread_locals included, stay unique
+# process-wide. Measured: a one-element tape step (broadcast + sum +
+# gradient) through libdualcast.so 6.7-7.0 -> 6.2-6.4 us.
+target_link_options(dualcast_shared PRIVATE -Wl,-Bsymbolic-functions)
 target_include_directories(dualcast_shared INTERFACE
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 target_compile_features(dualcast_shared INTERFACE cxx_std_20)
