@@ -14,6 +14,7 @@
 
 #include "dualcast/array.hpp"
 #include "dualcast/detail/broadcast_grad.hpp"
+#include "dualcast/operators.hpp"
 #include "dualcast/reductions.hpp"
 #include "dualcast/tape.hpp"
 #include "jit/error.h"
@@ -406,6 +407,29 @@ TEST_CASE("nested tapes: the inner records on both; after it ends the outer stil
   outer.clear();
   CHECK_THROWS_AS(outer.gradient(b, {x}), Error);
   CHECK_THROWS_AS(outer.gradient(b, {x}, {.allow_unused = true}), Error);
+}
+
+// A tape keeps its first few records inline (Tape::RecordList): past them,
+// and again after clear(), every record must still be swept.
+TEST_CASE("a cleared tape records again, past its inline records") {
+  D x = D::normal({4}, 17);
+  Tape tape;
+  for (int pass = 0; pass < 2; ++pass) {
+    tape.clear();
+    CHECK(tape.size() == 0);
+    D y = x;
+    for (int k = 0; k < 7; ++k) {
+      y = y * 2.0 + 1.0;
+      y.eval();  // one recorded node per step
+    }
+    CHECK(tape.size() == 7);
+    // d/dx sum(2^7 x + 127) = 128 per element, exactly.
+    CHECK(tape.gradient(sum(y), {x})[0].to_vector() == std::vector<double>(4, 128.0));
+    tape.clear();
+    // Its records are gone: y is a constant to the cleared tape (the sum
+    // computed for this attempt is recorded, hence the clear at the top).
+    CHECK_THROWS_AS(tape.gradient(sum(y), {x}), Error);
+  }
 }
 
 TEST_CASE("kAuto picks recompute above the budget; no tape means nothing is recorded") {
