@@ -144,6 +144,10 @@ void FillFrom(ArrayImpl& target, const ArrayImpl& value) {
   target.pending_output = 0;
 }
 
+std::shared_ptr<const PendingReduce> SharedReduce(PendingReduce r) {
+  return std::allocate_shared<PendingReduce>(BlockAllocator<PendingReduce>{}, std::move(r));
+}
+
 std::shared_ptr<ArrayImpl> LazyReduce(const char* what, const std::shared_ptr<ArrayImpl>& in,
                                       PendingReduce r) {
   auto node = std::allocate_shared<LazyNode>(BlockAllocator<LazyNode>{});
@@ -153,7 +157,7 @@ std::shared_ptr<ArrayImpl> LazyReduce(const char* what, const std::shared_ptr<Ar
   node->shape = ReducedShape(r);
   node->dtype = in->dtype;
   node->device = in->device;
-  node->reduce = std::allocate_shared<PendingReduce>(BlockAllocator<PendingReduce>{}, std::move(r));
+  node->reduce = SharedReduce(std::move(r));
   auto out = PooledArrayImpl();
   out->dtype = in->dtype;
   out->device = in->device;

@@ -19,6 +19,9 @@ namespace dualcast::detail {
 // A pending array: `what` ("sum"/"mean") of `in` over the dims in `r.summed`.
 std::shared_ptr<ArrayImpl> LazyReduce(const char* what, const std::shared_ptr<ArrayImpl>& in,
                                       PendingReduce r);
+// `r` shared, from the per-thread blocks (a lazy node and the SumNode that
+// records it hold the same one).
+std::shared_ptr<const PendingReduce> SharedReduce(PendingReduce r);
 
 // reductions.cc: the reduction of `in` computed now (`in` materialised
 // first), with the result's shape; nothing noted or recorded.

@@ -129,7 +129,7 @@ void NoteReduction(const char* what, const std::shared_ptr<ArrayImpl>& in,
 
 std::shared_ptr<ArrayImpl> ReduceNow(const char* what, const std::shared_ptr<ArrayImpl>& in,
                                      PendingReduce r) {
-  auto shared = std::allocate_shared<PendingReduce>(BlockAllocator<PendingReduce>{}, std::move(r));
+  const std::shared_ptr<const PendingReduce> shared = SharedReduce(std::move(r));
   std::shared_ptr<ArrayImpl> out = ComputeReduction(what, in, *shared);
   NoteReduction(what, in, out, shared);
   return out;

@@ -2,6 +2,7 @@
 #include "dualcast/tape.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -256,11 +257,7 @@ Tape::~Tape() {
   Release(std::move(nodes_));
 }
 
-void Tape::clear() {
-  RecordList recorded = std::move(nodes_);
-  nodes_.clear();
-  Release(std::move(recorded));
-}
+void Tape::clear() { Release(std::exchange(nodes_, {})); }
 
 // Nodes no other tape of this thread holds can never be swept again: drop
 // what they saved (partials, leaves) even if arrays still point at them.

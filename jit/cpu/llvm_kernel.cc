@@ -177,9 +177,7 @@ class KernelEmitter {
       EmitLoop(b, 0, in_off, out_off);
     }
     b.CreateRetVoid();
-    SinkContext sink{input_copies_, {}};
-    for (int k : in_ptr_) sink.input_pointers.push_back(Arg(k));
-    SinkIntoUniformBranches(*kernel_, uniform_branches_, sink);
+    SinkIntoUniformBranches(*kernel_, uniform_branches_, SinkContext{input_copies_, InputPointers()});
   }
 
   // The contract of the header (outputs overlap nothing else; inputs are
@@ -191,8 +189,7 @@ class KernelEmitter {
   // needed. What the inliner derived from noalias parameters, without copying
   // the function.
   void AddAliasScopes() {
-    std::vector<llvm::Value*> pointers;
-    for (int k : in_ptr_) pointers.push_back(Arg(k));
+    std::vector<llvm::Value*> pointers = InputPointers();
     for (int k : out_ptr_) {
       if (k >= 0) pointers.push_back(Arg(k));
     }
@@ -280,6 +277,22 @@ class KernelEmitter {
     llvm::Value* step =
         stride == kUnitStride ? i : b.CreateMul(i, Arg(stride), "", false, /*HasNSW=*/true);
     return offset == nullptr ? step : b.CreateAdd(offset, step, "", false, /*HasNSW=*/true);
+  }
+
+  // The address of element i of a row starting at `row_base` (i null: the
+  // row's first, as for rank 0).
+  llvm::Value* ElementAddress(llvm::IRBuilder<>& b, llvm::Type* type, llvm::Value* row_base,
+                              llvm::Value* i, int stride) {
+    llvm::Value* step = i == nullptr ? nullptr : Advance(b, nullptr, i, stride);
+    return step == nullptr ? row_base : b.CreateInBoundsGEP(type, row_base, step);
+  }
+
+  // The input pointers, in input order (the SinkContext's and the first
+  // alias scopes').
+  std::vector<llvm::Value*> InputPointers() const {
+    std::vector<llvm::Value*> pointers;
+    for (int k : in_ptr_) pointers.push_back(Arg(k));
+    return pointers;
   }
 
   // Explicit vector width: the wider the vector type, the more LLVM's x86
@@ -523,8 +536,7 @@ class KernelEmitter {
     llvm::Type* f64 = b.getDoubleTy();
     llvm::Type* vec = LlvmType(ctx_, Type::kF64, lanes_);
     const llvm::Align align(8);
-    llvm::Value* step = Advance(b, nullptr, i, out_stride_[m][d]);
-    llvm::Value* address = step == nullptr ? row_base : b.CreateInBoundsGEP(f64, row_base, step);
+    llvm::Value* address = ElementAddress(b, f64, row_base, i, out_stride_[m][d]);
     Split(
         b, full, "scratch",
         [&] {
@@ -574,9 +586,8 @@ class KernelEmitter {
     llvm::Type* vec = LlvmType(ctx_, spec_.dtype, lanes_);
     llvm::Constant* zeros = llvm::Constant::getNullValue(vec);
     // The address of lane 0, and for a strided operand the vector of lane addresses.
-    auto lane0 = [&](llvm::Value* row_base, int stride) -> llvm::Value* {
-      llvm::Value* step = d >= 0 ? Advance(b, nullptr, i, stride) : nullptr;
-      return step == nullptr ? row_base : b.CreateInBoundsGEP(elem_, row_base, step);
+    auto lane0 = [&](llvm::Value* row_base, int stride) {
+      return ElementAddress(b, elem_, row_base, d >= 0 ? i : nullptr, stride);
     };
     auto lane_addresses = [&](llvm::Value* base, int stride) -> llvm::Value* {
       llvm::Value* offsets =
