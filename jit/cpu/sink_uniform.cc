@@ -49,6 +49,11 @@ bool ReadsOnlyAnInput(const llvm::Instruction& inst, const SinkContext& context)
 
 bool Sinkable(const llvm::Instruction& inst, const SinkContext& context) {
   if (inst.isTerminator() || llvm::isa<llvm::PHINode>(inst)) return false;
+  // A pointer select is an input's address or its tail copy's, on the same
+  // test as the branch into the tail copy: left above the branch, codegen
+  // merges it into that branch (a phi, no instruction on full vectors);
+  // cloned into a side, it is a compare and a cmov there on every iteration.
+  if (llvm::isa<llvm::SelectInst>(inst) && inst.getType()->isPointerTy()) return false;
   if (ReadsOnlyAnInput(inst, context)) return true;
   return !inst.mayReadOrWriteMemory() && !inst.mayHaveSideEffects();
 }

@@ -12,7 +12,9 @@
 // arguments: read-only, never overlapping an output) move like pure work, so
 // a side reads only the arrays it uses (also through a select of such a
 // pointer and an `input_copies` alloca: the kernel's stack copy of an input's
-// tail, stored before the loads that read it and not again before they run);
+// tail, stored before the loads that read it and not again before they run;
+// the select itself stays above the branch, where codegen folds it into the
+// tail test);
 // work used after the if stays. It runs before the optimiser, which never
 // hoists identical code out of two sides again (SimplifyCFG's hoisting of common
 // instructions is off in our pipeline).
