@@ -392,6 +392,23 @@ class KernelEmitter {
     llvm::Value* hi = d == 0 ? Arg(end_) : Arg(size_[d]);
     std::vector<Row> rows;
     for (const Row& offsets : row_offsets) rows.push_back(RowBases(b, offsets));
+    // Inputs broadcast along the inner dim (a row's flag) are loaded and
+    // splat here, once per row. Loaded in the body, InstCombine sinks such a
+    // load into the one side of a uniform branch that reads it (HM-LSTM's
+    // zb, read only when z != 1), where LICM can no longer hoist it: it was
+    // then reloaded on every iteration, and keeping its row index in a
+    // register there made the register allocator rotate six pointers through
+    // the stack around it. A launched kernel has no empty rows, so the load is
+    // always in bounds.
+    std::vector<std::vector<llvm::Value*>> row_uniform(rows.size());
+    for (size_t r = 0; r < rows.size(); ++r) {
+      row_uniform[r].assign(rows[r].in.size(), nullptr);
+      for (size_t k = 0; k < rows[r].in.size(); ++k) {
+        if (in_stride_[k][d] != kZeroStride) continue;
+        row_uniform[r][k] = b.CreateVectorSplat(lanes_, b.CreateLoad(elem_, rows[r].in[k]),
+                                                absl::StrCat("x", k));
+      }
+    }
     llvm::BasicBlock* preheader = b.GetInsertBlock();
     auto* header = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d), kernel_);
     auto* body = llvm::BasicBlock::Create(ctx_, absl::StrCat("dim", d, ".body"), kernel_);
@@ -422,8 +439,10 @@ class KernelEmitter {
     llvm::Value* full = b.CreateICmpSLE(
         b.CreateAdd(i, b.getInt64(lanes_), "", false, /*HasNSW=*/true), hi, "full");
     std::vector<llvm::Value*> sums;
-    for (const Row& row : rows) {
-      std::vector<llvm::Value*> values = EmitElement(b, row.in, row.out, i, d, active, full, blocked);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const Row& row = rows[r];
+      std::vector<llvm::Value*> values =
+          EmitElement(b, row.in, row.out, i, d, active, full, blocked, row_uniform[r]);
       if (sums.empty()) {
         sums = values;
         continue;
@@ -581,7 +600,8 @@ class KernelEmitter {
   std::vector<llvm::Value*> EmitElement(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& in_base,
                                         const std::vector<llvm::Value*>& out_base, llvm::Value* i,
                                         int d, llvm::Value* active, llvm::Value* full,
-                                        const std::vector<bool>& deferred = {}) {
+                                        const std::vector<bool>& deferred = {},
+                                        const std::vector<llvm::Value*>& preloaded = {}) {
     const llvm::Align align(spec_.dtype == Type::kF32 ? 4 : 8);
     llvm::Type* vec = LlvmType(ctx_, spec_.dtype, lanes_);
     llvm::Constant* zeros = llvm::Constant::getNullValue(vec);
@@ -638,7 +658,9 @@ class KernelEmitter {
     for (size_t k = 0; k < n_in; ++k) {
       const int stride = stride_of(in_stride_, k);
       const std::string name = absl::StrCat("x", k);
-      if (stride == kZeroStride) {
+      if (k < preloaded.size() && preloaded[k] != nullptr) {
+        loaded[k] = preloaded[k];  // broadcast along the inner dim: loaded once per row
+      } else if (stride == kZeroStride) {
         loaded[k] = b.CreateVectorSplat(lanes_, b.CreateLoad(elem_, bases[k]), name);
       } else if (copies[k] != nullptr) {
         loaded[k] = b.CreateAlignedLoad(vec, b.CreateSelect(full, bases[k], copies[k]), align, name);
