@@ -581,7 +581,8 @@ class KernelEmitter {
   // W elements starting at inner index `i` of dim `d` (d < 0: rank 0, lane 0
   // only): every input loaded for the active lanes, the Function printed
   // once, every written output stored for the active lanes. A broadcast
-  // input is one scalar load, splat; a contiguous one a vector load; a
+  // input is one scalar load, splat (`preloaded` by the caller, once per row,
+  // when it is broadcast along the inner dim); a contiguous one a vector load; a
   // strided one a masked gather. Inactive lanes read nothing and write
   // nothing; their values are computed from zeros and discarded.
   //
