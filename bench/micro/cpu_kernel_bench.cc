@@ -337,7 +337,6 @@ void ReportRuntimeLaunch(int reps, const std::string& rows = "") {
   // round down).
   constexpr int kRounds = 9;
   auto best = [](const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); };
-  auto least = [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); };
   for (bool own : {false, true}) {
     std::vector<double> one, two, cpu1, cpu2;
     for (int r = 0; r < kRounds; ++r) {
@@ -352,7 +351,8 @@ void ReportRuntimeLaunch(int reps, const std::string& rows = "") {
                 "%.3g/s, 2 threads %.3g/s: %.2fx (target >= 1.6x; %u hardware threads); CPU per "
                 "broadcast %.3f us with 1 thread, %.3f us with 2\n",
                 own ? "a kernel handle per thread" : "one shared kernel handle", kRounds, m1, m2,
-                m2 / m1, std::thread::hardware_concurrency(), least(cpu1), least(cpu2));
+                m2 / m1, std::thread::hardware_concurrency(), Summarise(cpu1).min,
+                Summarise(cpu2).min);
   }
   std::fflush(stdout);
 }

@@ -287,6 +287,11 @@ class KernelEmitter {
     return step == nullptr ? row_base : b.CreateInBoundsGEP(type, row_base, step);
   }
 
+  // One element, the same in every lane: how a broadcast input is read.
+  llvm::Value* LoadSplat(llvm::IRBuilder<>& b, llvm::Value* address, const std::string& name) {
+    return b.CreateVectorSplat(lanes_, b.CreateLoad(elem_, address), name);
+  }
+
   // The input pointers, in input order (the SinkContext's and the first
   // alias scopes').
   std::vector<llvm::Value*> InputPointers() const {
@@ -405,8 +410,7 @@ class KernelEmitter {
       row_uniform[r].assign(rows[r].in.size(), nullptr);
       for (size_t k = 0; k < rows[r].in.size(); ++k) {
         if (in_stride_[k][d] != kZeroStride) continue;
-        row_uniform[r][k] = b.CreateVectorSplat(lanes_, b.CreateLoad(elem_, rows[r].in[k]),
-                                                absl::StrCat("x", k));
+        row_uniform[r][k] = LoadSplat(b, rows[r].in[k], absl::StrCat("x", k));
       }
     }
     llvm::BasicBlock* preheader = b.GetInsertBlock();
@@ -662,7 +666,7 @@ class KernelEmitter {
       if (k < preloaded.size() && preloaded[k] != nullptr) {
         loaded[k] = preloaded[k];  // broadcast along the inner dim: loaded once per row
       } else if (stride == kZeroStride) {
-        loaded[k] = b.CreateVectorSplat(lanes_, b.CreateLoad(elem_, bases[k]), name);
+        loaded[k] = LoadSplat(b, bases[k], name);
       } else if (copies[k] != nullptr) {
         loaded[k] = b.CreateAlignedLoad(vec, b.CreateSelect(full, bases[k], copies[k]), align, name);
       } else if (stride == kUnitStride) {  // rank 0: one lane
