@@ -7,7 +7,8 @@
 //   - keep its StructuralHash through a Rewriter copy (the rebuild walk every
 //     pass derives from);
 //   - optimise (simplify + DCE) into a Function that passes Verify and
-//     computes bit-identical outputs under the interpreter (NaN matches NaN);
+//     computes bit-identical outputs under the interpreter (NaN matches NaN,
+//     and copysign never reads the unspecified sign of a computed NaN);
 //   - differentiate (Jvp with respect to every input) into a valid Function.
 // Any violation aborts with the printed IR, which libFuzzer saves as a crash.
 //
@@ -102,10 +103,19 @@ class Generator {
                                   {PickFloat()}));
         break;
       case 3:
-      case 4:
-        floats_.push_back(b_.Emit(kBinary[in_.ConsumeIntegralInRange<size_t>(0, std::size(kBinary) - 1)],
-                                  {PickFloat(), PickFloat()}));
+      case 4: {
+        const Op op = kBinary[in_.ConsumeIntegralInRange<size_t>(0, std::size(kBinary) - 1)];
+        const ValueId a = PickFloat();
+        ValueId b = PickFloat();
+        // The sign of a NaN that arithmetic makes is unspecified (IEEE 754
+        // §6.3), so two correct evaluations may disagree on it, and copysign
+        // would turn that into a different number (inf against NaN once a
+        // fuzz input took inf - inf through fma(x, y, -0) -> x * y). The
+        // sign source is therefore NaN-free: select(isnan(b), 1, b).
+        if (op == Op::kCopysign) b = b_.Select(b_.Emit(Op::kIsnan, {b}), b_.Const(type_, 1.0), b);
+        floats_.push_back(b_.Emit(op, {a, b}));
         break;
+      }
       case 5: floats_.push_back(b_.Emit(Op::kFma, {PickFloat(), PickFloat(), PickFloat()})); break;
       case 6:
         bools_.push_back(b_.Emit(kCompare[in_.ConsumeIntegralInRange<size_t>(0, std::size(kCompare) - 1)],
