@@ -18,10 +18,13 @@
 // node keeps the group's wiring and, when a gradient asks for such an output,
 // cuts the group there for that sweep (GradNode::Cut).
 //
-// Threads: one graph lock covers gathering a group and filling its results;
-// planning (for a group of one ready node), composing, compiling and
-// launching run outside it while the group's nodes are marked `running`
-// (see Run). The composed, jvp and backward functions are LRU-bounded
+// Threads: one graph lock (graph_lock.h) covers gathering a group and
+// filling its results; planning (for a group of one ready node), composing,
+// compiling and launching run outside it while the group's nodes are marked
+// `running` (see Run). The common case, a ready node whose inputs are
+// computed and whose one output nobody else is computing, takes only a read
+// section of that lock (MaterializeReady), so threads evaluating their own
+// broadcasts share no cache line written on every eval. The composed, jvp and backward functions are LRU-bounded
 // caches (IrCacheCapacity()), each function kept with its structural hash so
 // a launch never rehashes IR.
 //
@@ -37,7 +40,6 @@
 #include <utility>
 #include <vector>
 
-#include <condition_variable>
 #include <iterator>
 #include <mutex>
 #include <span>
@@ -57,27 +59,27 @@
 #include "jit/ir/hash.h"
 #include "jit/passes/compose.h"
 #include "jit/passes/optimize.h"
+#include "runtime/graph_lock.h"
 #include "runtime/launch_plan.h"
 #include "runtime/lazy_group.h"
 
 namespace dualcast::detail {
 namespace {
 
-// One lock for the whole lazy graph: gathering a group and filling its
-// results must not interleave with another thread doing the same to shared
-// nodes. Composing, compiling and launching run outside it: the group's nodes
-// are marked `running` meanwhile, and a thread whose group meets a running
-// node waits on GraphCv() for it to finish. So broadcasts on different
-// threads over graphs that share no pending node run concurrently.
-std::mutex& GraphMutex() {
-  static std::mutex* mu = new std::mutex();
-  return *mu;
+// One lock for the whole lazy graph (graph_lock.h): gathering a group and
+// filling its results must not interleave with another thread doing the
+// same to shared nodes. Composing, compiling and launching run outside it:
+// the group's nodes are marked `running` meanwhile, and a thread whose group
+// meets a running node waits on GraphCv() for it to finish. So broadcasts on
+// different threads over graphs that share no pending node run concurrently.
+using GraphUniqueLock = std::unique_lock<GraphMutex>;
+
+// Waits on GraphCv() (the lock released meanwhile) for some running group to end.
+void WaitForRunning(GraphUniqueLock& lock) {
+  GraphWaiters().fetch_add(1, std::memory_order_seq_cst);
+  GraphCv().wait(lock);
+  GraphWaiters().fetch_sub(1, std::memory_order_relaxed);
 }
-std::condition_variable& GraphCv() {  // notified when a running group ends and someone waits
-  static std::condition_variable* cv = new std::condition_variable();
-  return *cv;
-}
-int graph_waiters = 0;  // threads waiting on GraphCv(); guarded by GraphMutex()
 
 // Set while this thread launches a group without the lock, or holds the lock
 // through a GraphLock: Execute then "materialises" the group's leaves, which
@@ -87,26 +89,22 @@ thread_local bool t_launching_group = false;
 
 }  // namespace
 
-GraphLock::GraphLock() : lock_(GraphMutex()), was_marked_(t_launching_group) {
+GraphLock::GraphLock() : lock_(LazyGraphMutex()), was_marked_(t_launching_group) {
   t_launching_group = true;
 }
 GraphLock::~GraphLock() { t_launching_group = was_marked_; }
 
-void GraphLock::Wait() {
-  ++graph_waiters;
-  GraphCv().wait(lock_);
-  --graph_waiters;
-}
+void GraphLock::Wait() { WaitForRunning(lock_); }
 
 bool AnyRunning(const Group& g) {
   return std::any_of(g.nodes.begin(), g.nodes.end(),
                      [](const std::shared_ptr<LazyNode>& n) { return n->running; });
 }
 
-// Requires GraphMutex() held. Each node's group_index is its position in
+// Requires the graph lock held. Each node's group_index is its position in
 // `nodes` until the next Gather.
 Group Gather(const std::shared_ptr<LazyNode>& root) {
-  static uint64_t walks = 0;  // guarded by GraphMutex(): marks nodes this walk reached
+  static uint64_t walks = 0;  // guarded by the graph lock: marks nodes this walk reached
   const uint64_t walk = ++walks;
   Group g;
   // Iterative post-order DFS (graphs can be long chains).
@@ -132,7 +130,7 @@ Group Gather(const std::shared_ptr<LazyNode>& root) {
   return g;
 }
 
-// Requires GraphMutex() held, right after Gather(g).
+// Requires the graph lock held, right after Gather(g).
 LiveList LiveOutputs(const Group& g) {
   // Internal references per (node, output), at first[node] + output (none
   // in a group of one: a node never reads its own outputs).
@@ -284,7 +282,7 @@ struct Plan {
   DType dtype = DType::kF32;
 };
 
-// Requires GraphMutex() held, right after Gather(g).
+// Requires the graph lock held, right after Gather(g).
 Plan MakePlan(const Group& g, const std::shared_ptr<ArrayImpl>& root, LiveList live) {
   Plan p;
   const LazyNode& root_node = *g.nodes.back();
@@ -477,7 +475,7 @@ struct Leftovers {
 // lock again, clears the marks and wakes the threads waiting for them.
 class Unlocked {
  public:
-  Unlocked(std::unique_lock<std::mutex>& lock, std::span<const std::shared_ptr<LazyNode>> nodes)
+  Unlocked(GraphUniqueLock& lock, std::span<const std::shared_ptr<LazyNode>> nodes)
       : lock_(lock), nodes_(nodes), was_launching_(t_launching_group) {
     for (const auto& node : nodes_) node->running = true;
     lock_.unlock();
@@ -487,59 +485,153 @@ class Unlocked {
     t_launching_group = was_launching_;
     lock_.lock();
     for (const auto& node : nodes_) node->running = false;
-    if (graph_waiters > 0) GraphCv().notify_all();
+    NotifyGraphWaiters();
   }
   Unlocked(const Unlocked&) = delete;
   Unlocked& operator=(const Unlocked&) = delete;
 
  private:
-  std::unique_lock<std::mutex>& lock_;
+  GraphUniqueLock& lock_;
   std::span<const std::shared_ptr<LazyNode>> nodes_;
   bool was_launching_;
 };
 
 // The common case of a launch, kept lean (a 1-element broadcast is a few
-// microseconds in all): `root` is the only output of a ready node whose
-// inputs are distinct arrays, and no tape records. The group is then the
-// node's own function over its inputs as they are, so no plan, composition or
-// gradient record is needed, and a cache-hit launch writes into new storage
-// handed to `root` itself (no temporary array). False, with nothing done,
-// when the case does not apply. Requires `lock` held; holds it on return.
-bool RunReadyNode(const std::shared_ptr<ArrayImpl>& root, std::unique_lock<std::mutex>& lock,
-                  Leftovers* left) {
-  // Kept alive by `root->pending`, which only this thread resets (below).
-  LazyNode* node = root->pending.get();
-  const std::vector<std::shared_ptr<ArrayImpl>>& inputs = node->inputs;
+// hundred nanoseconds in all): `root` is the only output of a ready node
+// whose inputs are distinct arrays, and no tape records. The group is then
+// the node's own function over its inputs as they are, so no plan,
+// composition or gradient record is needed, and a cache-hit launch writes
+// into new storage handed to `root` itself (no temporary array).
+bool LeanEligible(const LazyNode& node) {
   constexpr size_t kScanned = 16;  // pairwise distinctness by a scan
-  if (node->outputs.size() != 1 || !node->device.is_cpu() || inputs.size() > kScanned) return false;
+  const auto& inputs = node.inputs;
+  if (node.outputs.size() != 1 || node.reduce != nullptr || !node.device.is_cpu() ||
+      inputs.size() > kScanned) {
+    return false;
+  }
   for (size_t a = 0; a < inputs.size(); ++a) {
     for (size_t b = a + 1; b < inputs.size(); ++b) {
       if (inputs[a] == inputs[b]) return false;
     }
   }
+  return true;
+}
+
+// What a lean launch computed: new storage from a launch plan, or else
+// Execute's result array.
+struct LeanResult {
   std::shared_ptr<Storage> storage;
-  std::shared_ptr<ArrayImpl> computed;  // Execute's result when no launch plan exists yet
-  {
-    Unlocked unlocked(lock, std::span(&root->pending, 1));
-    storage = RunPlanIntoStorage(node->function.get(), inputs);
-    if (storage == nullptr) computed = Execute(node->name, node->function, inputs)[0];
-    // `root` is still pending and ours: nobody else reads it yet.
-    NoteOrigin(node->name, inputs, ArraySpan(&root, 1));
-  }
-  if (computed != nullptr) {
-    root->storage = std::move(computed->storage);
-    root->strides = std::move(computed->strides);
-    root->offset = computed->offset;
+  std::shared_ptr<ArrayImpl> computed;
+};
+
+// Marks this thread as launching a group (Execute then does not materialise
+// the group's leaves, which are computed, and does not lock).
+class LaunchingGroup {
+ public:
+  LaunchingGroup() : was_(t_launching_group) { t_launching_group = true; }
+  ~LaunchingGroup() { t_launching_group = was_; }
+  LaunchingGroup(const LaunchingGroup&) = delete;
+  LaunchingGroup& operator=(const LaunchingGroup&) = delete;
+
+ private:
+  bool was_;
+};
+
+// Runs a LeanEligible node for `root` with no lock held (its node marked running).
+LeanResult LaunchLean(const LazyNode& node, const std::shared_ptr<ArrayImpl>& root) {
+  LaunchingGroup launching;
+  LeanResult r;
+  r.storage = RunPlanIntoStorage(node.function.get(), node.inputs);
+  if (r.storage == nullptr) r.computed = Execute(node.name, node.function, node.inputs)[0];
+  // `root` is still pending and ours: nobody else reads it yet.
+  NoteOrigin(node.name, node.inputs, ArraySpan(&root, 1));
+  return r;
+}
+
+// Gives `root` what LaunchLean computed and hands its node to `left`. Under
+// the graph lock or in a read section.
+void FillLean(LeanResult&& r, const std::shared_ptr<ArrayImpl>& root, Leftovers* left) {
+  if (r.computed != nullptr) {
+    root->storage = std::move(r.computed->storage);
+    root->strides = std::move(r.computed->strides);
+    root->offset = r.computed->offset;
   } else {
-    root->storage = std::move(storage);  // contiguous, as Broadcast gave `root` its strides
+    root->storage = std::move(r.storage);  // contiguous, as Broadcast gave `root` its strides
   }
   left->nodes.push_back(std::move(root->pending));  // freed once the lock is released
   root->pending_output = 0;
+  root->computed.store(true, std::memory_order_release);
+}
+
+// The lean launch under the graph lock (a tape-less ready node met there).
+// False, with nothing done, when the node is not LeanEligible. Requires
+// `lock` held; holds it on return.
+bool RunReadyNode(const std::shared_ptr<ArrayImpl>& root, GraphUniqueLock& lock, Leftovers* left) {
+  // Kept alive by `root->pending`, which only this thread resets (below).
+  const LazyNode* node = root->pending.get();
+  if (!LeanEligible(*node)) return false;
+  LeanResult r;
+  {
+    Unlocked unlocked(lock, std::span(&root->pending, 1));
+    r = LaunchLean(*node, root);
+  }
+  FillLean(std::move(r), root, left);
+  return true;
+}
+
+// Materialize without the exclusive lock, in a read section (graph_lock.h):
+// true when `impl` is computed on return. Knows a computed array by its flag;
+// computes a pending one itself when it is the one output of a ready,
+// LeanEligible node (`launch`: no tape records) whose inputs are flagged
+// computed and which this thread claims first. False, with nothing changed,
+// otherwise: the caller takes the lock, where what was not known here is
+// decided (and the flags set for next time).
+bool MaterializeReady(ArrayImpl& impl, bool launch, Leftovers* left) {
+  LazyNode* node = nullptr;
+  std::shared_ptr<ArrayImpl> root;
+  {
+    GraphReadSection read;
+    if (!read.ok()) return false;
+    if (impl.computed.load(std::memory_order_acquire)) return true;
+    // Readers exclude each other on `impl` by the claim; a writer is
+    // excluded by the section, and finds the node marked running after it.
+    if (impl.claimed.exchange(true, std::memory_order_acquire)) return false;
+    node = impl.pending.get();
+    if (node == nullptr) {  // computed under the lock earlier (the claim stays: it is done)
+      impl.computed.store(true, std::memory_order_release);
+      return true;
+    }
+    if (!launch || !LeanEligible(*node) || node->running ||
+        !std::all_of(node->inputs.begin(), node->inputs.end(), [](const auto& in) {
+          return in->computed.load(std::memory_order_acquire);
+        })) {
+      impl.claimed.store(false, std::memory_order_release);
+      return false;
+    }
+    root = node->outputs[0].lock();  // `impl` itself: it is alive
+    node->running = true;
+  }
+  LeanResult r;
+  try {
+    r = LaunchLean(*node, root);
+  } catch (...) {
+    WithGraph([&] {
+      node->running = false;
+      impl.claimed.store(false, std::memory_order_release);
+    });
+    NotifyGraphWaiters();
+    throw;
+  }
+  WithGraph([&] {
+    node->running = false;
+    FillLean(std::move(r), root, left);
+  });
+  NotifyGraphWaiters();
   return true;
 }
 
 void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, LiveList live,
-         bool ready, std::unique_lock<std::mutex>& lock, std::vector<PendingRecord>* records,
+         bool ready, GraphUniqueLock& lock, std::vector<PendingRecord>* records,
          Leftovers* left) {
   Plan p;
   if (!ready) p = MakePlan(g, root, std::move(live));  // drops `live`: use counts are read no more
@@ -561,6 +653,7 @@ void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, LiveList live,
     t.offset = values[m]->offset;
     t.pending.reset();
     t.pending_output = 0;
+    t.computed.store(true, std::memory_order_release);
   }
   if (taped) {
     record.outputs.assign(std::make_move_iterator(p.targets.begin()),
@@ -572,14 +665,18 @@ void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, LiveList live,
   left->values = std::move(values);
 }
 
-// Requires `lock` (on GraphMutex()) held; may release it meanwhile. What
+// Requires `lock` (on the graph) held; may release it meanwhile. What
 // the final run leaves goes to `left`, to be freed once the lock is released.
-void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root, std::unique_lock<std::mutex>& lock,
+void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root, GraphUniqueLock& lock,
                        std::vector<PendingRecord>* records, Leftovers* left) {
   while (root->pending != nullptr) {
     const LazyNode& node = *root->pending;
-    if (!node.running && std::none_of(node.inputs.begin(), node.inputs.end(),
-                                      [](const auto& in) { return in->pending != nullptr; })) {
+    const bool inputs_ready = std::none_of(node.inputs.begin(), node.inputs.end(),
+                                           [](const auto& in) { return in->pending != nullptr; });
+    if (inputs_ready) {  // known now without the lock, for the next read section
+      for (const auto& in : node.inputs) in->computed.store(true, std::memory_order_release);
+    }
+    if (!node.running && inputs_ready) {
       if (!TapeActive() && RunReadyNode(root, lock, left)) return;
       Group g;  // a group of one, with nothing to gather or cut
       g.nodes.push_back(root->pending);
@@ -592,9 +689,7 @@ void MaterializeLocked(const std::shared_ptr<ArrayImpl>& root, std::unique_lock<
     if (std::any_of(g.nodes.begin(), g.nodes.end(),
                     [](const std::shared_ptr<LazyNode>& n) { return n->running; })) {
       g = Group();
-      ++graph_waiters;
-      GraphCv().wait(lock);
-      --graph_waiters;
+      WaitForRunning(lock);
       continue;
     }
     LiveList live = LiveOutputs(g);
@@ -672,6 +767,7 @@ void FillTargets(const GroupPlan& plan, const std::vector<std::shared_ptr<ArrayI
     t.offset = values[m]->offset;
     t.pending.reset();
     t.pending_output = 0;
+    t.computed.store(true, std::memory_order_release);
   }
   NoteGroupOrigins(plan.name, plan.nodes, plan.sources, plan.leaves, plan.targets);
 }
@@ -750,13 +846,17 @@ void Materialize(ArrayImpl& impl) {
   // Released after the lock (declared before it): dropping the last
   // reference to a node or an array frees memory, which needs no lock.
   Leftovers left;
+  if (MaterializeReady(impl, !TapeActive(), &left)) return;
   std::shared_ptr<ArrayImpl> root, reduction;
   {
     // Always under the lock: `pending` and `storage` change when another
     // thread computes a shared pending array, and reading them without the
     // lock would race (an uncontended lock costs tens of nanoseconds).
-    std::unique_lock<std::mutex> lock(GraphMutex());
-    if (impl.pending == nullptr) return;
+    GraphUniqueLock lock(LazyGraphMutex());
+    if (impl.pending == nullptr) {
+      impl.computed.store(true, std::memory_order_release);
+      return;
+    }
     // A shared_ptr to `impl` from its node (it is alive, so the weak one locks).
     root = impl.pending->outputs[impl.pending_output].lock();
     if (root.get() != &impl) {

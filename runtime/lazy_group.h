@@ -20,6 +20,7 @@
 #include "dualcast/detail/broadcast_grad.hpp"
 #include "dualcast/detail/lazy.hpp"
 #include "jit/passes/compose.h"
+#include "runtime/graph_lock.h"
 
 namespace dualcast::detail {
 
@@ -33,10 +34,10 @@ class GraphLock {
   GraphLock& operator=(const GraphLock&) = delete;
   // Waits (lock released meanwhile) until some group run without the lock ends.
   void Wait();
-  std::unique_lock<std::mutex>& lock() { return lock_; }
+  std::unique_lock<GraphMutex>& lock() { return lock_; }
 
  private:
-  std::unique_lock<std::mutex> lock_;
+  std::unique_lock<GraphMutex> lock_;
   bool was_marked_;
 };
 

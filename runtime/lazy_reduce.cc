@@ -142,6 +142,7 @@ void FillFrom(ArrayImpl& target, const ArrayImpl& value) {
   target.strides = ContiguousStrides(target.shape);
   target.pending.reset();
   target.pending_output = 0;
+  target.computed.store(true, std::memory_order_release);
 }
 
 std::shared_ptr<const PendingReduce> SharedReduce(PendingReduce r) {

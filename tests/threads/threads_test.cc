@@ -257,3 +257,37 @@ TEST_CASE("8 threads read two outputs of one pending chain: overlapping groups w
     }
   }
 }
+
+TEST_CASE("8 threads meet on shared pending arrays: lean claims and locked groups agree, each node runs once") {
+  // a is a ready node (evaluated by a thread's lean path, in a read section
+  // of the graph lock); b and c read a, so a thread reading them gathers a
+  // group under the exclusive lock, fusing a when it is still pending or
+  // waiting for it while another thread runs it. Repeated so that every
+  // interleaving of claim, launch and fill meets the other path.
+  const dc::Kernel f = Affine<3>();
+  const dc::Kernel g = Affine<11>();
+  const std::vector<double> xv = Iota(65, 2), yv = Iota(65, -7);
+  const auto x = Array<double>::from(xv, {65});
+  const auto y = Array<double>::from(yv, {65});
+  (void)dc::broadcast(f, x, y).to_vector();  // x and y are now known computed without the lock
+  int wrong = 0;
+  for (int rep = 0; rep < 200; ++rep) {
+    const Array<double> a = dc::broadcast(f, x, y);
+    const Array<double> b = dc::broadcast(g, a, x);
+    const Array<double> c = dc::broadcast(f, a, y);
+    const dc::Stats before = dc::stats();
+    std::vector<std::vector<double>> got(kThreads);
+    RunTogether([&](int t) { got[t] = (t % 3 == 0 ? a : t % 3 == 1 ? b : c).to_vector(); });
+    // a, b and c take at most three launches, however the threads interleave.
+    CHECK(dc::stats().launches - before.launches <= 3);
+    for (int t = 0; t < kThreads; ++t) {
+      REQUIRE(got[t].size() == xv.size());
+      for (size_t i = 0; i < xv.size(); ++i) {
+        const double av = xv[i] * 3 + yv[i];
+        const double want = t % 3 == 0 ? av : t % 3 == 1 ? av * 11 + xv[i] : av * 3 + yv[i];
+        if (got[t][i] != want) ++wrong;
+      }
+    }
+  }
+  CHECK(wrong == 0);
+}

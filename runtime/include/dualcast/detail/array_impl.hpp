@@ -5,6 +5,7 @@
 // PyTorch tensor object.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -95,6 +96,22 @@ struct ArrayImpl {
   // of a broadcast; Materialize() computes it (and its fusion group).
   std::shared_ptr<LazyNode> pending;
   int pending_output = 0;
+  // Read by the lazy graph's lean path without its lock (lazy.cc,
+  // runtime/graph_lock.h). `computed` is set, with release, once `storage`
+  // holds this array's values for good (an array never becomes pending
+  // again); false only means "look under the lock". `claimed` is taken by
+  // the one thread that computes the array on that path.
+  // A copy (a view of a computed array) starts with both unset.
+  struct LazyFlag : std::atomic<bool> {
+    LazyFlag() : std::atomic<bool>(false) {}
+    LazyFlag(const LazyFlag&) : std::atomic<bool>(false) {}
+    LazyFlag& operator=(const LazyFlag&) {
+      store(false, std::memory_order_relaxed);
+      return *this;
+    }
+  };
+  LazyFlag computed;
+  LazyFlag claimed;
 
   // Reverse mode: the tape node that produced this array, if recorded.
   std::shared_ptr<GradNode> grad_fn;
