@@ -608,7 +608,11 @@ bool MaterializeReady(ArrayImpl& impl, bool launch, Leftovers* left) {
       impl.claimed.store(false, std::memory_order_release);
       return false;
     }
-    root = node->outputs[0].lock();  // `impl` itself: it is alive
+    root = node->outputs[0].lock();  // `impl` itself, alive; else the lock's path reports it
+    if (root.get() != &impl) {
+      impl.claimed.store(false, std::memory_order_release);
+      return false;
+    }
     node->running = true;
   }
   LeanResult r;
