@@ -23,10 +23,10 @@
 // compiling and launching run outside it while the group's nodes are marked
 // `running` (see Run). The common case, a ready node whose inputs are
 // computed and whose one output nobody else is computing, takes only a read
-// section of that lock (MaterializeReady), so threads evaluating their own
-// broadcasts share no cache line written on every eval. The composed, jvp and backward functions are LRU-bounded
-// caches (IrCacheCapacity()), each function kept with its structural hash so
-// a launch never rehashes IR.
+// section of that lock (lazy_ready.cc), so threads evaluating their own
+// broadcasts share no cache line written on every eval. The composed, jvp
+// and backward functions are LRU-bounded caches (IrCacheCapacity()), each
+// function kept with its structural hash so a launch never rehashes IR.
 //
 // A pending sum/mean (lazy_reduce.cc) is not a group node: Materialize hands
 // it to MaterializeReduction, which runs its operand's group with the planning
@@ -62,6 +62,7 @@
 #include "runtime/graph_lock.h"
 #include "runtime/launch_plan.h"
 #include "runtime/lazy_group.h"
+#include "runtime/lazy_ready.h"
 
 namespace dualcast::detail {
 namespace {
@@ -88,6 +89,9 @@ void WaitForRunning(GraphUniqueLock& lock) {
 thread_local bool t_launching_group = false;
 
 }  // namespace
+
+LaunchingGroup::LaunchingGroup() : was_(t_launching_group) { t_launching_group = true; }
+LaunchingGroup::~LaunchingGroup() { t_launching_group = was_; }
 
 GraphLock::GraphLock() : lock_(LazyGraphMutex()), was_marked_(t_launching_group) {
   t_launching_group = true;
@@ -496,73 +500,6 @@ class Unlocked {
   bool was_launching_;
 };
 
-// The common case of a launch, kept lean (a 1-element broadcast is a few
-// hundred nanoseconds in all): `root` is the only output of a ready node
-// whose inputs are distinct arrays, and no tape records. The group is then
-// the node's own function over its inputs as they are, so no plan,
-// composition or gradient record is needed, and a cache-hit launch writes
-// into new storage handed to `root` itself (no temporary array).
-bool LeanEligible(const LazyNode& node) {
-  constexpr size_t kScanned = 16;  // pairwise distinctness by a scan
-  const auto& inputs = node.inputs;
-  if (node.outputs.size() != 1 || node.reduce != nullptr || !node.device.is_cpu() ||
-      inputs.size() > kScanned) {
-    return false;
-  }
-  for (size_t a = 0; a < inputs.size(); ++a) {
-    for (size_t b = a + 1; b < inputs.size(); ++b) {
-      if (inputs[a] == inputs[b]) return false;
-    }
-  }
-  return true;
-}
-
-// What a lean launch computed: new storage from a launch plan, or else
-// Execute's result array.
-struct LeanResult {
-  std::shared_ptr<Storage> storage;
-  std::shared_ptr<ArrayImpl> computed;
-};
-
-// Marks this thread as launching a group (Execute then does not materialise
-// the group's leaves, which are computed, and does not lock).
-class LaunchingGroup {
- public:
-  LaunchingGroup() : was_(t_launching_group) { t_launching_group = true; }
-  ~LaunchingGroup() { t_launching_group = was_; }
-  LaunchingGroup(const LaunchingGroup&) = delete;
-  LaunchingGroup& operator=(const LaunchingGroup&) = delete;
-
- private:
-  bool was_;
-};
-
-// Runs a LeanEligible node for `root` with no lock held (its node marked running).
-LeanResult LaunchLean(const LazyNode& node, const std::shared_ptr<ArrayImpl>& root) {
-  LaunchingGroup launching;
-  LeanResult r;
-  r.storage = RunPlanIntoStorage(node.function.get(), node.inputs);
-  if (r.storage == nullptr) r.computed = Execute(node.name, node.function, node.inputs)[0];
-  // `root` is still pending and ours: nobody else reads it yet.
-  NoteOrigin(node.name, node.inputs, ArraySpan(&root, 1));
-  return r;
-}
-
-// Gives `root` what LaunchLean computed and hands its node to `left`. Under
-// the graph lock or in a read section.
-void FillLean(LeanResult&& r, const std::shared_ptr<ArrayImpl>& root, Leftovers* left) {
-  if (r.computed != nullptr) {
-    root->storage = std::move(r.computed->storage);
-    root->strides = std::move(r.computed->strides);
-    root->offset = r.computed->offset;
-  } else {
-    root->storage = std::move(r.storage);  // contiguous, as Broadcast gave `root` its strides
-  }
-  left->nodes.push_back(std::move(root->pending));  // freed once the lock is released
-  root->pending_output = 0;
-  root->computed.store(true, std::memory_order_release);
-}
-
 // The lean launch under the graph lock (a tape-less ready node met there).
 // False, with nothing done, when the node is not LeanEligible. Requires
 // `lock` held; holds it on return.
@@ -575,62 +512,7 @@ bool RunReadyNode(const std::shared_ptr<ArrayImpl>& root, GraphUniqueLock& lock,
     Unlocked unlocked(lock, std::span(&root->pending, 1));
     r = LaunchLean(*node, root);
   }
-  FillLean(std::move(r), root, left);
-  return true;
-}
-
-// Materialize without the exclusive lock, in a read section (graph_lock.h):
-// true when `impl` is computed on return. Knows a computed array by its flag;
-// computes a pending one itself when it is the one output of a ready,
-// LeanEligible node (`launch`: no tape records) whose inputs are flagged
-// computed and which this thread claims first. False, with nothing changed,
-// otherwise: the caller takes the lock, where what was not known here is
-// decided (and the flags set for next time).
-bool MaterializeReady(ArrayImpl& impl, bool launch, Leftovers* left) {
-  LazyNode* node = nullptr;
-  std::shared_ptr<ArrayImpl> root;
-  {
-    GraphReadSection read;
-    if (!read.ok()) return false;
-    if (impl.computed.load(std::memory_order_acquire)) return true;
-    // Readers exclude each other on `impl` by the claim; a writer is
-    // excluded by the section, and finds the node marked running after it.
-    if (impl.claimed.exchange(true, std::memory_order_acquire)) return false;
-    node = impl.pending.get();
-    if (node == nullptr) {  // computed under the lock earlier (the claim stays: it is done)
-      impl.computed.store(true, std::memory_order_release);
-      return true;
-    }
-    if (!launch || !LeanEligible(*node) || node->running ||
-        !std::all_of(node->inputs.begin(), node->inputs.end(), [](const auto& in) {
-          return in->computed.load(std::memory_order_acquire);
-        })) {
-      impl.claimed.store(false, std::memory_order_release);
-      return false;
-    }
-    root = node->outputs[0].lock();  // `impl` itself, alive; else the lock's path reports it
-    if (root.get() != &impl) {
-      impl.claimed.store(false, std::memory_order_release);
-      return false;
-    }
-    node->running = true;
-  }
-  LeanResult r;
-  try {
-    r = LaunchLean(*node, root);
-  } catch (...) {
-    WithGraph([&] {
-      node->running = false;
-      impl.claimed.store(false, std::memory_order_release);
-    });
-    NotifyGraphWaiters();
-    throw;
-  }
-  WithGraph([&] {
-    node->running = false;
-    FillLean(std::move(r), root, left);
-  });
-  NotifyGraphWaiters();
+  FillLean(std::move(r), root, &left->nodes);
   return true;
 }
 
@@ -850,7 +732,7 @@ void Materialize(ArrayImpl& impl) {
   // Released after the lock (declared before it): dropping the last
   // reference to a node or an array frees memory, which needs no lock.
   Leftovers left;
-  if (MaterializeReady(impl, !TapeActive(), &left)) return;
+  if (MaterializeReady(impl, !TapeActive(), &left.nodes)) return;
   std::shared_ptr<ArrayImpl> root, reduction;
   {
     // Always under the lock: `pending` and `storage` change when another

@@ -41,6 +41,20 @@ class GraphLock {
   bool was_marked_;
 };
 
+// Marks this thread as launching a group while it lives: Execute then does
+// not materialise the group's leaves (computed already; an array never
+// becomes pending again) and does not lock.
+class LaunchingGroup {
+ public:
+  LaunchingGroup();
+  ~LaunchingGroup();
+  LaunchingGroup(const LaunchingGroup&) = delete;
+  LaunchingGroup& operator=(const LaunchingGroup&) = delete;
+
+ private:
+  bool was_;
+};
+
 // Nodes, topological order, root's node last; inline storage: most groups
 // are small, and a group of one is built under the graph lock.
 using NodeList = absl::InlinedVector<std::shared_ptr<LazyNode>, 4>;

@@ -1,0 +1,100 @@
+// The lazy graph's lean path: a ready broadcast evaluated with no plan, no composition and, off the lock, only a read section.
+#include "runtime/lazy_ready.h"
+
+#include <algorithm>
+#include <atomic>
+#include <utility>
+
+#include "dualcast/detail/execute.hpp"
+#include "runtime/graph_lock.h"
+#include "runtime/launch_plan.h"
+
+namespace dualcast::detail {
+
+bool LeanEligible(const LazyNode& node) {
+  constexpr size_t kScanned = 16;  // pairwise distinctness by a scan
+  const auto& inputs = node.inputs;
+  if (node.outputs.size() != 1 || node.reduce != nullptr || !node.device.is_cpu() ||
+      inputs.size() > kScanned) {
+    return false;
+  }
+  for (size_t a = 0; a < inputs.size(); ++a) {
+    for (size_t b = a + 1; b < inputs.size(); ++b) {
+      if (inputs[a] == inputs[b]) return false;
+    }
+  }
+  return true;
+}
+
+LeanResult LaunchLean(const LazyNode& node, const std::shared_ptr<ArrayImpl>& root) {
+  LaunchingGroup launching;
+  LeanResult r;
+  r.storage = RunPlanIntoStorage(node.function.get(), node.inputs);
+  if (r.storage == nullptr) r.computed = Execute(node.name, node.function, node.inputs)[0];
+  // `root` is still pending and ours: nobody else reads it yet.
+  NoteOrigin(node.name, node.inputs, ArraySpan(&root, 1));
+  return r;
+}
+
+void FillLean(LeanResult&& r, const std::shared_ptr<ArrayImpl>& root, NodeList* freed) {
+  if (r.computed != nullptr) {
+    root->storage = std::move(r.computed->storage);
+    root->strides = std::move(r.computed->strides);
+    root->offset = r.computed->offset;
+  } else {
+    root->storage = std::move(r.storage);  // contiguous, as Broadcast gave `root` its strides
+  }
+  freed->push_back(std::move(root->pending));
+  root->pending_output = 0;
+  root->computed.store(true, std::memory_order_release);
+}
+
+bool MaterializeReady(ArrayImpl& impl, bool launch, NodeList* freed) {
+  LazyNode* node = nullptr;
+  std::shared_ptr<ArrayImpl> root;
+  {
+    GraphReadSection read;
+    if (!read.ok()) return false;
+    if (impl.computed.load(std::memory_order_acquire)) return true;
+    // Readers exclude each other on `impl` by the claim; a writer is
+    // excluded by the section, and finds the node marked running after it.
+    if (impl.claimed.exchange(true, std::memory_order_acquire)) return false;
+    node = impl.pending.get();
+    if (node == nullptr) {  // computed under the lock earlier (the claim stays: it is done)
+      impl.computed.store(true, std::memory_order_release);
+      return true;
+    }
+    if (!launch || !LeanEligible(*node) || node->running ||
+        !std::all_of(node->inputs.begin(), node->inputs.end(), [](const auto& in) {
+          return in->computed.load(std::memory_order_acquire);
+        })) {
+      impl.claimed.store(false, std::memory_order_release);
+      return false;
+    }
+    root = node->outputs[0].lock();  // `impl` itself, alive; else the lock's path reports it
+    if (root.get() != &impl) {
+      impl.claimed.store(false, std::memory_order_release);
+      return false;
+    }
+    node->running = true;
+  }
+  LeanResult r;
+  try {
+    r = LaunchLean(*node, root);
+  } catch (...) {
+    WithGraph([&] {
+      node->running = false;
+      impl.claimed.store(false, std::memory_order_release);
+    });
+    NotifyGraphWaiters();
+    throw;
+  }
+  WithGraph([&] {
+    node->running = false;
+    FillLean(std::move(r), root, freed);
+  });
+  NotifyGraphWaiters();
+  return true;
+}
+
+}  // namespace dualcast::detail
