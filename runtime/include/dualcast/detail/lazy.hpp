@@ -57,8 +57,10 @@ struct LazyNode {
   // of their number (the depth of the graph).
   int group_estimate = 1;
   int group_nodes = 1;
-  // Set (under the graph lock) while a thread composes, compiles and launches
-  // the group holding this node without the lock; others wait for it.
+  // Set (under the graph lock, or in a read section by the thread that
+  // claimed the node's one output: lazy_ready.cc) while a thread composes,
+  // compiles and launches the group holding this node without the lock;
+  // others wait for it.
   bool running = false;
   // Scratch of Materialize's walk, under the graph lock: the walk that last
   // reached this node, and the node's position in that walk's group.
