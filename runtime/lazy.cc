@@ -42,6 +42,7 @@
 
 #include <iterator>
 #include <mutex>
+#include <optional>
 #include <span>
 
 #include "absl/container/flat_hash_map.h"
@@ -93,10 +94,17 @@ thread_local bool t_launching_group = false;
 LaunchingGroup::LaunchingGroup() : was_(t_launching_group) { t_launching_group = true; }
 LaunchingGroup::~LaunchingGroup() { t_launching_group = was_; }
 
-GraphLock::GraphLock() : lock_(LazyGraphMutex()), was_marked_(t_launching_group) {
-  t_launching_group = true;
+GraphLock::GraphLock() : lock_(LazyGraphMutex()) {}
+
+void Publish(ArrayImpl& t, std::shared_ptr<Storage> storage, std::vector<int64_t> strides,
+             int64_t offset) {
+  t.storage = std::move(storage);
+  t.strides = std::move(strides);
+  t.offset = offset;
+  t.pending.reset();
+  t.pending_output = 0;
+  t.computed.store(true, std::memory_order_release);
 }
-GraphLock::~GraphLock() { t_launching_group = was_marked_; }
 
 void GraphLock::Wait() { WaitForRunning(lock_); }
 
@@ -480,13 +488,13 @@ struct Leftovers {
 class Unlocked {
  public:
   Unlocked(GraphUniqueLock& lock, std::span<const std::shared_ptr<LazyNode>> nodes)
-      : lock_(lock), nodes_(nodes), was_launching_(t_launching_group) {
+      : lock_(lock), nodes_(nodes) {
     for (const auto& node : nodes_) node->running = true;
     lock_.unlock();
-    t_launching_group = true;
+    launching_.emplace();
   }
   ~Unlocked() {
-    t_launching_group = was_launching_;
+    launching_.reset();
     lock_.lock();
     for (const auto& node : nodes_) node->running = false;
     NotifyGraphWaiters();
@@ -497,7 +505,7 @@ class Unlocked {
  private:
   GraphUniqueLock& lock_;
   std::span<const std::shared_ptr<LazyNode>> nodes_;
-  bool was_launching_;
+  std::optional<LaunchingGroup> launching_;
 };
 
 // The lean launch under the graph lock (a tape-less ready node met there).
@@ -533,13 +541,7 @@ void Run(const Group& g, const std::shared_ptr<ArrayImpl>& root, LiveList live,
   }
 
   for (size_t m = 0; m < p.targets.size(); ++m) {
-    ArrayImpl& t = *p.targets[m];
-    t.storage = values[m]->storage;
-    t.strides = values[m]->strides;
-    t.offset = values[m]->offset;
-    t.pending.reset();
-    t.pending_output = 0;
-    t.computed.store(true, std::memory_order_release);
+    Publish(*p.targets[m], values[m]->storage, values[m]->strides, values[m]->offset);
   }
   if (taped) {
     record.outputs.assign(std::make_move_iterator(p.targets.begin()),
@@ -647,13 +649,7 @@ BroadcastGradInfo RecomputeGradInfo(GroupPlan&& plan) {
 void FillTargets(const GroupPlan& plan, const std::vector<std::shared_ptr<ArrayImpl>>& values) {
   for (size_t m = 0; m < plan.targets.size(); ++m) {
     if (values[m] == nullptr) continue;
-    ArrayImpl& t = *plan.targets[m];
-    t.storage = values[m]->storage;
-    t.strides = values[m]->strides;
-    t.offset = values[m]->offset;
-    t.pending.reset();
-    t.pending_output = 0;
-    t.computed.store(true, std::memory_order_release);
+    Publish(*plan.targets[m], values[m]->storage, values[m]->strides, values[m]->offset);
   }
   NoteGroupOrigins(plan.name, plan.nodes, plan.sources, plan.leaves, plan.targets);
 }
@@ -728,6 +724,9 @@ void Materialize(ArrayImpl& impl) {
     }
     return;
   }
+  // Every read of an array's data comes here: a computed one, never pending
+  // again, needs no lock and no read section.
+  if (impl.computed.load(std::memory_order_acquire)) return;
   std::vector<PendingRecord> records;
   // Released after the lock (declared before it): dropping the last
   // reference to a node or an array frees memory, which needs no lock.

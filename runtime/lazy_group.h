@@ -24,23 +24,6 @@
 
 namespace dualcast::detail {
 
-// Holds the lazy graph's lock and marks this thread as holding it (Execute,
-// run inside a group, then skips re-locking on its already computed leaves).
-class GraphLock {
- public:
-  GraphLock();
-  ~GraphLock();
-  GraphLock(const GraphLock&) = delete;
-  GraphLock& operator=(const GraphLock&) = delete;
-  // Waits (lock released meanwhile) until some group run without the lock ends.
-  void Wait();
-  std::unique_lock<GraphMutex>& lock() { return lock_; }
-
- private:
-  std::unique_lock<GraphMutex> lock_;
-  bool was_marked_;
-};
-
 // Marks this thread as launching a group while it lives: Execute then does
 // not materialise the group's leaves (computed already; an array never
 // becomes pending again) and does not lock.
@@ -54,6 +37,29 @@ class LaunchingGroup {
  private:
   bool was_;
 };
+
+// Holds the lazy graph's lock and marks this thread as holding it (Execute,
+// run inside a group, then skips re-locking on its already computed leaves).
+class GraphLock {
+ public:
+  GraphLock();
+  GraphLock(const GraphLock&) = delete;
+  GraphLock& operator=(const GraphLock&) = delete;
+  // Waits (lock released meanwhile) until some group run without the lock ends.
+  void Wait();
+  std::unique_lock<GraphMutex>& lock() { return lock_; }
+
+ private:
+  std::unique_lock<GraphMutex> lock_;
+  LaunchingGroup launching_;  // after lock_: marked while the lock is held
+};
+
+// Gives pending array `t` its values, drops its node and flags it computed
+// (ArrayImpl::computed, with release: the lean path then reads it without
+// the lock): the one way a pending array becomes computed. Under the graph
+// lock, or in a read section by the thread that claimed `t`.
+void Publish(ArrayImpl& t, std::shared_ptr<Storage> storage, std::vector<int64_t> strides,
+             int64_t offset);
 
 // Nodes, topological order, root's node last; inline storage: most groups
 // are small, and a group of one is built under the graph lock.

@@ -37,16 +37,13 @@ LeanResult LaunchLean(const LazyNode& node, const std::shared_ptr<ArrayImpl>& ro
 }
 
 void FillLean(LeanResult&& r, const std::shared_ptr<ArrayImpl>& root, NodeList* freed) {
-  if (r.computed != nullptr) {
-    root->storage = std::move(r.computed->storage);
-    root->strides = std::move(r.computed->strides);
-    root->offset = r.computed->offset;
-  } else {
-    root->storage = std::move(r.storage);  // contiguous, as Broadcast gave `root` its strides
-  }
   freed->push_back(std::move(root->pending));
-  root->pending_output = 0;
-  root->computed.store(true, std::memory_order_release);
+  if (r.computed != nullptr) {
+    Publish(*root, std::move(r.computed->storage), std::move(r.computed->strides), r.computed->offset);
+  } else {
+    // Contiguous, as Broadcast gave `root` its strides.
+    Publish(*root, std::move(r.storage), std::move(root->strides), root->offset);
+  }
 }
 
 bool MaterializeReady(ArrayImpl& impl, bool launch, NodeList* freed) {
@@ -55,7 +52,6 @@ bool MaterializeReady(ArrayImpl& impl, bool launch, NodeList* freed) {
   {
     GraphReadSection read;
     if (!read.ok()) return false;
-    if (impl.computed.load(std::memory_order_acquire)) return true;
     // Readers exclude each other on `impl` by the claim; a writer is
     // excluded by the section, and finds the node marked running after it.
     if (impl.claimed.exchange(true, std::memory_order_acquire)) return false;

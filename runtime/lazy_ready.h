@@ -46,12 +46,12 @@ LeanResult LaunchLean(const LazyNode& node, const std::shared_ptr<ArrayImpl>& ro
 void FillLean(LeanResult&& r, const std::shared_ptr<ArrayImpl>& root, NodeList* freed);
 
 // Materialize without the exclusive lock, in a read section (graph_lock.h):
-// true when `impl` is computed on return. Knows a computed array by its
-// flag; computes a pending one itself when it is the one output of a ready,
-// LeanEligible node (`launch`: no tape records) whose inputs are flagged
-// computed and which this thread claims first. False, with nothing changed,
-// otherwise: the caller takes the lock, where what was not known here is
-// decided (and the flags set for next time).
+// true when `impl` is computed on return (Materialize has already returned
+// for an array flagged computed). Computes a pending one itself when it is
+// the one output of a ready, LeanEligible node (`launch`: no tape records)
+// whose inputs are flagged computed and which this thread claims first.
+// False, with nothing changed, otherwise: the caller takes the lock, where
+// what was not known here is decided (and the flags set for next time).
 bool MaterializeReady(ArrayImpl& impl, bool launch, NodeList* freed);
 
 }  // namespace dualcast::detail

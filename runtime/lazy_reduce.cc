@@ -137,12 +137,7 @@ void FillFrom(ArrayImpl& target, const ArrayImpl& value) {
   if (value.size() != target.size() || !value.contiguous()) {
     throw Error(ErrorKind::kInternal, "a reduced result does not fit its pending array");
   }
-  target.storage = value.storage;
-  target.offset = value.offset;
-  target.strides = ContiguousStrides(target.shape);
-  target.pending.reset();
-  target.pending_output = 0;
-  target.computed.store(true, std::memory_order_release);
+  Publish(target, value.storage, ContiguousStrides(target.shape), value.offset);
 }
 
 std::shared_ptr<const PendingReduce> SharedReduce(PendingReduce r) {
