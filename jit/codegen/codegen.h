@@ -154,6 +154,8 @@ class CodegenWalk {
             case Op::kErfinv: cost += 4 * kMathCost; break;  // ~15 libm calls, both branches
             case Op::kTanh:
             case Op::kSigmoid:
+            case Op::kFastTanh:
+            case Op::kFastSigmoid:
             case Op::kSoftplus:
             case Op::kLogaddexp:
             case Op::kTgamma:

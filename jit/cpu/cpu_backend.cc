@@ -20,10 +20,11 @@ std::string CpuKernelSymbol(const KernelSpec& spec) {
   // 6: plain loads, the tail through a stack copy; 7: reduced lanes selected in the tail only;
   // 8: one full/tail diamond for stores and reduced lanes; 9: ops.def gained rint, fdim, isinf,
   // signbit, renumbering the ops after them; 10: pointer selects stay above uniform branches;
-  // 11: inputs broadcast along the inner dim loaded once per row):
+  // 11: inputs broadcast along the inner dim loaded once per row; 12: ops.def gained fast_tanh
+  // and fast_sigmoid, renumbering the ops after them):
   // bump whenever the generated code changes, so no process loads an object compiled by older
   // code from disk.
-  return spec.Symbol(0x64635f637080ull);
+  return spec.Symbol(0x64635f637081ull);
 }
 
 std::string CpuFeaturesString() { return cpu::CpuFeaturesString(); }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dualcast/activation_steps.hpp"
+#include "jit/ir/activation.h"
 #include "jit/cpu/vector_math.h"
 #include "jit/ir/staple_math.h"
 #include "llvm/IR/IRBuilder.h"
@@ -207,13 +208,12 @@ LlvmPrinter::Value LlvmPrinter::EmitMath(Op op, Type type, std::span<const Value
     }
     // dualcast::math's formulas (activation_steps.hpp) on whole vectors: one exp each, and the
     // jvp's value+slope expansion gives the same bits. The slope here is dead code.
-    case Op::kTanh: {
+    case Op::kTanh:
+    case Op::kSigmoid:
+    case Op::kFastTanh:
+    case Op::kFastSigmoid: {
       LlvmArith m{*this, type};
-      return ::dualcast::detail::tanh_steps(m, args[0]).value;
-    }
-    case Op::kSigmoid: {
-      LlvmArith m{*this, type};
-      return ::dualcast::detail::sigmoid_steps(m, args[0]).value;
+      return ::dualcast::detail::activation_steps(*ActivationOf(op), m, args[0]).value;
     }
     case Op::kSoftplus: {
       llvm::Value* x = args[0];

@@ -374,7 +374,7 @@ class SourceWriter {
 }  // namespace
 
 std::string CudaKernelSymbol(const KernelSpec& spec) {
-  return spec.Symbol(0x64635f637566ull);  // format tag "dc_cud" + 2 (1: tanh/sigmoid formulas; 2: ops renumbered by rint, fdim, isinf, signbit): bump when the source changes meaning
+  return spec.Symbol(0x64635f637567ull);  // format tag "dc_cud" + 3 (1: tanh/sigmoid formulas; 2: ops renumbered by rint, fdim, isinf, signbit; 3: by fast_tanh, fast_sigmoid): bump when the source changes meaning
 }
 
 bool CudaReductionLanesOverKept(uint32_t reduce_bits, int rank) {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "dualcast/activation_steps.hpp"
+#include "jit/ir/activation.h"
 
 namespace dualcast::jit::cuda {
 
@@ -81,11 +82,11 @@ struct CudaSteps {
 
 CudaPrinter::Value CudaPrinter::Emit(Op op, Type type, std::span<const Type> arg_types,
                                      std::span<const Value> args) {
-  // dualcast::math's tanh and sigmoid, step for step (the slope's temporaries are dead code).
-  if (op == Op::kTanh || op == Op::kSigmoid) {
+  // dualcast::math's tanh and sigmoid (fast or not), step for step (the slope's temporaries are
+  // dead code).
+  if (const auto activation = ActivationOf(op)) {
     CudaSteps m{*this, type};
-    return op == Op::kTanh ? ::dualcast::detail::tanh_steps(m, args[0]).value
-                           : ::dualcast::detail::sigmoid_steps(m, args[0]).value;
+    return ::dualcast::detail::activation_steps(*activation, m, args[0]).value;
   }
   return Declare(type, Expression(op, type, arg_types, args));
 }

@@ -56,6 +56,8 @@ T EvalFloat(Op op, const double* in) {
     case Op::kTrunc: return m::trunc(a);
     case Op::kRint: return m::rint(a);
     case Op::kSigmoid: return m::sigmoid(a);
+    case Op::kFastTanh: return m::fast_tanh(a);
+    case Op::kFastSigmoid: return m::fast_sigmoid(a);
     case Op::kSoftplus: return m::softplus(a);
     case Op::kRelu: return m::relu(a);
     case Op::kPow: return m::pow(a, b);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "dualcast/activation_steps.hpp"
+#include "jit/ir/activation.h"
 #include "dualcast/digamma_steps.hpp"
 #include "jit/error.h"
 #include "jit/passes/rewrite.h"
@@ -177,13 +178,12 @@ class ForwardMode {
         default: {
           ValueId args[3];
           for (int k = 0; k < inst.num_args; ++k) args[k] = primal_[inst.args[k]];
-          if ((inst.op == Op::kTanh || inst.op == Op::kSigmoid) && Any(tangent_[inst.args[0]])) {
+          const auto activation = ActivationOf(inst.op);
+          if (activation && Any(tangent_[inst.args[0]])) {
             // Value and derivative from one exp (activation_steps.hpp): the printers lower
-            // a plain tanh/sigmoid to the same steps, so the primal keeps its bits.
+            // a plain tanh/sigmoid (fast or not) to the same steps, so the primal keeps its bits.
             IrSteps m{b_, inst.type};
-            const auto r = inst.op == Op::kTanh
-                               ? ::dualcast::detail::tanh_steps(m, args[0])
-                               : ::dualcast::detail::sigmoid_steps(m, args[0]);
+            const auto r = ::dualcast::detail::activation_steps(*activation, m, args[0]);
             primal_[v] = r.value;
             tangent_[v] = Scale(tangent_[inst.args[0]], r.slope);
             break;
@@ -321,7 +321,7 @@ class ForwardMode {
         });
       case Op::kSinh: return Scale(da, [&] { return op(Op::kCosh, {a}); });
       case Op::kCosh: return Scale(da, [&] { return op(Op::kSinh, {a}); });
-      // kTanh and kSigmoid: value and tangent together, in Walk (IrSteps).
+      // kTanh, kSigmoid and their fast variants: value and tangent together, in Walk (IrSteps).
       case Op::kAsinh: return Scale(da, [&] { return div(k(1), op(Op::kHypot, {a, k(1)})); });
       case Op::kAcosh:  // 1 / (sqrt(x - 1) sqrt(x + 1)): x² - 1 would overflow first
         return Scale(da, [&] {

@@ -85,6 +85,8 @@ TEST_CASE("interpreter: every op once against a hand-written f64 expectation") {
       {Op::kTrunc, {-2.5}, -2},
       {Op::kRint, {-2.5}, -2},  // halfway cases to even
       {Op::kSigmoid, {0}, 0.5},
+      {Op::kFastTanh, {-0.5}, -0.46211715726000974},  // tanh(-1/2), A&S 4.5 tables
+      {Op::kFastSigmoid, {0}, 0.5},
       {Op::kSoftplus, {0}, std::log(2.0)},
       {Op::kRelu, {-1}, 0},
       {Op::kPow, {2, 10}, 1024},

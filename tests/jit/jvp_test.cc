@@ -85,6 +85,10 @@ void CheckPartial(Op op, T got, long double reference, T value, const std::vecto
                                op == Op::kTrunc || op == Op::kRint || op == Op::kSign ||
                                op == Op::kRelu;
   if (nan_input && structural_zero && got == 0) return;
+  if (op == Op::kFastTanh || op == Op::kFastSigmoid) {  // absolute accuracy (docs/accuracy.md)
+    CHECK(std::fabs(static_cast<long double>(got) - reference) <= 4 * std::numeric_limits<T>::epsilon());
+    return;
+  }
   const T ref = static_cast<T>(reference);
   if constexpr (std::is_same_v<T, float>) {
     CHECK(UlpDistance(got, ref) <= 8);
@@ -134,6 +138,8 @@ T ApplyOp(Op op, const T* x) {
     case Op::kTrunc: return m::trunc(x[0]);
     case Op::kRint: return m::rint(x[0]);
     case Op::kSigmoid: return m::sigmoid(x[0]);
+    case Op::kFastTanh: return m::fast_tanh(x[0]);
+    case Op::kFastSigmoid: return m::fast_sigmoid(x[0]);
     case Op::kSoftplus: return m::softplus(x[0]);
     case Op::kRelu: return m::relu(x[0]);
     case Op::kPow: return m::pow(x[0], x[1]);
@@ -233,7 +239,7 @@ TEST_CASE("jvp of every arithmetic and math op: Dual<double>'s value, partials w
     }
     ++checked_ops;
   }
-  CHECK(checked_ops == 46);  // a new op needs its Dual reference in ApplyOp
+  CHECK(checked_ops == 48);  // a new op needs its Dual reference in ApplyOp
 }
 
 TEST_CASE("jvp of every op in f32: value within 4 ulp of Dual<float>, partials within 8 ulp") {

@@ -62,4 +62,42 @@ DUALCAST_HD ValueAndSlope<V> sigmoid_steps(M& m, V x) {
   return {m.Mul(m.Select(m.Lt(x, m.Const(0)), t, one), r), m.Mul(m.Mul(t, r), r)};
 }
 
+// The fast variants (dc::math::fast_tanh, fast_sigmoid): the formulas and slopes PyTorch's and
+// JAX's backward passes use and a hand-tuned loop writes, for callers who trade accuracy near 0
+// and in the tails for fewer instructions (no expm1, no selects):
+//   fast_tanh:    y = 1 - 2/(1 + exp(2x)), slope 1 - y^2.
+//   fast_sigmoid: y = 1/(1 + exp(-x)),     slope y (1 - y).
+// Their errors are absolute, not relative (docs/accuracy.md, "Fast activations"): tanh's value
+// loses its relative accuracy as x -> 0 (1.7e-4 at x = 1e-4 in float) and both slopes theirs in
+// the tails, where they round to 0 long before the exact slope does (tanh' once |x| > 9 in
+// float). NaN stays NaN and the infinities give the exact limits.
+template <class M, class V>
+DUALCAST_HD ValueAndSlope<V> fast_tanh_steps(M& m, V x) {
+  const V one = m.Const(1);
+  const V y = m.Sub(one, m.Div(m.Const(2), m.Add(one, m.Exp(m.Add(x, x)))));
+  return {y, m.Sub(one, m.Mul(y, y))};
+}
+
+template <class M, class V>
+DUALCAST_HD ValueAndSlope<V> fast_sigmoid_steps(M& m, V x) {
+  const V one = m.Const(1);
+  const V y = m.Div(one, m.Add(one, m.Exp(m.Neg(x))));
+  return {y, m.Mul(y, m.Sub(one, y))};
+}
+
+// Which of the four: the IR's ops map onto this (jit/ir/activation.h), so that every backend
+// and the jvp pass pick the steps in one place.
+enum class Activation { kTanh, kSigmoid, kFastTanh, kFastSigmoid };
+
+template <class M, class V>
+DUALCAST_HD ValueAndSlope<V> activation_steps(Activation which, M& m, V x) {
+  switch (which) {
+    case Activation::kTanh: return tanh_steps(m, x);
+    case Activation::kSigmoid: return sigmoid_steps(m, x);
+    case Activation::kFastTanh: return fast_tanh_steps(m, x);
+    case Activation::kFastSigmoid: break;
+  }
+  return fast_sigmoid_steps(m, x);
+}
+
 }  // namespace dualcast::detail

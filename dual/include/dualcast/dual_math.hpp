@@ -197,6 +197,34 @@ DUALCAST_HD Dual<T, N, Tag> sigmoid(const Dual<T, N, Tag>& x) {
   }
 }
 
+// fast_tanh and fast_sigmoid: slope 1 - y^2 and y (1 - y) from the value (activation_steps.hpp).
+template <class T, int N, class Tag>
+DUALCAST_HD Dual<T, N, Tag> fast_tanh(const Dual<T, N, Tag>& x) {
+  const T& v = x.value();
+  if constexpr (::dualcast::detail::floating_point<T>) {
+    ::dualcast::detail::ScalarSteps<T> m;
+    const auto r = ::dualcast::detail::fast_tanh_steps(m, v);
+    return ::dualcast::detail::chain(x, r.value, r.slope);
+  } else {
+    detail_dual::DualSteps<T> m;
+    return ::dualcast::detail::chain(x, fast_tanh(v), ::dualcast::detail::fast_tanh_steps(m, v).slope);
+  }
+}
+
+template <class T, int N, class Tag>
+DUALCAST_HD Dual<T, N, Tag> fast_sigmoid(const Dual<T, N, Tag>& x) {
+  const T& v = x.value();
+  if constexpr (::dualcast::detail::floating_point<T>) {
+    ::dualcast::detail::ScalarSteps<T> m;
+    const auto r = ::dualcast::detail::fast_sigmoid_steps(m, v);
+    return ::dualcast::detail::chain(x, r.value, r.slope);
+  } else {
+    detail_dual::DualSteps<T> m;
+    return ::dualcast::detail::chain(x, fast_sigmoid(v),
+                                     ::dualcast::detail::fast_sigmoid_steps(m, v).slope);
+  }
+}
+
 // softplus' = sigmoid, from the value's e = exp(-|x|): 1/(1+e) for x > 0, e/(1+e) otherwise.
 template <class T, int N, class Tag>
 DUALCAST_HD Dual<T, N, Tag> softplus(const Dual<T, N, Tag>& x) {

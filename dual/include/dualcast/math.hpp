@@ -277,6 +277,18 @@ DUALCAST_HD inline T sigmoid(T x) {
   detail::ScalarSteps<T> m;
   return detail::sigmoid_steps(m, x).value;
 }
+// fast_tanh and fast_sigmoid: the cheaper formulas with absolute error bounds
+// (activation_steps.hpp; docs/accuracy.md, "Fast activations").
+template <detail::floating_point T>
+DUALCAST_HD inline T fast_tanh(T x) {
+  detail::ScalarSteps<T> m;
+  return detail::fast_tanh_steps(m, x).value;
+}
+template <detail::floating_point T>
+DUALCAST_HD inline T fast_sigmoid(T x) {
+  detail::ScalarSteps<T> m;
+  return detail::fast_sigmoid_steps(m, x).value;
+}
 
 // softplus = max(x, 0) + log1p(e), e = exp(-|x|): no overflow, no cancellation.
 template <detail::floating_point T>

@@ -28,7 +28,8 @@
 #define DUALCAST_UNARY_MATH(X)                                                                \
   X(exp) X(expm1) X(log) X(log1p) X(log2) X(log10) X(sqrt) X(cbrt) X(sin) X(cos) X(tan)     \
   X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh) X(asinh) X(acosh) X(atanh) X(erf) X(erfc) \
-  X(abs) X(fabs) X(floor) X(ceil) X(round) X(trunc) X(sigmoid) X(softplus) X(relu)
+  X(abs) X(fabs) X(floor) X(ceil) X(round) X(trunc) X(sigmoid) X(softplus) X(relu)         \
+  X(fast_tanh) X(fast_sigmoid)
 #define DUALCAST_BINARY_MATH(X) \
   X(pow) X(atan2) X(min) X(max) X(fmin) X(fmax) X(hypot) X(copysign)
 
