@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 
-VALID_IMPLS = ["handwritten", "handwritten-dcmath", "dualcast", "dualcast-fused", "dualcast-recompute", "reverse-where",
+VALID_IMPLS = ["handwritten", "handwritten-dcmath", "dualcast", "dualcast-fastmath", "dualcast-fused", "dualcast-recompute", "reverse-where",
                "torch-eager-where", "torch-compile", "jax-jit-where", "jax-vmap-cond", "drjit-llvm-select"]
 
 
@@ -77,8 +77,8 @@ def tiny_run(b):
         rows = doc["rows"]
         timed = [r for r in rows if r["status"] == "ok"]
         names = {r["impl"] for r in timed}
-        for name in ("handwritten", "handwritten-dcmath", "dualcast", "dualcast-fused", "dualcast-recompute",
-                     "reverse-where"):
+        for name in ("handwritten", "handwritten-dcmath", "dualcast", "dualcast-fastmath", "dualcast-fused",
+                     "dualcast-recompute", "reverse-where"):
             check(name in names, f"row {name} timed", json.dumps(rows, indent=1))
         for r in timed:
             check(r["reps"] == 3 and r["min_ms"] <= r["median_ms"] <= r["max_ms"], "min <= median <= max", str(r))

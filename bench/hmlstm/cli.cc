@@ -53,8 +53,8 @@ void PrintUsage(std::ostream& out) { out << kUsage << AllImplNames() << kUsageTa
 
 const std::vector<std::string>& CppImplNames() {
   static const std::vector<std::string> names = {"handwritten", "handwritten-dcmath", "dualcast",
-                                                 "dualcast-fused", "dualcast-recompute",
-                                                 "reverse-where"};
+                                                 "dualcast-fastmath", "dualcast-fused",
+                                                 "dualcast-recompute", "reverse-where"};
   return names;
 }
 

@@ -36,7 +36,7 @@ class Handwritten : public Implementation {
 
 namespace dc = dualcast;
 
-Kernel Cell() { return HmlstmCell(); }
+Kernel Cell(bool fast = false) { return fast ? HmlstmCellFast() : HmlstmCell(); }
 
 // Zero-copy read-only views of the problem's buffers.
 struct Inputs {
@@ -58,7 +58,8 @@ struct Inputs {
 // preallocated outputs (the value is not stored).
 class DualcastPartials : public Implementation {
  public:
-  std::string name() const override { return "dualcast-fused"; }
+  explicit DualcastPartials(bool fast = false) : fast_(fast) {}
+  std::string name() const override { return fast_ ? "dualcast-fastmath" : "dualcast-fused"; }
   void Prepare(const Problem& p) override {
     in_ = std::make_unique<Inputs>(p);
     options_ = dc::PartialsOptions<float>{};
@@ -66,7 +67,7 @@ class DualcastPartials : public Implementation {
     options_.values = false;
     for (int k = 0; k < 4; ++k) options_.partial_out.push_back(dc::Array<float>::zeros({p.n, p.n}));
   }
-  void Run() override { dc::partials(Cell(), in_->all(), options_); }
+  void Run() override { dc::partials(Cell(fast_), in_->all(), options_); }
   Results Collect() override {
     Results r;
     r.d_cprev = options_.partial_out[0].to_vector();
@@ -77,6 +78,7 @@ class DualcastPartials : public Implementation {
   }
 
  private:
+  bool fast_;
   std::unique_ptr<Inputs> in_;
   dc::PartialsOptions<float> options_;
 };
@@ -86,8 +88,10 @@ class DualcastPartials : public Implementation {
 // the `dualcast` row) whatever a default-constructed Tape picks by itself.
 class DualcastTape : public Implementation {
  public:
-  explicit DualcastTape(std::optional<dc::PartialsMode> mode) : mode_(mode) {}
+  explicit DualcastTape(std::optional<dc::PartialsMode> mode, bool fast = false)
+      : mode_(mode), fast_(fast) {}
   std::string name() const override {
+    if (fast_) return "dualcast-fastmath";
     if (!mode_) return "dualcast";
     return *mode_ == dc::PartialsMode::kRecompute ? "dualcast-recompute" : "dualcast-fused";
   }
@@ -96,7 +100,7 @@ class DualcastTape : public Implementation {
     std::optional<dc::Tape> tape;
     if (mode_) tape.emplace(*mode_);
     else tape.emplace();
-    c_ = dc::broadcast(Cell(), in_->z, in_->zb, in_->c, in_->f, in_->i, in_->g);
+    c_ = dc::broadcast(Cell(fast_), in_->z, in_->zb, in_->c, in_->f, in_->i, in_->g);
     dc::Array<float> loss = dc::sum(c_ * in_->cbar);
     grads_ = tape->gradient(loss, in_->all());
   }
@@ -116,6 +120,7 @@ class DualcastTape : public Implementation {
 
  private:
   std::optional<dc::PartialsMode> mode_;
+  bool fast_;
   std::unique_ptr<Inputs> in_;
   dc::Array<float> c_;
   std::vector<dc::Array<float>> grads_;
@@ -170,14 +175,28 @@ Kernel HmlstmCell() {
   return cell;
 }
 
+// The same cell with dualcast::math's fast activations: the formulas and slopes of the
+// `handwritten` loop (activation_steps.hpp), so its ratio to that loop is like for like.
+Kernel HmlstmCellFast() {
+  static const Kernel cell = kernel("hmlstm_cell_fast", [](auto z, auto zb, auto c, auto f, auto i, auto g) {
+    using namespace math;
+    if (z == 1) return fast_sigmoid(i) * fast_tanh(g);                 // FLUSH
+    if (zb == 0) return c;                                             // COPY
+    return fast_sigmoid(f) * c + fast_sigmoid(i) * fast_tanh(g);       // UPDATE
+  });
+  return cell;
+}
+
 std::vector<std::unique_ptr<Implementation>> MakeImplementations(Variant variant) {
   std::vector<std::unique_ptr<Implementation>> impls;
   impls.push_back(std::make_unique<Handwritten>(variant, HandMath::kFast));
   impls.push_back(std::make_unique<Handwritten>(variant, HandMath::kDualcast));
   if (variant == Variant::kPaper) {
     impls.push_back(std::make_unique<DualcastPartials>());
+    impls.push_back(std::make_unique<DualcastPartials>(/*fast=*/true));
   } else {
     impls.push_back(std::make_unique<DualcastTape>(std::nullopt));
+    impls.push_back(std::make_unique<DualcastTape>(std::nullopt, /*fast=*/true));
     impls.push_back(std::make_unique<DualcastTape>(dc::PartialsMode::kCache));
     impls.push_back(std::make_unique<DualcastTape>(dc::PartialsMode::kRecompute));
   }
