@@ -151,7 +151,7 @@ uint64_t MaxUlpOfKernel(Op op, const std::vector<T>& xs, const std::vector<T>& y
     }
     if ((op == Op::kFastTanh || op == Op::kFastSigmoid) && std::isfinite(want) &&
         std::isfinite(out[i])) {
-      // The fast activations promise absolute accuracy (docs/accuracy.md): ulps of 1.
+      // The fast activations promise absolute accuracy (docs/fast-activations.md): ulps of 1.
       ulp = static_cast<uint64_t>(std::ceil(std::abs(double(out[i]) - double(want)) /
                                             std::numeric_limits<T>::epsilon()));
     }

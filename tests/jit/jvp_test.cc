@@ -85,7 +85,7 @@ void CheckPartial(Op op, T got, long double reference, T value, const std::vecto
                                op == Op::kTrunc || op == Op::kRint || op == Op::kSign ||
                                op == Op::kRelu;
   if (nan_input && structural_zero && got == 0) return;
-  if (op == Op::kFastTanh || op == Op::kFastSigmoid) {  // absolute accuracy (docs/accuracy.md)
+  if (op == Op::kFastTanh || op == Op::kFastSigmoid) {  // absolute accuracy (docs/fast-activations.md)
     CHECK(std::fabs(static_cast<long double>(got) - reference) <= 4 * std::numeric_limits<T>::epsilon());
     return;
   }

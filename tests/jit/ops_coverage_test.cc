@@ -315,8 +315,8 @@ const char* Note(Op op) {
     case Op::kHypot: return "partials 0 at the origin; at infinity sign(a) / 0 (NaN if both infinite)";
     case Op::kTanh: return "fdlibm's formula around t = expm1(+-2|x|) (glibc's bits); tanh' = 4e/(1+e)^2 from the same t";
     case Op::kSigmoid: return "t = exp(-|x|): t/(1+t) (x < 0) or 1/(1+t); sigmoid' = t/(1+t)/(1+t): one exp for both";
-    case Op::kFastTanh: return "1 - 2/(1 + exp(2x)), slope 1 - y^2: one exp, no selects; absolute error <= 4 eps (docs/accuracy.md)";
-    case Op::kFastSigmoid: return "1/(1 + exp(-x)), slope y(1 - y): one exp; absolute error <= 4 eps (docs/accuracy.md)";
+    case Op::kFastTanh: return "1 - 2/(1 + exp(2x)), slope 1 - y^2: one exp, no selects; absolute error <= 4 eps (docs/fast-activations.md)";
+    case Op::kFastSigmoid: return "1/(1 + exp(-x)), slope y(1 - y): one exp; absolute error <= 4 eps (docs/fast-activations.md)";
     case Op::kSoftplus: return "softplus' = sigmoid";
     case Op::kExpm1: return "expm1' = exp(x)";
     case Op::kErf: case Op::kErfc: return "derivative with exp(-x^2) from an exact split of x^2";

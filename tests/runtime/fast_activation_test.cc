@@ -5,7 +5,7 @@
 // Each layer is checked against it, not against another layer: the compiled
 // kernel's plain value (the printer's lowering), its partials (the jvp pass),
 // the tape's one-pass gradient, the interpreter through dualcast::math, and
-// Dual. The bounds are the ones docs/accuracy.md states ("Fast activations").
+// Dual. The bounds are the ones docs/fast-activations.md states.
 // A structural case checks that the fast jvp kernel is the cheap one: no
 // expm1 and no select, which the accurate tanh needs.
 #include <doctest/doctest.h>
@@ -61,7 +61,7 @@ std::vector<T> Points() {
   return x;
 }
 
-// Absolute error bounds (docs/accuracy.md): a few units of 2^-24 (float) or 2^-53 (double).
+// Absolute error bounds (docs/fast-activations.md): a few units of 2^-24 (float) or 2^-53 (double).
 template <class T>
 LD Bound() {
   return 4 * static_cast<LD>(std::numeric_limits<T>::epsilon());

@@ -67,7 +67,7 @@ DUALCAST_HD ValueAndSlope<V> sigmoid_steps(M& m, V x) {
 // and in the tails for fewer instructions (no expm1, no selects):
 //   fast_tanh:    y = 1 - 2/(1 + exp(2x)), slope 1 - y^2.
 //   fast_sigmoid: y = 1/(1 + exp(-x)),     slope y (1 - y).
-// Their errors are absolute, not relative (docs/accuracy.md, "Fast activations"): tanh's value
+// Their errors are absolute, not relative (docs/fast-activations.md): tanh's value
 // loses its relative accuracy as x -> 0 (1.7e-4 at x = 1e-4 in float) and both slopes theirs in
 // the tails, where they round to 0 long before the exact slope does (tanh' once |x| > 9 in
 // float). NaN stays NaN and the infinities give the exact limits.

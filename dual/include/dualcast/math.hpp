@@ -278,7 +278,7 @@ DUALCAST_HD inline T sigmoid(T x) {
   return detail::sigmoid_steps(m, x).value;
 }
 // fast_tanh and fast_sigmoid: the cheaper formulas with absolute error bounds
-// (activation_steps.hpp; docs/accuracy.md, "Fast activations").
+// (activation_steps.hpp; docs/fast-activations.md).
 template <detail::floating_point T>
 DUALCAST_HD inline T fast_tanh(T x) {
   detail::ScalarSteps<T> m;
