@@ -30,6 +30,11 @@ def panel_ratios(rows, variant, layout, sizes):
     if all(a and b for _, a, b in same_math):
         lines.append(f"- Code generation alone, `{ours}` ÷ `handwritten-dcmath` (the same loop with "
                      "dualcast's math): " + ", ".join(f"n={n} {a / b:.2f}×" for n, a, b in same_math) + ".")
+    fast_math = [(n, median("dualcast-fastmath", n), median("handwritten", n)) for n in sizes]
+    if all(a and b for _, a, b in fast_math):
+        lines.append("- The hand loop's own math, `dualcast-fastmath` (the cell written with `fast_sigmoid` and "
+                     "`fast_tanh`, docs/fast-activations.md) ÷ `handwritten`: "
+                     + ", ".join(f"n={n} {a / b:.2f}×" for n, a, b in fast_math) + ".")
     fastest = []
     for n in sizes:
         peer = min(((median(p, n), p) for p in PEERS if median(p, n)), default=None)
@@ -79,7 +84,8 @@ def main():
       "figures). `handwritten` uses the cheapest math that passes these inputs (tanh as 1 - 2/(1 + e^2x), exp "
       "clamped to the normal range); `handwritten-dcmath` is the same loop with dualcast's own exp, sigmoid and "
       "tanh (docs/DESIGN.md, \"The HM-LSTM benchmark has two hand-written loops\"), so dualcast over it is the "
-      "cost of code generation alone.")
+      "cost of code generation alone; `dualcast-fastmath` is the converse, dualcast running the hand loop's "
+      "formulas.")
     w("")
     cases = []
     for r in rows:
