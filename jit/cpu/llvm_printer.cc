@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "dualcast/activation_steps.hpp"
-#include "jit/ir/activation.h"
 #include "jit/cpu/vector_math.h"
+#include "jit/ir/activation.h"
 #include "jit/ir/staple_math.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Constants.h"

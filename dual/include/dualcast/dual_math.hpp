@@ -169,61 +169,33 @@ struct DualSteps {
   DUALCAST_HD bool Lt(const T& a, const T& b) const { return a < b; }
   DUALCAST_HD T Select(bool c, const T& a, const T& b) const { return c ? a : b; }
 };
+
+template <::dualcast::detail::Activation A, class T, int N, class Tag>
+DUALCAST_HD Dual<T, N, Tag> Activate(const Dual<T, N, Tag>& x) {
+  const T& v = x.value();
+  if constexpr (::dualcast::detail::floating_point<T>) {
+    ::dualcast::detail::ScalarSteps<T> m;
+    const auto r = ::dualcast::detail::activation_steps(A, m, v);
+    return ::dualcast::detail::chain(x, r.value, r.slope);
+  } else {
+    DualSteps<T> m;
+    return ::dualcast::detail::chain(x, Activate<A>(v), ::dualcast::detail::activation_steps(A, m, v).slope);
+  }
+}
 }  // namespace detail_dual
 
-template <class T, int N, class Tag>
-DUALCAST_HD Dual<T, N, Tag> tanh(const Dual<T, N, Tag>& x) {
-  const T& v = x.value();
-  if constexpr (::dualcast::detail::floating_point<T>) {
-    ::dualcast::detail::ScalarSteps<T> m;
-    const auto r = ::dualcast::detail::tanh_steps(m, v);
-    return ::dualcast::detail::chain(x, r.value, r.slope);
-  } else {
-    detail_dual::DualSteps<T> m;
-    return ::dualcast::detail::chain(x, tanh(v), ::dualcast::detail::tanh_steps(m, v).slope);
+// The four activations; fast_tanh and fast_sigmoid take the slopes 1 - y^2 and y (1 - y) from
+// their value instead (docs/fast-activations.md).
+#define DUALCAST_DUAL_ACTIVATION(fn, which)                                  \
+  template <class T, int N, class Tag>                                       \
+  DUALCAST_HD Dual<T, N, Tag> fn(const Dual<T, N, Tag>& x) {                 \
+    return detail_dual::Activate<::dualcast::detail::Activation::which>(x);  \
   }
-}
-
-template <class T, int N, class Tag>
-DUALCAST_HD Dual<T, N, Tag> sigmoid(const Dual<T, N, Tag>& x) {
-  const T& v = x.value();
-  if constexpr (::dualcast::detail::floating_point<T>) {
-    ::dualcast::detail::ScalarSteps<T> m;
-    const auto r = ::dualcast::detail::sigmoid_steps(m, v);
-    return ::dualcast::detail::chain(x, r.value, r.slope);
-  } else {
-    detail_dual::DualSteps<T> m;
-    return ::dualcast::detail::chain(x, sigmoid(v), ::dualcast::detail::sigmoid_steps(m, v).slope);
-  }
-}
-
-// fast_tanh and fast_sigmoid: slope 1 - y^2 and y (1 - y) from the value (activation_steps.hpp).
-template <class T, int N, class Tag>
-DUALCAST_HD Dual<T, N, Tag> fast_tanh(const Dual<T, N, Tag>& x) {
-  const T& v = x.value();
-  if constexpr (::dualcast::detail::floating_point<T>) {
-    ::dualcast::detail::ScalarSteps<T> m;
-    const auto r = ::dualcast::detail::fast_tanh_steps(m, v);
-    return ::dualcast::detail::chain(x, r.value, r.slope);
-  } else {
-    detail_dual::DualSteps<T> m;
-    return ::dualcast::detail::chain(x, fast_tanh(v), ::dualcast::detail::fast_tanh_steps(m, v).slope);
-  }
-}
-
-template <class T, int N, class Tag>
-DUALCAST_HD Dual<T, N, Tag> fast_sigmoid(const Dual<T, N, Tag>& x) {
-  const T& v = x.value();
-  if constexpr (::dualcast::detail::floating_point<T>) {
-    ::dualcast::detail::ScalarSteps<T> m;
-    const auto r = ::dualcast::detail::fast_sigmoid_steps(m, v);
-    return ::dualcast::detail::chain(x, r.value, r.slope);
-  } else {
-    detail_dual::DualSteps<T> m;
-    return ::dualcast::detail::chain(x, fast_sigmoid(v),
-                                     ::dualcast::detail::fast_sigmoid_steps(m, v).slope);
-  }
-}
+DUALCAST_DUAL_ACTIVATION(tanh, kTanh)
+DUALCAST_DUAL_ACTIVATION(sigmoid, kSigmoid)
+DUALCAST_DUAL_ACTIVATION(fast_tanh, kFastTanh)
+DUALCAST_DUAL_ACTIVATION(fast_sigmoid, kFastSigmoid)
+#undef DUALCAST_DUAL_ACTIVATION
 
 // softplus' = sigmoid, from the value's e = exp(-|x|): 1/(1+e) for x > 0, e/(1+e) otherwise.
 template <class T, int N, class Tag>

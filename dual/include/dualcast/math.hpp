@@ -195,6 +195,12 @@ struct ScalarSteps {
     return libm::ldexp(a, n < T(-100000) ? -100000 : n > T(100000) ? 100000 : int(n));
   }
 };
+// The value of an activation (activation_steps.hpp) in T's own arithmetic.
+template <Activation A, floating_point T>
+DUALCAST_HD inline T activation_value(T x) {
+  ScalarSteps<T> m;
+  return activation_steps(A, m, x).value;
+}
 template <floating_point T>
 DUALCAST_HD inline T softplus_from_exp(const T& x, const T& e) {
   return x > T(0) ? x + libm::log1p(e) : libm::log1p(e);
@@ -267,27 +273,17 @@ DUALCAST_HD inline T abs(T x) {
 // keeps its subnormal tail exp(x) below -88.7 in float, -709.8 in double). tanh is fdlibm's
 // formula, so with glibc it equals <cmath>'s ::tanh bit for bit (an unqualified tanh(double)
 // under `using namespace dualcast::math` finds ::tanh); another libm may differ in the last bit.
-template <detail::floating_point T>
-DUALCAST_HD inline T tanh(T x) {
-  detail::ScalarSteps<T> m;
-  return detail::tanh_steps(m, x).value;
-}
-template <detail::floating_point T>
-DUALCAST_HD inline T sigmoid(T x) {
-  detail::ScalarSteps<T> m;
-  return detail::sigmoid_steps(m, x).value;
-}
 // fast_tanh and fast_sigmoid: the cheaper formulas with absolute error bounds
 // (activation_steps.hpp; docs/fast-activations.md).
 template <detail::floating_point T>
-DUALCAST_HD inline T fast_tanh(T x) {
-  detail::ScalarSteps<T> m;
-  return detail::fast_tanh_steps(m, x).value;
-}
+DUALCAST_HD inline T tanh(T x) { return detail::activation_value<detail::Activation::kTanh>(x); }
+template <detail::floating_point T>
+DUALCAST_HD inline T sigmoid(T x) { return detail::activation_value<detail::Activation::kSigmoid>(x); }
+template <detail::floating_point T>
+DUALCAST_HD inline T fast_tanh(T x) { return detail::activation_value<detail::Activation::kFastTanh>(x); }
 template <detail::floating_point T>
 DUALCAST_HD inline T fast_sigmoid(T x) {
-  detail::ScalarSteps<T> m;
-  return detail::fast_sigmoid_steps(m, x).value;
+  return detail::activation_value<detail::Activation::kFastSigmoid>(x);
 }
 
 // softplus = max(x, 0) + log1p(e), e = exp(-|x|): no overflow, no cancellation.
