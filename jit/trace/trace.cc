@@ -131,6 +131,10 @@ class Tracer::State {
 
   ValueId Record(Op op, std::span<ValueId> args) {
     for (ValueId a : args) Check(a);
+    // TraceOptions::fast_math: the activations trace as their fast forms, per op, so fusion
+    // with kernels traced without it keeps each call's choice (docs/fast-activations.md).
+    if (options.fast_math && op == Op::kTanh) op = Op::kFastTanh;
+    if (options.fast_math && op == Op::kSigmoid) op = Op::kFastSigmoid;
     auto all_const = [&](std::span<ValueId> vs) {
       for (ValueId v : vs) {
         if (!IsConst(v)) return false;

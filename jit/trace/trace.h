@@ -90,9 +90,11 @@ struct TraceOptions {
   // condition depends on the path before it) duplicate the rest of the kernel
   // per path; this stops such a kernel before it costs minutes to compile.
   int max_insts = 1 << 17;
-  // Backend hints, carried with the kernel's options (Function::hints) and part
-  // of the compiled kernel's cache key: allow fast-math rewrites
-  // (reassociation, no NaN/Inf guarantees; no backend uses this yet), and the
+  // fast_math: tanh and sigmoid trace as fast_tanh and fast_sigmoid, the cheaper
+  // forms with absolute rather than relative error bounds (docs/fast-activations.md),
+  // as if the lambda called those. Nothing else changes: no reassociation, NaN
+  // and infinities as always. Then a backend hint, carried with the kernel's
+  // options (Function::hints) and part of the compiled kernel's cache key: the
   // vector width in lanes (0: the backend's choice; else a power of two up to
   // 64; the CPU backend writes its kernels at that width, 2 lanes at least).
   bool fast_math = false;

@@ -243,5 +243,40 @@ TEST_CASE("the fast jvp is the cheap one: no expm1, no select, one exp per activ
   }
 }
 
+TEST_CASE("TraceOptions::fast_math traces tanh and sigmoid as their fast forms, and nothing else") {
+  jit::TraceOptions fast;
+  fast.fast_math = true;
+  const auto lambda = [](auto x, auto y) {
+    using namespace dualcast::math;
+    return tanh(x) * sigmoid(y) + exp(x);
+  };
+  const Kernel hinted = kernel("hinted_pair", lambda, fast), plain = kernel("plain_pair", lambda);
+  auto count = [](const jit::Function& f, jit::Op op) {
+    int n = 0;
+    for (const jit::Inst& inst : f.insts) n += inst.op == op;
+    return n;
+  };
+  const auto h = hinted.function(2, jit::Type::kF32), p = plain.function(2, jit::Type::kF32);
+  CHECK(count(*h, jit::Op::kFastTanh) == 1);
+  CHECK(count(*h, jit::Op::kFastSigmoid) == 1);
+  CHECK(count(*h, jit::Op::kTanh) + count(*h, jit::Op::kSigmoid) == 0);
+  CHECK(count(*h, jit::Op::kExp) == 1);  // exp is exp
+  CHECK(count(*p, jit::Op::kTanh) == 1);
+  CHECK(count(*p, jit::Op::kSigmoid) == 1);
+  CHECK(count(*p, jit::Op::kFastTanh) + count(*p, jit::Op::kFastSigmoid) == 0);
+
+  // The same bits as the lambda written with fast_tanh and fast_sigmoid, and gradients too.
+  const Kernel explicit_fast = kernel("explicit_pair", [](auto x, auto y) {
+    using namespace dualcast::math;
+    return fast_tanh(x) * fast_sigmoid(y) + exp(x);
+  });
+  const Array<float> X = Array<float>::from({-3.0f, -0.25f, 1e-4f, 0.5f, 7.0f}, {5});
+  const Array<float> Y = Array<float>::from({2.0f, -1.0f, 0.0f, 30.0f, -20.0f}, {5});
+  CHECK(broadcast(hinted, X, Y).to_vector() == broadcast(explicit_fast, X, Y).to_vector());
+  const Partials<float> a = partials(hinted, {X, Y}), b = partials(explicit_fast, {X, Y});
+  CHECK(a.d(0, 0).to_vector() == b.d(0, 0).to_vector());
+  CHECK(a.d(0, 1).to_vector() == b.d(0, 1).to_vector());
+}
+
 }  // namespace
 }  // namespace dualcast

@@ -72,8 +72,8 @@ class Kernel {
 
 // Makes a Kernel from a generic lambda; `name` appears in errors, logs and
 // kernel symbols. `options` (jit::TraceOptions): the path limit and per-path
-// decision limit, and the backend hints (fast-math, vector width); options
-// out of range throw Error(kInvalidArgument) here, naming the kernel.
+// decision limit, fast-math activations and the vector width; options out of
+// range throw Error(kInvalidArgument) here, naming the kernel.
 template <class F>
 Kernel kernel(std::string name, F f, jit::TraceOptions options = {}) {
   static_assert(jit::trace_detail::InvocableWithSomeArity<F>(),
