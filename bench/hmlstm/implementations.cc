@@ -164,26 +164,30 @@ class ReverseWhere : public Implementation {
 
 }  // namespace
 
-// The cell exactly as HMLSTM.md states it, as a user registers it.
+// The cell exactly as HMLSTM.md states it, as a user writes it.
+namespace {
+const auto kCell = [](auto z, auto zb, auto c, auto f, auto i, auto g) {
+  using namespace math;
+  if (z == 1) return sigmoid(i) * tanh(g);       // FLUSH
+  if (zb == 0) return c;                         // COPY
+  return sigmoid(f) * c + sigmoid(i) * tanh(g);  // UPDATE
+};
+}  // namespace
+
 Kernel HmlstmCell() {
-  static const Kernel cell = kernel("hmlstm_cell", [](auto z, auto zb, auto c, auto f, auto i, auto g) {
-    using namespace math;
-    if (z == 1) return sigmoid(i) * tanh(g);       // FLUSH
-    if (zb == 0) return c;                         // COPY
-    return sigmoid(f) * c + sigmoid(i) * tanh(g);  // UPDATE
-  });
+  static const Kernel cell = kernel("hmlstm_cell", kCell);
   return cell;
 }
 
-// The same cell with dualcast::math's fast activations: the formulas and slopes of the
-// `handwritten` loop (activation_steps.hpp), so its ratio to that loop is like for like.
+// The same lambda traced with TraceOptions::fast_math: its sigmoid and tanh become
+// fast_sigmoid and fast_tanh, the `handwritten` loop's formulas and slopes
+// (docs/fast-activations.md), so its ratio to that loop is like for like.
 Kernel HmlstmCellFast() {
-  static const Kernel cell = kernel("hmlstm_cell_fast", [](auto z, auto zb, auto c, auto f, auto i, auto g) {
-    using namespace math;
-    if (z == 1) return fast_sigmoid(i) * fast_tanh(g);                 // FLUSH
-    if (zb == 0) return c;                                             // COPY
-    return fast_sigmoid(f) * c + fast_sigmoid(i) * fast_tanh(g);       // UPDATE
-  });
+  static const Kernel cell = [] {
+    jit::TraceOptions options;
+    options.fast_math = true;
+    return kernel("hmlstm_cell_fast", kCell, options);
+  }();
   return cell;
 }
 

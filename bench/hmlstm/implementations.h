@@ -24,7 +24,7 @@ class Implementation {
 
 // The HM-LSTM cell as a user registers it (one kernel per process).
 Kernel HmlstmCell();
-// The same cell with the fast activations (fast_sigmoid, fast_tanh): the hand loop's math.
+// The same cell traced with TraceOptions::fast_math (fast_sigmoid, fast_tanh): the hand loop's math.
 Kernel HmlstmCellFast();
 
 // paper: handwritten, dualcast-fused (partials), reverse-where;

@@ -130,7 +130,7 @@ std::string FormatTable(const std::vector<Row>& rows, const Metadata& m) {
                           r.layout, static_cast<long>(r.n), r.median_ms / h->median_ms);
   }
   if (!same_math.empty()) {
-    absl::StrAppend(&out, "with the hand loop's math (dualcast-fastmath, the cell written with fast_sigmoid and "
+    absl::StrAppend(&out, "with the hand loop's math (dualcast-fastmath, the cell traced with fast_math: fast_sigmoid and "
                           "fast_tanh, over handwritten): ",
                     same_math, "\n");
   }

@@ -32,8 +32,8 @@ def panel_ratios(rows, variant, layout, sizes):
                      "dualcast's math): " + ", ".join(f"n={n} {a / b:.2f}×" for n, a, b in same_math) + ".")
     fast_math = [(n, median("dualcast-fastmath", n), median("handwritten", n)) for n in sizes]
     if all(a and b for _, a, b in fast_math):
-        lines.append("- The hand loop's own math, `dualcast-fastmath` (the cell written with `fast_sigmoid` and "
-                     "`fast_tanh`, docs/fast-activations.md) ÷ `handwritten`: "
+        lines.append("- The hand loop's own math, `dualcast-fastmath` (the cell traced with `fast_math`: `fast_sigmoid` "
+                     "and `fast_tanh`, docs/fast-activations.md) ÷ `handwritten`: "
                      + ", ".join(f"n={n} {a / b:.2f}×" for n, a, b in fast_math) + ".")
     fastest = []
     for n in sizes:
