@@ -25,6 +25,7 @@
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
 #include "runtime/layout_grad.h"
+#include "runtime/pending_readers.h"
 
 namespace dualcast {
 namespace detail {
@@ -458,6 +459,9 @@ T* Array<T>::mutable_data() {
     throw Error(ErrorKind::kInvalidArgument,
                 "Array::mutable_data: this is a read-only view of const memory");
   }
+  // Pending results that read this memory keep the values it has now
+  // (pending_readers.h): they are computed before the caller writes.
+  detail::ComputeReadersBeforeWrite(*impl_);
   // Counted as a write: from now on the array holds the caller's values (a
   // leaf to a tape), and a tape that kept this memory refuses to use it.
   detail::NoteInPlaceWrite(*impl_);

@@ -14,6 +14,7 @@
 #include "runtime/array_pool.h"
 #include "runtime/grad_kernels.h"
 #include "runtime/backend.h"
+#include "runtime/pending_readers.h"
 
 namespace dualcast {
 namespace {
@@ -164,6 +165,7 @@ std::vector<std::shared_ptr<ArrayImpl>> Broadcast(const Kernel& k, std::vector<O
     node->outputs.push_back(out);
     outputs.push_back(std::move(out));
   }
+  NotePendingNode(node);
   if (Unfused::active()) Materialize(*outputs[0]);
   return outputs;
 }

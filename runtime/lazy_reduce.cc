@@ -27,6 +27,7 @@
 #include "runtime/array_pool.h"
 #include "runtime/grad_kernels.h"
 #include "runtime/lazy_group.h"
+#include "runtime/pending_readers.h"
 
 namespace dualcast::detail {
 namespace {
@@ -160,6 +161,7 @@ std::shared_ptr<ArrayImpl> LazyReduce(const char* what, const std::shared_ptr<Ar
   SetContiguousShape(*out, node->shape);
   out->pending = node;
   node->outputs.push_back(out);
+  NotePendingNode(node);
   return out;
 }
 

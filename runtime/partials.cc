@@ -13,6 +13,7 @@
 #include "jit/error.h"
 #include "jit/passes/jvp.h"
 #include "runtime/in_place.h"
+#include "runtime/pending_readers.h"
 
 namespace dualcast {
 
@@ -157,6 +158,10 @@ Partials<T> ComputePartials(const Kernel& k, const std::vector<Array<T>>& inputs
     }
   }
   auto jvp_fn = std::shared_ptr<const jit::Function>(jvp, &jvp->function);
+  // Pending results that read a destination keep its values of before this call.
+  for (const auto& dest : exec.destinations) {
+    if (dest != nullptr) detail::ComputeReadersBeforeWrite(*dest);
+  }
   std::vector<std::shared_ptr<ArrayImpl>> outs = detail::Execute(name, jvp_fn, impls, exec);
   // Every result was computed from the inputs, and partials() is not
   // recorded: a tape that later meets one refuses a gradient through it

@@ -14,6 +14,7 @@
 #include "runtime/grad_kernels.h"
 #include "runtime/in_place.h"
 #include "runtime/one_pass.h"
+#include "runtime/pending_readers.h"
 
 namespace dualcast {
 namespace {
@@ -772,6 +773,7 @@ void Tape::accumulate_gradient(const Array<T>& loss, const std::vector<Array<T>>
   std::vector<std::shared_ptr<detail::ArrayImpl>> written;
   for (size_t i = 0; i < grads.size(); ++i) {
     if (adjoints[i] == nullptr) continue;
+    detail::ComputeReadersBeforeWrite(*grads[i].impl());  // they keep the buffer's values before +=
     detail::AddInto(*grads[i].impl(), *adjoints[i]);
     detail::NoteInPlaceWrite(*grads[i].impl());  // a tape that kept this memory must not use it
     written.push_back(grads[i].impl());

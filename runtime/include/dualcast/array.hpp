@@ -91,9 +91,9 @@ class Array {
   const Array& eval() const;
   // Pointer to the first element (CPU arrays); computes a pending array.
   const T* data() const;
-  // The same, for writing: counts as a write in place (as assign() does), so
-  // the array is a leaf from then on and a Tape that kept its memory for a
-  // gradient refuses to use it (see tape.hpp). Read through data().
+  // The same, for writing: a write in place (as assign() is). Pending results
+  // that read this memory are computed first; the array is a leaf from then
+  // on, and a Tape that kept its memory refuses to use it. Read through data().
   T* mutable_data();
 
   // Layout operations. While a Tape records, each records a node (as do the

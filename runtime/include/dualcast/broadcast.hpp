@@ -11,10 +11,10 @@
 // records on this thread, the kernel also produces the partials with respect
 // to the leaves (or, in recompute mode, the tape re-runs it later).
 //
-// Arguments are Arrays of one element type, or plain numbers (which become
-// rank-0 constants and are never differentiated). Inputs are read when the
-// result is computed: do not write into an argument's memory while a result
-// computed from it is pending (call eval() on the result first).
+// Arguments are Arrays of one element type, or plain numbers (rank-0 constants,
+// never differentiated). A write through dualcast (assign, mutable_data, ...)
+// first computes the pending results that read that memory; a write through
+// your own pointer cannot: eval() those results before it (embedding.md §2).
 //
 // `Unfused` turns fusion off on this thread while it lives: every broadcast
 // is computed immediately, on its own, one kernel and one tape node per call

@@ -1,0 +1,161 @@
+// A write in place through dualcast never changes a lazy result made before it (runtime/pending_readers.h).
+//
+// Each case failed before: the pending result was computed at its first read,
+// from the input as the write had left it. Expected values are the inputs'
+// values before the write, put through the kernel by hand, as eager code
+// would give them.
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "doctest/doctest.h"
+#include "dualcast/dualcast.hpp"
+#include "runtime/error_text.h"
+#include "runtime/pending_readers.h"
+
+namespace dualcast {
+namespace {
+
+using D = Array<double>;
+using V = std::vector<double>;
+
+const Kernel& Mul() {
+  static const Kernel k = kernel("mul", [](auto x, auto y) { return x * y; });
+  return k;
+}
+const Kernel& Square() {
+  static const Kernel k = kernel("square", [](auto x) { return x * x; });
+  return k;
+}
+
+TEST_CASE("assign after a pending broadcast: the result has the values from before the write") {
+  D x = D::from({1, 2, 3}, {3});
+  D y = x * 2.0;
+  REQUIRE(y.is_pending());
+  x.assign({10, 20, 30});
+  CHECK_FALSE(y.is_pending());  // computed by the write, before it
+  CHECK(y.to_vector() == V{2, 4, 6});
+  CHECK((x * 2.0).to_vector() == V{20, 40, 60});  // made after the write: the new values
+}
+
+TEST_CASE("mutable_data: the pending result is computed before the pointer is handed out") {
+  D x = D::from({1, 2}, {2});
+  D y = broadcast(Mul(), x, x);
+  double* p = x.mutable_data();
+  p[0] = 7;
+  CHECK(y.to_vector() == V{1, 4});
+}
+
+TEST_CASE("a write through another view of the same memory") {
+  D x = D::from({1, 2, 3, 4}, {2, 2});
+  D flat = x.reshape({4});
+  REQUIRE(flat.data() == x.data());
+  D y = x + 1.0;
+  flat.assign({0, 0, 0, 0});
+  CHECK(y.to_vector() == V{2, 3, 4, 5});
+}
+
+TEST_CASE("a fused chain and a pending reduction over the written input") {
+  D x = D::from({1, 2, 3}, {3});
+  D z = (x * 2.0) + 1.0;  // one pending group of two nodes
+  D s = sum(x * x);       // a pending reduction of a pending broadcast
+  x.assign({0, 0, 0});
+  CHECK(z.to_vector() == V{3, 5, 7});
+  CHECK(s.item() == 14);
+}
+
+TEST_CASE("an input computed after its reader was made: found at the write, not when the reader was made") {
+  D x = D::from({1, 2}, {2});
+  D y = x * 3.0;
+  D z = y + 1.0;  // reads y while y is pending
+  y.eval();       // y has memory now; z still pending
+  REQUIRE(z.is_pending());
+  y.mutable_data()[1] = 100;
+  CHECK(z.to_vector() == V{4, 7});
+  CHECK(y.to_vector() == V{3, 100});
+}
+
+TEST_CASE("partials() writing into a destination that a pending result reads") {
+  D d = D::from({1, 2}, {2}), c = D::from({5, 6}, {2});
+  D e = d * 2.0;
+  PartialsOptions<double> o;
+  o.value_out = {d};
+  partials(Square(), {c}, o);
+  CHECK(d.to_vector() == V{25, 36});
+  CHECK(e.to_vector() == V{2, 4});
+}
+
+TEST_CASE("accumulate_gradient's buffer read by a pending result") {
+  D x = D::from({1, 2}, {2}), g = D::from({10, 20}, {2});
+  D seen = g + 0.5;  // pending, reads the buffer
+  Tape tape;
+  D loss = sum(broadcast(Square(), x));
+  tape.accumulate_gradient(loss, {x}, {g});  // g += 2x
+  CHECK(g.to_vector() == V{12, 24});
+  CHECK(seen.to_vector() == V{10.5, 20.5});
+}
+
+TEST_CASE("under a tape: the result is recorded with the values it used, and a gradient that needs the old ones is an Error") {
+  D x = D::from({1, 2}, {2}), b = D::from({3, 4}, {2});
+  Tape tape;
+  D y = broadcast(Mul(), x, b);
+  x.assign({10, 20});  // y = x * b is computed (and recorded) first, at x = (1, 2)
+  CHECK(y.to_vector() == V{3, 8});
+  D loss = sum(y);
+  // d/db = x at (1, 2), which the write replaced: refused, never (10, 20).
+  const std::string m = test::ErrorOf([&] { tape.gradient(loss, {b}); }, "(no error)");
+  MESSAGE(m);
+  CHECK(test::Has(m, "written in place"));
+}
+
+TEST_CASE("a pending result made on a thread that has ended") {
+  D x = D::from({1, 2}, {2});
+  D y;
+  std::thread([&] { y = x * 5.0; }).join();
+  REQUIRE(y.is_pending());
+  x.assign({0, 0});
+  CHECK(y.to_vector() == V{5, 10});
+}
+
+TEST_CASE("a thread writing while another makes and reads pending results: each keeps its own inputs' values") {
+  // The writer scans the other thread's registry while it grows (TSan runs this).
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong{0};
+  std::thread maker([&] {
+    D mine = D::from({1, 2}, {2});
+    for (int k = 0; !stop.load() && k < 20000; ++k) {
+      D y = mine * static_cast<double>(k);
+      D z = y + 1.0;
+      if (z.to_vector() != V{1.0 + k, 1.0 + 2.0 * k}) wrong.fetch_add(1);
+    }
+  });
+  D w = D::from({0, 0}, {2});
+  for (int k = 0; k < 2000; ++k) {
+    D r = w + 1.0;
+    w.assign({static_cast<double>(k), static_cast<double>(k)});
+    if (r.to_vector() != V{k == 0 ? 1.0 : k, k == 0 ? 1.0 : k}) wrong.fetch_add(1);
+  }
+  stop.store(true);
+  maker.join();
+  CHECK(wrong.load() == 0);
+}
+
+TEST_CASE("writes that no pending result reads compute nothing") {
+  D x = D::from({1, 2}, {2}), other = D::from({3, 4}, {2});
+  D y = other * 2.0;
+  x.assign({7, 8});
+  CHECK(y.is_pending());
+  CHECK(y.to_vector() == V{6, 8});
+}
+
+TEST_CASE("a loop of short-lived broadcasts keeps the registry small (dead nodes are pruned)") {
+  D x = D::from({1, 2}, {2});
+  double total = 0;
+  for (int k = 0; k < 10000; ++k) total += sum(x * static_cast<double>(k)).item();
+  CHECK(total == 3.0 * 9999 * 10000 / 2);
+  CHECK(detail::RegisteredNodesForTesting() <= 128);
+}
+
+}  // namespace
+}  // namespace dualcast
