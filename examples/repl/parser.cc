@@ -19,6 +19,30 @@ class Parser {
   explicit Parser(std::string_view text) : tokens_(Lex(text)) {}
 
   Stmt Statement() {
+    Stmt s = OneStatement();
+    ExpectEnd();
+    return s;
+  }
+
+  // `a = 1; b = 2`: each statement but the last must end in ';' (which
+  // also keeps it from printing, as in MATLAB and Julia).
+  std::vector<Stmt> Statements() {
+    std::vector<Stmt> all;
+    do {
+      all.push_back(OneStatement());
+    } while (all.back().quiet && Peek().kind != Tok::kEnd);
+    ExpectEnd();
+    return all;
+  }
+
+  std::unique_ptr<Expr> WholeExpression() {
+    auto e = Expression();
+    ExpectEnd();
+    return e;
+  }
+
+ private:
+  Stmt OneStatement() {
     Stmt s;
     s.span.begin = Peek().span.begin;
     if (Peek().kind == Tok::kDef) {
@@ -38,17 +62,9 @@ class Parser {
     }
     if (Accept(Tok::kSemicolon)) s.quiet = true;
     s.span.end = Previous().span.end;
-    ExpectEnd();
     return s;
   }
 
-  std::unique_ptr<Expr> WholeExpression() {
-    auto e = Expression();
-    ExpectEnd();
-    return e;
-  }
-
- private:
   // `a = ...` or `a, b = ...` (a comma-separated list of names followed by '=').
   bool IsAssignment() const {
     size_t i = pos_;
@@ -379,6 +395,8 @@ class Parser {
 }  // namespace
 
 Stmt ParseStatement(std::string_view text) { return Parser(text).Statement(); }
+
+std::vector<Stmt> ParseStatements(std::string_view text) { return Parser(text).Statements(); }
 
 std::unique_ptr<Expr> ParseExpression(std::string_view text) {
   return Parser(text).WholeExpression();

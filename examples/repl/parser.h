@@ -1,8 +1,9 @@
 // The REPL parser: statement text to a syntax tree (ast.h), with the column of every mistake.
 //
 // Grammar (lowest precedence first; `if` and `let` extend as far right as possible):
+//   line    := stmt {';' stmt} [';']                   (';' also keeps a result from printing)
 //   stmt    := 'def' NAME '(' [NAME {',' NAME}] ')' '=' expr
-//            | NAME {',' NAME} '=' expr | expr          (optionally ending in ';')
+//            | NAME {',' NAME} '=' expr | expr
 //   expr    := 'if' expr 'then' expr 'else' expr
 //            | 'let' NAME {',' NAME} '=' expr 'in' expr | or
 //   or      := and {'or' and}          and := not {'and' not}
@@ -20,6 +21,7 @@
 #pragma once
 
 #include <string_view>
+#include <vector>
 
 #include "examples/repl/ast.h"
 
@@ -27,6 +29,9 @@ namespace dualcast::repl {
 
 // Parses one statement. Throws SourceError(kParse) with the offending token's span.
 Stmt ParseStatement(std::string_view text);
+
+// Parses statements separated by ';' (`a = 1; b = 2`), all before any runs.
+std::vector<Stmt> ParseStatements(std::string_view text);
 
 // Parses one expression (all of `text`), e.g. the arguments of a command.
 std::unique_ptr<Expr> ParseExpression(std::string_view text);

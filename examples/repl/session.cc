@@ -130,7 +130,11 @@ bool Session::Run(std::string_view text, int first_line) {
 
 void Session::Statement(std::string_view text) {
   if (Lex(text).size() == 1) return;  // only whitespace and comments
-  Stmt s = ParseStatement(text);
+  // In order; one that fails stops the line, those before it have run.
+  for (const Stmt& s : ParseStatements(text)) Execute(s, text);
+}
+
+void Session::Execute(const Stmt& s, std::string_view text) {
   switch (s.kind) {
     case Stmt::kDef:
       Define(s, text);
@@ -475,7 +479,8 @@ Arrays are float64 (double) on the current device. Statements:
             let x = e in body, (a, b) tuples for several outputs,
             math functions by their dualcast names: exp log sqrt sin tanh sigmoid softplus
             relu abs pow atan2 min max hypot ... (also add, lt, select, where), calls of earlier defs
-  x = expr                   assign (end a statement with ';' to not print it); a, b = f.(x)
+  x = expr                   assign; a, b = f.(x). End a statement with ';' to not print it;
+                             several on a line: a = 1; b = a + 1
   f.(x, y)                   broadcast f elementwise (NumPy rules); f(x, y) does the same
   rand(4, 4) randn(n) zeros(2, 3) ones(3) range(n) range(a, b) [[1, 2], [3, 4]]
   bernoulli(n, 1, p)         0/1 array, 1 with probability p

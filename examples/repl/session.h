@@ -92,6 +92,7 @@ class Session {
   friend class Evaluator;
 
   void Statement(std::string_view text);
+  void Execute(const Stmt& s, std::string_view text);  // `text`: the whole line, which s's spans index
   void Command(std::string_view text);
   void Define(const Stmt& s, std::string_view text);
   void Assign(const Stmt& s, Value value);

@@ -337,6 +337,31 @@ TEST_CASE("session: errors never end the session and leave its state as it was")
   CHECK(lenient.variable("z") != nullptr);
 }
 
+TEST_CASE("several statements on a line: run in order, ';' keeps each from printing, a parse error runs none") {
+  std::vector<Stmt> all = ParseStatements("a = 1; def f(x) = x * a; b = f.(2)");
+  REQUIRE(all.size() == 3);
+  CHECK(all[0].quiet);
+  CHECK(all[1].kind == Stmt::kDef);
+  CHECK_FALSE(all[2].quiet);
+  CHECK(all[2].span.begin == 25);  // spans index the whole line (error carets)
+  // A missing ';' between two statements is the one error, at the second.
+  CHECK(CatchError([] { ParseStatements("a = 1 b = 2"); }).span().begin == 6);
+
+  std::ostringstream out, err;
+  Session s(out, err);
+  CHECK(s.Run("a = [1, 2]; b = a * 3"));
+  CHECK(out.str() == "b = array([3, 6], dtype=float64)\n");  // a's ';' kept it quiet
+  CHECK(s.variable("a")->parts[0].to_vector() == std::vector<double>{1, 2});
+  // The second statement fails: the first has run, the third has not.
+  CHECK_FALSE(s.Run("c = 5; d = nosuch; e = 1"));
+  CHECK(s.variable("c") != nullptr);
+  CHECK(s.variable("e") == nullptr);
+  CHECK(err.str().find("\n  c = 5; d = nosuch; e = 1\n             ^~~~~~\n") != std::string::npos);
+  // A parse error anywhere on the line: nothing runs.
+  CHECK_FALSE(s.Run("g = 1; h = 1 +"));
+  CHECK(s.variable("g") == nullptr);
+}
+
 TEST_CASE("session: completion names, output indexing from 1, and Ctrl-C between sub-expressions") {
   std::ostringstream out, err;
   Session s(out, err);
