@@ -31,7 +31,9 @@ class Parser {
     do {
       all.push_back(OneStatement());
     } while (all.back().quiet && Peek().kind != Tok::kEnd);
-    ExpectEnd();
+    const Tok next = Peek().kind;  // what could begin a statement: a missing ';'?
+    const bool starts = next == Tok::kIdent || next == Tok::kNumber || next == Tok::kDef;
+    ExpectEnd(starts ? " (separate statements with ';')" : "");
     return all;
   }
 
@@ -348,9 +350,8 @@ class Parser {
     return TokName(t.kind);
   }
 
-  void ExpectEnd() {
+  void ExpectEnd(std::string hint = "") {
     if (Peek().kind == Tok::kEnd) return;
-    std::string hint;
     if (Peek().kind == Tok::kAssign) hint = " (to compare, write '==')";
     if (Peek().kind == Tok::kLParen || Peek().kind == Tok::kLBracket) hint = " (a missing operator?)";
     Fail(Peek().span, "unexpected " + Describe(Peek()) + " after the end of the statement" + hint);

@@ -345,7 +345,9 @@ TEST_CASE("several statements on a line: run in order, ';' keeps each from print
   CHECK_FALSE(all[2].quiet);
   CHECK(all[2].span.begin == 25);  // spans index the whole line (error carets)
   // A missing ';' between two statements is the one error, at the second.
-  CHECK(CatchError([] { ParseStatements("a = 1 b = 2"); }).span().begin == 6);
+  SourceError missing = CatchError([] { ParseStatements("a = 1 b = 2"); });
+  CHECK(missing.span().begin == 6);
+  CHECK(std::string(missing.what()).find("separate statements with ';'") != std::string::npos);
 
   std::ostringstream out, err;
   Session s(out, err);
