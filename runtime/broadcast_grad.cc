@@ -167,11 +167,18 @@ class BroadcastGradNode final : public ReleasableGradNode {
     const bool use_cached = cached_ && !uncached_adjoint;
     if (const uint64_t epoch = SweptNodeEpoch(); InPlaceWriteEpoch() > epoch) {
       if (use_cached) {
-        for (const auto& p : info_.partials) {
-          if (p != nullptr) {
-            CheckNotWrittenSince(epoch, *p, absl::StrCat("an argument or result of '", name,
-                                                          "' kept as a partial derivative"), name);
+        // Only the partials this sweep multiplies: a write into one that no
+        // requested gradient needs (d(x*b)/db = x, asked for d/dx) is no error.
+        const size_t J = info_.wrt.size();
+        for (size_t k = 0; k < info_.partials.size(); ++k) {
+          const auto& p = info_.partials[k];
+          const size_t m = k / J, j = k % J;
+          if (p == nullptr || m >= output_adjoints.size() || output_adjoints[m] == nullptr ||
+              !InputNeeded(static_cast<size_t>(info_.wrt[j]))) {
+            continue;
           }
+          CheckNotWrittenSince(epoch, *p, absl::StrCat("an argument or result of '", name,
+                                                        "' kept as a partial derivative"), name);
         }
       } else {
         for (size_t j = 0; j < inputs.size(); ++j) {
