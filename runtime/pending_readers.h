@@ -19,9 +19,11 @@
 // shared cache line), pruned of dead nodes as it grows. A write scans every
 // list, then inspects the live nodes under the graph lock; the inputs are
 // compared at the write, not when the node was made, so an input computed
-// since (y = x * 2 evaluated after z = y + 1 was made) is found too. A write
-// costs time in the number of pending nodes alive (tens of nanoseconds
-// each), a broadcast 12 ns more than without the registry.
+// since (y = x * 2 evaluated after z = y + 1 was made) is found too. Each
+// entry keeps a 64-bit filter of the storages its node read when made, so a
+// write looks closely only at nodes that may read it (or had a pending input
+// then): 8 us per write with 10,000 pending results alive. A broadcast costs
+// about 10 ns more than without the registry (330 ns for one element).
 //
 // Not seen: writes through the user's own pointers into a view's memory
 // (Array::view) or into a pointer kept from an earlier mutable_data(); call
