@@ -181,6 +181,8 @@ Value Evaluator::Name(const Expr& e) {
   std::string hint;
   if (s_.function(e.name) != nullptr || IsScalarBuiltin(e.name)) {
     hint = " ('" + e.name + "' is a function: call it as " + e.name + ".(...))";
+  } else if (e.name == "help" || e.name == "quit" || e.name == "exit" || e.name == "vars") {
+    hint = std::string(" (commands start with ':': :") + (e.name == "exit" ? "quit" : e.name) + ")";
   }
   throw SourceError(ErrorCategory::kUnknownName, e.span, "unknown name '" + e.name + "'" + hint);
 }

@@ -359,6 +359,9 @@ TEST_CASE("several statements on a line: run in order, ';' keeps each from print
   CHECK(s.variable("c") != nullptr);
   CHECK(s.variable("e") == nullptr);
   CHECK(err.str().find("\n  c = 5; d = nosuch; e = 1\n             ^~~~~~\n") != std::string::npos);
+  // A newcomer's `help` points at the command.
+  CHECK_FALSE(s.Run("help"));
+  CHECK(err.str().find("unknown name 'help' (commands start with ':': :help)") != std::string::npos);
   // A parse error anywhere on the line: nothing runs.
   CHECK_FALSE(s.Run("g = 1; h = 1 +"));
   CHECK(s.variable("g") == nullptr);
