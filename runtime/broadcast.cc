@@ -165,8 +165,11 @@ std::vector<std::shared_ptr<ArrayImpl>> Broadcast(const Kernel& k, std::vector<O
     node->outputs.push_back(out);
     outputs.push_back(std::move(out));
   }
-  NotePendingNode(node);
-  if (Unfused::active()) Materialize(*outputs[0]);
+  if (Unfused::active()) {
+    Materialize(*outputs[0]);  // computed now: no write can reach it pending
+  } else {
+    NotePendingNode(node);
+  }
   return outputs;
 }
 

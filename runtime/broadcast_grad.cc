@@ -162,25 +162,15 @@ class BroadcastGradNode final : public ReleasableGradNode {
       uncached_adjoint = uncached_adjoint || (output_adjoints[m] != nullptr && !info_.cached_outputs[m]);
     }
     // What this sweep reads must still hold what the forward pass saw: the
-    // cached partials (some are arguments or results themselves), or the
-    // arguments the partials are recomputed from.
+    // cached partials it multiplies (some are arguments or results
+    // themselves), or the arguments the partials are recomputed from.
     const bool use_cached = cached_ && !uncached_adjoint;
-    if (const uint64_t epoch = SweptNodeEpoch(); InPlaceWriteEpoch() > epoch) {
-      if (use_cached) {
-        // Only the partials this sweep multiplies: a write into one that no
-        // requested gradient needs (d(x*b)/db = x, asked for d/dx) is no error.
-        const size_t J = info_.wrt.size();
-        for (size_t k = 0; k < info_.partials.size(); ++k) {
-          const auto& p = info_.partials[k];
-          const size_t m = k / J, j = k % J;
-          if (p == nullptr || m >= output_adjoints.size() || output_adjoints[m] == nullptr ||
-              !InputNeeded(static_cast<size_t>(info_.wrt[j]))) {
-            continue;
-          }
-          CheckNotWrittenSince(epoch, *p, absl::StrCat("an argument or result of '", name,
-                                                        "' kept as a partial derivative"), name);
-        }
-      } else {
+    const uint64_t epoch = SweptNodeEpoch();
+    const bool written_since = InPlaceWriteEpoch() > epoch;
+    if (use_cached) {
+      BackwardCached(output_adjoints, add, written_since ? &epoch : nullptr);
+    } else {
+      if (written_since) {
         for (size_t j = 0; j < inputs.size(); ++j) {
           if (inputs[j] != nullptr) {
             CheckNotWrittenSince(epoch, *inputs[j], absl::StrCat("argument ", j + 1, " of '", name, "'"),
@@ -188,10 +178,6 @@ class BroadcastGradNode final : public ReleasableGradNode {
           }
         }
       }
-    }
-    if (use_cached) {
-      BackwardCached(output_adjoints, add);
-    } else {
       BackwardRecompute(output_adjoints, add);
     }
     return contributions;
@@ -270,19 +256,33 @@ class BroadcastGradNode final : public ReleasableGradNode {
   }
 
  private:
+  // With `check_epoch` (the epoch this node was recorded at, when some write
+  // in place came later), every partial multiplied is checked first,
+  // before anything is computed; the partials no requested gradient needs
+  // are not (d(x*b)/db = x written later does not stop d/dx).
   template <class Add>
-  void BackwardCached(const std::vector<std::shared_ptr<ArrayImpl>>& ybar, Add& add) {
+  void BackwardCached(const std::vector<std::shared_ptr<ArrayImpl>>& ybar, Add& add,
+                      const uint64_t* check_epoch) {
     const size_t M = info_.primal->num_outputs(), J = info_.wrt.size();
+    std::vector<std::vector<ProductTerm>> terms(J);
     for (size_t j = 0; j < J; ++j) {
       if (!InputNeeded(static_cast<size_t>(info_.wrt[j]))) continue;
-      std::vector<ProductTerm> terms;
       for (size_t m = 0; m < M && m < ybar.size(); ++m) {
         const auto& p = info_.partials[m * J + j];
-        if (ybar[m] != nullptr && p != nullptr) terms.push_back(ProductTerm{ybar[m].get(), p.get()});
+        if (ybar[m] == nullptr || p == nullptr) continue;
+        if (check_epoch != nullptr) {
+          CheckNotWrittenSince(*check_epoch, *p,
+                               absl::StrCat("an argument or result of '", name,
+                                            "' kept as a partial derivative"),
+                               name);
+        }
+        terms[j].push_back(ProductTerm{ybar[m].get(), p.get()});
       }
-      if (terms.empty()) continue;
+    }
+    for (size_t j = 0; j < J; ++j) {
+      if (terms[j].empty()) continue;
       const ArrayImpl& leaf = *inputs[static_cast<size_t>(info_.wrt[j])];
-      add(info_.wrt[j], ReduceProducts(dtype_, terms, info_.out_shape, leaf.shape));
+      add(info_.wrt[j], ReduceProducts(dtype_, terms[j], info_.out_shape, leaf.shape));
     }
   }
 
