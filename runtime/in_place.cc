@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -42,7 +43,26 @@ uint64_t SweptNodeEpoch() { return t_swept_epoch; }
 SweptNodeEpochScope::SweptNodeEpochScope(uint64_t epoch) : saved_(t_swept_epoch) { t_swept_epoch = epoch; }
 SweptNodeEpochScope::~SweptNodeEpochScope() { t_swept_epoch = saved_; }
 
+namespace {
+// Guards every WriteHistory::past: written only by writes over a computed
+// array, read only by sweeps that meet an older version.
+std::mutex& HistoryLock() {
+  static auto* mu = new std::mutex();
+  return *mu;
+}
+}  // namespace
+
 void NoteInPlaceWrite(ArrayImpl& a) {
+  if (a.grad_fn != nullptr || a.origin != nullptr) {
+    std::lock_guard<std::mutex> lock(HistoryLock());
+    ArrayImpl::WriteHistory& h = a.writes;
+    if (h.past.size() >= ArrayImpl::WriteHistory::kMaxPast) {
+      h.forgotten_below = h.past.front().version + 1;
+      h.past.erase(h.past.begin());
+    }
+    h.past.push_back({WriteCount(a), a.grad_fn, a.grad_output, a.origin});
+  }
+  a.writes.count.fetch_add(1, std::memory_order_relaxed);
   a.grad_fn.reset();
   a.grad_output = 0;
   if (a.storage == nullptr) return;
@@ -54,6 +74,21 @@ void NoteInPlaceWrite(ArrayImpl& a) {
   auto [it, inserted] = shard.last.insert_or_assign(a.storage.get(), epoch);
   (void)it;
   if (inserted) shard.size.fetch_add(1, std::memory_order_relaxed);
+}
+
+VersionInfo VersionOf(const ArrayImpl& a, uint32_t version) {
+  if (version == WriteCount(a)) return {a.grad_fn, a.grad_output, a.origin};
+  std::lock_guard<std::mutex> lock(HistoryLock());
+  for (const ArrayImpl::WriteHistory::Past& p : a.writes.past) {
+    if (p.version == version) return {p.node.lock(), p.output, p.origin};
+  }
+  VersionInfo none;
+  none.known = version >= a.writes.forgotten_below;
+  return none;
+}
+
+VersionInfo InputSeenBy(const GradNode& reader, size_t j) {
+  return VersionOf(*reader.inputs[j], j < reader.input_versions.size() ? reader.input_versions[j] : 0);
 }
 
 uint64_t LastInPlaceWrite(const Storage* storage) {
@@ -77,6 +112,10 @@ void ForgetInPlaceWrites(const Storage* storage) {
 void CheckNotWrittenSince(uint64_t epoch, const ArrayImpl& a, const std::string& what,
                           const std::string& node_name) {
   if (InPlaceWriteEpoch() <= epoch || LastInPlaceWrite(a.storage.get()) <= epoch) return;
+  ThrowWrittenInPlace(a, what, node_name);
+}
+
+void ThrowWrittenInPlace(const ArrayImpl& a, const std::string& what, const std::string& node_name) {
   throw Error(ErrorKind::kInvalidArgument,
               absl::StrCat("Tape::gradient: ", what, " (an array of shape [", absl::StrJoin(a.shape, ", "),
                            "]) was written in place (Array::assign, mutable_data() (which counts as "

@@ -10,7 +10,14 @@
 //   - takes a new epoch from one process-wide counter and stamps the storage
 //     with it (views share the stamp: they share the storage), and
 //   - makes the written array a leaf (its tape node is dropped; the caller
-//     sets its Origin: none for user values, the kernel's for a destination).
+//     sets its Origin: none for user values, the kernel's for a destination),
+//     a new version of it: the array counts its writes and remembers the node
+//     that had computed each version written over. A node recorded before the
+//     write keeps the version it read (GradNode::input_versions), so its
+//     adjoint still flows to what computed those values (it did not, once:
+//     `h = tanh(x); loss = sum(h * h) + sum(x); h.assign(...)` gave d/dx = 1),
+//     and a gradient with respect to the array is one with respect to its
+//     values now: uses of an older version are uses of another variable.
 // The tape remembers the epoch at which it recorded each node; the sweep refuses,
 // with an Error naming the node, the argument and the fix, to read a kept
 // array whose storage was stamped later.
@@ -29,9 +36,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "dualcast/detail/array_impl.hpp"
+#include "dualcast/detail/grad_node.hpp"
 
 namespace dualcast::detail {
 
@@ -41,6 +51,28 @@ uint64_t InPlaceWriteEpoch();
 // `a` is about to be (or was just) written in place: stamps its storage
 // with a new epoch and drops its tape node (it is a leaf from now on).
 void NoteInPlaceWrite(ArrayImpl& a);
+
+// How many times `a` was written in place through itself (its version).
+inline uint32_t WriteCount(const ArrayImpl& a) { return a.writes.count.load(std::memory_order_relaxed); }
+
+// What computed version `version` of `a`: its tape node and output (null:
+// none, or that node is gone) and its Origin (null: user values). `known`
+// is false for an old version whose record was dropped (WriteHistory::kMaxPast).
+struct VersionInfo {
+  std::shared_ptr<GradNode> node;
+  int output = 0;
+  std::shared_ptr<const Origin> origin;
+  bool known = true;
+};
+VersionInfo VersionOf(const ArrayImpl& a, uint32_t version);
+
+// Input j of `reader` as `reader` read it.
+VersionInfo InputSeenBy(const GradNode& reader, size_t j);
+
+// The error for an array that no longer holds what the node `node_name`
+// relied on: `what` names it (e.g. "argument 2 of 'mul'").
+[[noreturn]] void ThrowWrittenInPlace(const ArrayImpl& a, const std::string& what,
+                                      const std::string& node_name);
 
 // The epoch of the last in-place write to `storage` (0: never written in place).
 uint64_t LastInPlaceWrite(const Storage* storage);

@@ -18,6 +18,7 @@
 #include "jit/passes/jvp.h"
 #include "jit/passes/optimize.h"
 #include "runtime/grad_kernels.h"
+#include "runtime/in_place.h"
 #include "runtime/lazy_group.h"
 #include "runtime/lazy_reduce.h"
 
@@ -151,10 +152,24 @@ bool PathBehindLeaves(const std::vector<std::shared_ptr<ArrayImpl>>& leaves,
     if (budget == 0) return true;  // too deep to tell: let the sweep decide
     std::shared_ptr<ArrayImpl> a = std::move(stack.back());
     stack.pop_back();
-    if (a->grad_fn != nullptr) {
-      for (const auto& in : a->grad_fn->inputs) {
-        if (visit(in)) return true;
+    for (std::shared_ptr<GradNode> node = a->grad_fn; node != nullptr;) {
+      std::shared_ptr<GradNode> next;
+      for (size_t j = 0; j < node->inputs.size(); ++j) {
+        if (visit(node->inputs[j])) return true;
+        // An input written in place since the node read it: what computed
+        // the values the node read (in_place.h) is behind it too.
+        const uint32_t seen = j < node->input_versions.size() ? node->input_versions[j] : 0;
+        if (node->inputs[j] == nullptr || seen == WriteCount(*node->inputs[j])) continue;
+        VersionInfo then = InputSeenBy(*node, j);
+        if (!then.known || next != nullptr) return true;  // let the sweep decide
+        if (then.origin != nullptr) {
+          for (const auto& weak : then.origin->inputs) {
+            if (visit(weak.lock())) return true;
+          }
+        }
+        next = std::move(then.node);
       }
+      node = std::move(next);
     }
     if (a->origin != nullptr) {
       for (const auto& weak : a->origin->inputs) {

@@ -47,21 +47,34 @@ struct PauseRecording {
 struct Key {
   const void* ptr;
   int output;
+  uint32_t version = 0;  // a leaf's: its write count (in_place.h); each version is its own variable
   bool operator==(const Key&) const = default;
   template <typename H>
   friend H AbslHashValue(H h, const Key& k) {
-    return H::combine(std::move(h), k.ptr, k.output);
+    return H::combine(std::move(h), k.ptr, k.output, k.version);
   }
 };
 
 using NodeIndex = absl::flat_hash_map<const detail::GradNode*, size_t>;
 using AdjointMap = absl::flat_hash_map<Key, std::shared_ptr<detail::ArrayImpl>>;
 
+// The variable `a` stands for now.
 Key KeyOf(const detail::ArrayImpl& a, const NodeIndex& on_tape) {
   if (a.grad_fn != nullptr && on_tape.contains(a.grad_fn.get())) {
     return Key{a.grad_fn.get(), a.grad_output};
   }
-  return Key{&a, -1};
+  return Key{&a, -1, detail::WriteCount(a)};
+}
+
+// The variable input j of `node` stood for when the node read it: the same
+// unless the input was written in place since.
+Key InputKey(const detail::GradNode& node, size_t j, const NodeIndex& on_tape) {
+  const detail::ArrayImpl& a = *node.inputs[j];
+  const uint32_t seen = j < node.input_versions.size() ? node.input_versions[j] : 0;
+  if (seen == detail::WriteCount(a)) return KeyOf(a, on_tape);
+  const detail::VersionInfo then = detail::VersionOf(a, seen);
+  if (then.node != nullptr && on_tape.contains(then.node.get())) return Key{then.node.get(), then.output};
+  return Key{&a, -1, seen};
 }
 
 // Whether nothing but `p` refers to this array or its memory, so adding into
@@ -110,9 +123,32 @@ void Record(std::shared_ptr<GradNode> node, const std::vector<std::shared_ptr<Ar
   Record(std::move(node), ArraySpan(outputs));
 }
 
+namespace {
+
+// Fills node.input_versions and stale_inputs (grad_node.hpp) as the node
+// reads its inputs: pending ones are computed later, unwritten (a write
+// first computes the pending results reading that memory), so the write
+// count they have now is the one the node reads.
+void NoteInputVersions(GradNode& node) {
+  node.input_versions.assign(node.inputs.size(), 0);
+  node.stale_inputs.assign(node.inputs.size(), false);
+  for (size_t j = 0; j < node.inputs.size(); ++j) {
+    const ArrayImpl* a = node.inputs[j].get();
+    if (a == nullptr) continue;
+    node.input_versions[j] = WriteCount(*a);
+    node.stale_inputs[j] = a->grad_fn != nullptr && a->storage != nullptr &&
+                           LastInPlaceWrite(a->storage.get()) > RecordEpoch(a->grad_fn.get());
+  }
+}
+
+}  // namespace
+
 void Record(std::shared_ptr<GradNode> node, ArraySpan outputs) {
   if (!TapeActive() || node == nullptr) return;
-  if (const uint64_t epoch = InPlaceWriteEpoch(); epoch > 0) t_record_epochs[node.get()] = epoch;
+  if (const uint64_t epoch = InPlaceWriteEpoch(); epoch > 0) {
+    t_record_epochs[node.get()] = epoch;
+    NoteInputVersions(*node);
+  }
   for (Tape* tape : t_tapes) tape->nodes_.push_back({node, static_cast<int>(outputs.size())});
   for (size_t m = 0; m < outputs.size(); ++m) {
     if (outputs[m] == nullptr) continue;
@@ -288,6 +324,40 @@ struct Step {
   std::vector<Key> outputs;
 };
 
+// A part reads the node's inputs as the node read them; the node's outputs
+// it reads (the cut arrays) are computed by the parts before it.
+void InheritInputVersions(const detail::GradNode& node, detail::GradNode& part) {
+  part.input_versions.assign(part.inputs.size(), 0);
+  part.stale_inputs.assign(part.inputs.size(), false);
+  for (size_t k = 0; k < part.inputs.size(); ++k) {
+    const detail::ArrayImpl* a = part.inputs[k].get();
+    part.input_versions[k] = a == nullptr ? 0 : detail::WriteCount(*a);
+    for (size_t j = 0; j < node.inputs.size(); ++j) {
+      if (node.inputs[j].get() != a) continue;
+      part.input_versions[k] = j < node.input_versions.size() ? node.input_versions[j] : 0;
+      part.stale_inputs[k] = j < node.stale_inputs.size() && node.stale_inputs[j];
+      break;
+    }
+  }
+}
+
+// The variables older versions of `a` stood for, where a node read them.
+absl::flat_hash_set<Key> OlderVersionKeys(const std::vector<Step>& steps, const detail::ArrayImpl& a,
+                                          const NodeIndex& on_tape) {
+  absl::flat_hash_set<Key> keys;
+  if (detail::WriteCount(a) == 0) return keys;
+  for (const Step& step : steps) {
+    const detail::GradNode& node = *step.node;
+    for (size_t j = 0; j < node.inputs.size(); ++j) {
+      const uint32_t seen = j < node.input_versions.size() ? node.input_versions[j] : 0;
+      if (node.inputs[j].get() == &a && seen != detail::WriteCount(a)) {
+        keys.insert(InputKey(node, j, on_tape));
+      }
+    }
+  }
+  return keys;
+}
+
 std::string Described(size_t i, const detail::ArrayImpl& a) {
   return absl::StrCat("input ", i + 1, " (shape ", ShapeText(a.shape), ")");
 }
@@ -302,31 +372,41 @@ std::string Described(size_t i, const detail::ArrayImpl& a) {
 // says so). Paths through an op without a
 // gradient (Origin::constant, taped ones) are not missed paths: the arrays
 // behind it land in `through_constant` instead, with that op's result.
-using UntapedMap = absl::flat_hash_map<const detail::ArrayImpl*, const detail::ArrayImpl*>;
+// An array on the way, with the Origin of the values the path met (its own,
+// or, for an older version, the one it had then: in_place.h).
+struct Via {
+  const detail::ArrayImpl* array = nullptr;
+  const detail::Origin* origin = nullptr;
+};
+using UntapedMap = absl::flat_hash_map<const detail::ArrayImpl*, Via>;
 struct Behind {
   UntapedMap untaped;
   UntapedMap through_constant;
-  const detail::ArrayImpl* unverified = nullptr;  // an untaped array with a truncated ancestry
+  Via unverified;  // an untaped array with a truncated ancestry
+  const detail::ArrayImpl* forgotten = nullptr;  // an older version whose record was dropped
+  std::vector<std::shared_ptr<const detail::Origin>> origins;  // the older versions' Origins met
 };
 
 Behind BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeIndex& on_tape) {
+  static constexpr uint32_t kNow = UINT32_MAX;
   struct Item {
     std::shared_ptr<detail::ArrayImpl> array;
-    const detail::ArrayImpl* via;       // the first array on the path the tape did not record
-    const detail::ArrayImpl* constant;  // the first result of an op without a gradient
+    Via via;                  // the first array on the path the tape did not record
+    Via constant;             // the first result of an op without a gradient
+    uint32_t version = kNow;  // the version a taped node read (in_place.h)
   };
   Behind behind;
-  std::vector<Item> stack = {{loss, nullptr, nullptr}};
-  absl::flat_hash_set<const detail::ArrayImpl*> seen_taped;
+  std::vector<Item> stack = {{loss, {}, {}}};
+  absl::flat_hash_set<std::pair<const detail::ArrayImpl*, uint32_t>> seen_taped;
   for (int budget = 100000; !stack.empty() && budget > 0; --budget) {
     Item item = std::move(stack.back());
     stack.pop_back();
     const detail::ArrayImpl& a = *item.array;
-    if (item.via != nullptr) {
+    if (item.via.array != nullptr) {
       if (!behind.untaped.try_emplace(&a, item.via).second) continue;
-    } else if (item.constant != nullptr) {
+    } else if (item.constant.array != nullptr) {
       if (!behind.through_constant.try_emplace(&a, item.constant).second) continue;
-    } else if (!seen_taped.insert(&a).second) {
+    } else if (!seen_taped.insert({&a, item.version}).second) {
       continue;
     }
     // The inputs that output m of a taped node reads (a fused group's outputs differ).
@@ -334,25 +414,41 @@ Behind BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeI
       for (size_t j = 0; j < node.inputs.size(); ++j) {
         const bool read = node.reads.empty() || (m < node.reads.size() && j < node.reads[m].size() &&
                                                  node.reads[m][j]);
-        if (node.inputs[j] != nullptr && read) stack.push_back({node.inputs[j], marks.via, marks.constant});
+        if (node.inputs[j] == nullptr || !read) continue;
+        const uint32_t version = j < node.input_versions.size() ? node.input_versions[j] : 0;
+        stack.push_back({node.inputs[j], marks.via, marks.constant, version});
       }
     };
-    if (a.grad_fn != nullptr && on_tape.contains(a.grad_fn.get())) {
-      push_inputs(*a.grad_fn, static_cast<size_t>(a.grad_output), item);
-    } else if (a.origin != nullptr) {
-      const detail::Origin& o = *a.origin;
-      const bool constant = o.constant && o.taped && item.via == nullptr;
+    // What computed the values met: the array's own node and Origin, or, when
+    // it was written in place since a taped node read it, the older version's.
+    std::shared_ptr<detail::GradNode> producer = a.grad_fn;
+    int output = a.grad_output;
+    const detail::Origin* origin = a.origin.get();
+    if (item.version != kNow && item.version != detail::WriteCount(a)) {
+      detail::VersionInfo then = detail::VersionOf(a, item.version);
+      if (!then.known && behind.forgotten == nullptr) behind.forgotten = &a;
+      producer = std::move(then.node);
+      output = then.output;
+      origin = then.origin.get();
+      if (then.origin != nullptr) behind.origins.push_back(std::move(then.origin));
+    }
+    if (producer != nullptr && on_tape.contains(producer.get())) {
+      push_inputs(*producer, static_cast<size_t>(output), item);
+    } else if (origin != nullptr) {
+      const detail::Origin& o = *origin;
+      const Via self{&a, origin};
+      const bool constant = o.constant && o.taped && item.via.array == nullptr;
       if (!o.constant) {
         // Everything upstream of an untaped array is behind it: its flattened
         // ancestry, which temporaries dropped on the way do not cut.
-        const detail::ArrayImpl* via = item.via ? item.via : &a;
+        const Via via = item.via.array ? item.via : self;
         for (const auto& w : o.ancestors) {
           if (auto up = w.lock()) behind.untaped.try_emplace(up.get(), via);
         }
-        if (o.truncated && behind.unverified == nullptr) behind.unverified = via;
+        if (o.truncated && behind.unverified.array == nullptr) behind.unverified = via;
       }
-      const Item marks = constant ? Item{nullptr, nullptr, item.constant ? item.constant : &a}
-                                  : Item{nullptr, item.via ? item.via : &a, nullptr};
+      const Item marks = constant ? Item{nullptr, {}, item.constant.array ? item.constant : self}
+                                  : Item{nullptr, item.via.array ? item.via : self, {}};
       for (size_t k = 0; k < o.inputs.size(); ++k) {
         if (auto in = o.inputs[k].lock()) {
           stack.push_back({std::move(in), marks.via, marks.constant});
@@ -375,13 +471,14 @@ constexpr char kAccumulateOp[] = "Tape::accumulate_gradient";
 
 // No tape records the sweep, so a later loss built from its results sees them
 // as constants, although they depend on the inputs.
-bool IsSweepResult(const detail::ArrayImpl& a) {
-  return a.origin != nullptr && (a.origin->op == kGradientOp || a.origin->op == kAccumulateOp);
+bool IsSweepResult(const detail::Origin* origin) {
+  return origin != nullptr && (origin->op == kGradientOp || origin->op == kAccumulateOp);
 }
 
-std::string UntapedText(const detail::ArrayImpl& via) {
-  const detail::Origin& o = *via.origin;
-  if (IsSweepResult(via)) {
+std::string UntapedText(const Via& v) {
+  const detail::ArrayImpl& via = *v.array;
+  const detail::Origin& o = *v.origin;
+  if (IsSweepResult(v.origin)) {
     return absl::StrCat("an array of shape ", ShapeText(via.shape), " computed by ", o.op,
                         " (a reverse sweep, which no tape records: dualcast has no gradient of a "
                         "gradient), which this tape sees as a constant");
@@ -394,8 +491,8 @@ std::string UntapedText(const detail::ArrayImpl& via) {
 }
 
 // What to do about a path through `via`, an array the tape did not record.
-std::string UntapedAdvice(const detail::ArrayImpl& via, bool used) {
-  if (IsSweepResult(via)) {
+std::string UntapedAdvice(const Via& via, bool used) {
+  if (IsSweepResult(via.origin)) {
     return ". dualcast differentiates once: for a second derivative, write the first derivative "
            "into a kernel (for x*x*x, a kernel returning 3*x*x) and take that kernel's gradient; "
            "if the gradient is meant as a constant here, use a fresh copy of its values "
@@ -452,6 +549,7 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
       arrays.push_back(array);
     }
     for (detail::GradNode::Part& part : node->Cut(outs, arrays)) {
+      InheritInputVersions(*node, *part.node);
       Step step{part.node.get(), part.node, {}};
       for (int m : part.outputs) step.outputs.push_back(Key{node, m});
       steps.push_back(std::move(step));
@@ -469,7 +567,7 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
       std::vector<bool> from_input(node.inputs.size(), false);
       bool reads = false;
       for (size_t j = 0; j < node.inputs.size(); ++j) {
-        from_input[j] = node.inputs[j] != nullptr && reaches.contains(KeyOf(*node.inputs[j], on_tape));
+        from_input[j] = node.inputs[j] != nullptr && reaches.contains(InputKey(node, j, on_tape));
         reads = reads || from_input[j];
       }
       if (relevant != nullptr) (*relevant)[i] = reads;
@@ -506,7 +604,7 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
       std::vector<uint64_t> from_input(node.inputs.size(), 0);
       for (size_t j = 0; j < node.inputs.size(); ++j) {
         if (node.inputs[j] == nullptr) continue;
-        auto it = bits.find(KeyOf(*node.inputs[j], on_tape));
+        auto it = bits.find(InputKey(node, j, on_tape));
         if (it != bits.end()) from_input[j] = it->second;
       }
       for (size_t m = 0; m < steps[s].outputs.size(); ++m) {
@@ -534,24 +632,47 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
           absl::StrCat(what, ": ", Described(i, *inputs[i]),
                        used ? " reaches the loss on this tape, but also through "
                             : " does not reach the loss on this tape: the loss depends on it only through ",
-                       UntapedText(*it->second), used ? "; the gradient would miss that path" : "",
-                       UntapedAdvice(*it->second, used)));
+                       UntapedText(it->second), used ? "; the gradient would miss that path" : "",
+                       UntapedAdvice(it->second, used)));
     }
-    if (behind.unverified != nullptr) {
+    if (behind.forgotten != nullptr) {
       throw Error(ErrorKind::kInvalidArgument,
                   absl::StrCat(what, ": cannot check whether ", Described(i, *inputs[i]),
-                               " also reaches the loss through ", UntapedText(*behind.unverified),
+                               " also reaches the loss through an array of shape ",
+                               ShapeText(behind.forgotten->shape), " as it was before it was written "
+                               "in place more than ", detail::ArrayImpl::WriteHistory::kMaxPast,
+                               " times since the tape recorded a use of it. Write into a fresh array "
+                               "(copy()) rather than in place while a tape holds its uses"));
+    }
+    if (behind.unverified.array != nullptr) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  absl::StrCat(what, ": cannot check whether ", Described(i, *inputs[i]),
+                               " also reaches the loss through ", UntapedText(behind.unverified),
                                ": more than ", detail::Origin::kMaxAncestors,
                                " arrays still alive were computed into it. Open the Tape before the "
                                "forward computation, or use a fresh copy of its values "
                                "(Array::from(v.to_vector(), v.shape())) as the constant"));
     }
+    // Its values before an in-place write are another variable (in_place.h):
+    // which one the caller means cannot be told.
+    if (const absl::flat_hash_set<Key> older = OlderVersionKeys(steps, *inputs[i], on_tape);
+        !older.empty() && reach(older, nullptr).contains(loss_key)) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  absl::StrCat(what, ": the loss reaches ", Described(i, *inputs[i]),
+                               used ? " both as it is now and" : " only",
+                               " as it was before it was written in place (Array::assign, "
+                               "mutable_data(), or as a destination of partials() or "
+                               "accumulate_gradient()); its values then and now are different "
+                               "variables, and a gradient with respect to the array cannot tell which "
+                               "one is meant. Take the gradient before writing, or write the new "
+                               "values into a fresh array (copy()) instead of in place"));
+    }
     if (used || allow_unused) continue;
     if (auto it = behind.through_constant.find(inputs[i].get()); it != behind.through_constant.end()) {
-      const detail::ArrayImpl& via = *it->second;
+      const Via& via = it->second;
       throw Error(ErrorKind::kInvalidArgument,
                   absl::StrCat(what, ": ", Described(i, *inputs[i]), " reaches the loss only through '",
-                               via.origin->op, "' (its result of shape ", ShapeText(via.shape),
+                               via.origin->op, "' (its result of shape ", ShapeText(via.array->shape),
                                "), which has no gradient: its value is piecewise constant in its "
                                "input, so d loss / d input is 0 wherever it exists. Pass "
                                "GradientOptions{.allow_unused = true} to get those zeros, or "
@@ -594,22 +715,20 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
     if (!any) continue;
     std::vector<bool> needed(node.inputs.size(), false);
     for (size_t j = 0; j < needed.size(); ++j) {
-      needed[j] = node.inputs[j] != nullptr && reaches.contains(KeyOf(*node.inputs[j], on_tape));
+      needed[j] = node.inputs[j] != nullptr && reaches.contains(InputKey(node, j, on_tape));
     }
-    // An argument that a recorded node computed must still hold that node's
-    // result, or its adjoint would be credited to the wrong values: one
-    // written in place through itself is a leaf already (in_place.h), one
-    // written through a view of its memory is refused here.
-    if (detail::InPlaceWriteEpoch() > 0) {
-      for (size_t j = 0; j < needed.size(); ++j) {
-        if (!needed[j] || node.inputs[j]->grad_fn == nullptr) continue;
-        const detail::GradNode* producer = node.inputs[j]->grad_fn.get();
-        if (!on_tape.contains(producer)) continue;
-        detail::CheckNotWrittenSince(RecordEpoch(producer), *node.inputs[j],
-                                     absl::StrCat("argument ", j + 1, " of '", node.name,
-                                                  "', computed by '", producer->name, "',"),
-                                     producer->name);
-      }
+    // An argument must have held its producer's result when this node read
+    // it, or its adjoint would be credited to values it did not hold: one
+    // written in place through itself was a new leaf (InputKey), one written
+    // through a view of its memory is refused here.
+    for (size_t j = 0; j < node.stale_inputs.size(); ++j) {
+      if (!needed[j] || !node.stale_inputs[j]) continue;
+      const std::shared_ptr<detail::GradNode> producer = detail::InputSeenBy(node, j).node;
+      if (producer == nullptr || !on_tape.contains(producer.get())) continue;
+      detail::ThrowWrittenInPlace(*node.inputs[j],
+                                  absl::StrCat("argument ", j + 1, " of '", node.name, "', computed by '",
+                                               producer->name, "',"),
+                                  producer->name);
     }
     std::vector<std::shared_ptr<detail::ArrayImpl>> contributions;
     {
@@ -633,7 +752,7 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
                                  " an adjoint of shape ", ShapeText(contributions[j]->shape),
                                  "; the input has shape ", ShapeText(in.shape)));
       }
-      const Key key = KeyOf(in, on_tape);
+      const Key key = InputKey(node, j, on_tape);
       if (!reaches.contains(key)) continue;  // leads to no requested input
       Accumulate(adjoints, key, std::move(contributions[j]));
     }

@@ -52,7 +52,10 @@
 //    after it was recorded (Array::assign, mutable_data(), a destination of
 //    partials() or accumulate_gradient(), also through a view of its memory)
 //    makes gradient() an Error naming it, never a gradient of other values.
-//    An array written in place is a leaf from then on.
+//    An array written in place holds a new variable from then on: what was
+//    recorded before still leads to what computed the values it read, and a
+//    loss that reaches an input as it was before such a write is an Error
+//    (which values are meant cannot be told), never a mix of both.
 //  - Adjoints are freed as soon as the node that consumed them is done;
 //    nodes that cannot reach any requested input are skipped.
 //  - Nothing the sweep computes is recorded (no higher-order gradients).

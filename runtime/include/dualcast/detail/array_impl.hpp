@@ -116,6 +116,33 @@ struct ArrayImpl {
   // Reverse mode: the tape node that produced this array, if recorded.
   std::shared_ptr<GradNode> grad_fn;
   int grad_output = 0;
+  // In-place writes through this array (runtime/in_place.h): how many, and
+  // the tape node that had computed each version written over, so that a
+  // node recorded before a write still credits the values it read. A copy
+  // (a view) is a new array and starts with none.
+  struct WriteHistory {
+    struct Past {
+      uint32_t version;
+      std::weak_ptr<GradNode> node;
+      int output;
+      std::shared_ptr<const Origin> origin;
+    };
+    WriteHistory() {}
+    WriteHistory(const WriteHistory&) {}
+    WriteHistory& operator=(const WriteHistory&) {  // a recycled array (array_pool.cc): none
+      count.store(0, std::memory_order_relaxed);
+      past.clear();
+      forgotten_below = 0;
+      return *this;
+    }
+    std::atomic<uint32_t> count{0};
+    // Guarded by in_place.cc's history lock: the versions that had a node or
+    // an Origin, the latest kMaxPast; those below `forgotten_below` may be gone.
+    std::vector<Past> past;
+    uint32_t forgotten_below = 0;
+    static constexpr size_t kMaxPast = 64;
+  };
+  WriteHistory writes;
   // Set by every operation that computes this array (see Origin).
   std::shared_ptr<const Origin> origin;
 

@@ -43,6 +43,16 @@ struct GradNode {
   // outputs need not read every leaf). Empty: every output reads every input.
   // The tape uses it to tell an unused input from a used one.
   std::vector<std::vector<bool>> reads;
+  // Each input as this node read it (Record fills them once any in-place
+  // write has happened in the process; empty: none had, so every input was
+  // at version 0 and held what computed it). input_versions[j]: the input's
+  // write count then (in_place.h), so that a later write, which makes the
+  // array a new leaf, does not cut this node's path to what computed the
+  // values it read. stale_inputs[j]: its memory had been written through
+  // another view since its producer was recorded, so its values were not
+  // that producer's result; the sweep refuses to credit the producer.
+  std::vector<uint32_t> input_versions;
+  std::vector<bool> stale_inputs;
   // Given the adjoint of each output (null where no gradient reached it),
   // returns each input's adjoint contribution, already reduced to that input's
   // shape (null where it has none).
