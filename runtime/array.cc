@@ -176,6 +176,13 @@ std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape) {
 }
 
 bool ArrayImpl::contiguous() const {
+  // No elements, no memory read: contiguous under any strides. (Counting on
+  // would not do: ContiguousStrides takes a size-0 dim as 1, so `expect`
+  // turning 0 would call a fresh size-0 array strided, and reshape would copy
+  // it forever.)
+  for (int64_t s : shape) {
+    if (s == 0) return true;
+  }
   int64_t expect = 1;
   for (size_t d = shape.size(); d-- > 0;) {
     if (shape[d] != 1 && strides[d] != expect) return false;

@@ -13,6 +13,8 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "dualcast/array.hpp"
@@ -163,6 +165,56 @@ TEST_CASE("array ops: documented edge cases — ties, zeros, NaN, empty slices")
   CHECK_THROWS_WITH_AS(max(D::zeros({2, 3}), {2}), doctest::Contains("axis 2 is out of range"), Error);
   CHECK_THROWS_WITH_AS(prod(D::zeros({2, 3}), {1, -1}), doctest::Contains("repeated"), Error);
   CHECK(argmax(D::from({1, std::nan(""), 5}, {3})).item() == 1);  // NumPy: a NaN is the extreme
+}
+
+TEST_CASE("array ops: every reduction of a pending operand with a size-0 dim, over each axis") {
+  // A pending (2, 0, 3) operand: reduced inside the kernel that produces it
+  // (sum, mean, max, min, prod) or with a first pass there (the others).
+  // Shapes as NumPy gives them, e.g. np.sum(np.zeros((2, 0, 3)), axis=2).shape
+  // == (2, 0); over the empty axis 1 the documented empty values: sum 0,
+  // prod 1, mean and var NaN (0 / 0), norm 0, logsumexp -inf, max/min an
+  // error (NumPy raises too).
+  using R = std::function<D(const D&, std::vector<int>)>;
+  const std::vector<std::pair<const char*, R>> all = {
+      {"sum", [](const D& a, std::vector<int> ax) { return sum(a, ax); }},
+      {"mean", [](const D& a, std::vector<int> ax) { return mean(a, ax); }},
+      {"max", [](const D& a, std::vector<int> ax) { return max(a, ax); }},
+      {"min", [](const D& a, std::vector<int> ax) { return min(a, ax); }},
+      {"prod", [](const D& a, std::vector<int> ax) { return prod(a, ax); }},
+      {"logsumexp", [](const D& a, std::vector<int> ax) { return logsumexp(a, ax); }},
+      {"var", [](const D& a, std::vector<int> ax) { return var(a, ax); }},
+      {"norm", [](const D& a, std::vector<int> ax) { return norm(a, ax); }},
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<std::pair<const char*, double>> empty_value = {
+      {"sum", 0}, {"mean", NAN}, {"prod", 1}, {"logsumexp", -inf}, {"var", NAN}, {"norm", 0}};
+  for (const auto& [name, reduce] : all) {
+    CAPTURE(name);
+    CHECK(reduce(D::zeros({2, 0, 3}) * 1.0, {0}).shape() == Shape{0, 3});
+    CHECK(reduce(D::zeros({2, 0, 3}) * 1.0, {2}).shape() == Shape{2, 0});
+    CHECK(reduce(D::zeros({2, 0, 3}) * 1.0, {0, 2}).shape() == Shape{0});
+    const std::string n = name;
+    if (n == "max" || n == "min") {
+      CHECK_THROWS_WITH_AS(reduce(D::zeros({2, 0, 3}) * 1.0, {1}).eval(), doctest::Contains("empty slice"),
+                           Error);
+      continue;
+    }
+    double expect = 0;
+    for (const auto& [m, v] : empty_value) {
+      if (n == m) expect = v;
+    }
+    const D r = reduce(D::zeros({2, 0, 3}) * 1.0, {1});
+    REQUIRE(r.shape() == Shape{2, 3});
+    for (double e : r.to_vector()) {
+      if (std::isnan(expect)) {
+        CHECK(std::isnan(e));
+      } else {
+        CHECK(e == expect);
+      }
+    }
+  }
+  CHECK(sum(D::zeros({2, 0, 3}) * 1.0, {2}, true).shape() == Shape{2, 0, 1});
+  CHECK(prod(D::zeros({2, 0, 3}) * 1.0, {1}, true).to_vector() == std::vector<double>(6, 1.0));
 }
 
 TEST_CASE("array ops: slice is a view with NumPy bounds; its gradient scatters back") {

@@ -109,6 +109,18 @@ TEST_CASE("transpose and reshape are views; reshape infers -1; bad ones are clea
   CHECK(KindOf([&] { a.transpose({0, 0}); }) == ErrorKind::kShape);
 }
 
+TEST_CASE("reshape of a size-0 array gives the new shape (NumPy: np.zeros((2, 0, 3)).reshape(0, 6))") {
+  // A fresh size-0 array once counted as strided, so reshape copied it and
+  // reshaped the copy, forever (a stack overflow).
+  auto e = Array<double>::zeros({2, 0, 3});
+  CHECK(e.reshape({0, 6}).shape() == Shape{0, 6});
+  CHECK(e.reshape({-1}).shape() == Shape{0});
+  CHECK(e.reshape({3, 0, 2}).to_vector().empty());
+  CHECK(e.transpose().reshape({6, 0}).shape() == Shape{6, 0});
+  auto f = Array<float>::zeros({0});
+  CHECK(f.reshape({0, 1}).shape() == Shape{0, 1});
+}
+
 TEST_CASE("printing is NumPy-like and elides large arrays") {
   auto a = Array<float>::from({1, 2.5f, 3, 4}, {2, 2});
   CHECK(a.str() == "array([[1, 2.5],\n       [3, 4]], dtype=float32)");
