@@ -19,7 +19,7 @@
 //             -inf, any +inf gives +inf; adjoint softmax(x) (NaN where the
 //             result is not finite).
 //   var       sum((x - mean)^2) / (n - ddof), NaN when n - ddof <= 0;
-//             adjoint 2 (x - mean) / (n - ddof).
+//             adjoint 2 (x - mean) / (n - ddof), NaN when n - ddof <= 0.
 //   norm      Euclidean, scaled by max|x| (no overflow for large x); the
 //             adjoint x / norm, and 0 at norm = 0 (the subgradient PyTorch
 //             gives).
@@ -221,6 +221,20 @@ Arr FilledResult(const Arr& in, const Axes& l, double value) {
   return UserShaped(detail::Filled(in->dtype, l.keep_shape, value, in->device), l);
 }
 
+// FilledResult recorded like any other result, with `adjoint` in every slot
+// of the input's adjoint: a loss reading it gets a gradient (an empty one
+// over an empty input; var's NaN where N - ddof <= 0), never "does not reach
+// the loss" nor a gradient that silently leaves this path out.
+template <ElementType T>
+Array<T> FilledReduction(const char* what, const Array<T>& a, const Axes& l, double value,
+                         double adjoint) {
+  const Arr x = Evaluated(a, what);
+  return Finish<T>(what, x, l, detail::Filled(x->dtype, l.keep_shape, value, x->device), {},
+                   [adjoint](const Arr& x, const std::vector<Arr>&, const Arr&) {
+                     return detail::Filled(x->dtype, x->shape, adjoint, x->device);
+                   });
+}
+
 // max/min's reverse rule: the adjoint shared equally among the elements equal
 // to the result (`r`, kept shape); NaN adjoints where the result is NaN.
 Arr ExtremeAdjoint(const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
@@ -277,7 +291,7 @@ Array<T> ElementReduction(const char* what, const Array<T>& a, const std::vector
   int64_t results = 1;
   for (int64_t n : l.keep_shape) results *= n;
   if (l.count == 0 && results > 0) {
-    if (op == ReduceKind::kProd) return Array<T>(FilledResult(in, l, 1.0));  // the empty product
+    if (op == ReduceKind::kProd) return FilledReduction<T>(what, a, l, 1.0, 0.0);  // the empty product
     throw Error(ErrorKind::kShape,
                 absl::StrCat(what, " of an empty slice has no value (NumPy raises too); reduce ",
                              "over non-empty axes (shape ", jit::FormatShape(in->shape), ")"));
@@ -320,7 +334,12 @@ Array<T> ArgExtreme(const char* what, const Array<T>& a, const std::vector<int>&
                 absl::StrCat(what, ": positions up to ", l.count - 1,
                              " are not exact in float32; use a float64 array"));
   }
-  if (results == 0) return Array<T>(FilledResult(a.impl(), l, 0.0));
+  if (results == 0) {
+    const Arr x = Evaluated(a, what);
+    const Arr r = FilledResult(x, l, 0.0);
+    detail::NoteOrigin(what, {x}, {r}, /*constant=*/true);  // as below: no gradient
+    return Array<T>(r);
+  }
   const auto [x, extreme] = ReduceFirst(a, l, op, 1, false, what);
   // 0..count-1 over the reduced dims (row-major), size 1 on the others.
   std::vector<int64_t> position_shape;
@@ -404,7 +423,7 @@ Array<T> logsumexp(const Array<T>& a, const std::vector<int>& axes, bool keepdim
   (void)a.rank();  // an empty handle throws here
   const Axes l = ReduceAxes("logsumexp", a.impl()->shape, axes, keepdims);
   if (l.count == 0) {  // log(0)
-    return Array<T>(FilledResult(a.impl(), l, -std::numeric_limits<double>::infinity()));
+    return FilledReduction<T>("logsumexp", a, l, -std::numeric_limits<double>::infinity(), 0.0);
   }
   const auto [x, m] = ReduceFirst(a, l, ReduceKind::kMax, 1, false, "logsumexp");
   const Fn shifted = Cached(JType(*x), "lse_terms", [](jit::Builder& b, jit::Type t) {
@@ -435,7 +454,11 @@ Array<T> var(const Array<T>& a, const std::vector<int>& axes, bool keepdims, int
   const Axes l = ReduceAxes("var", a.impl()->shape, axes, keepdims);
   const double dof = static_cast<double>(l.count - ddof);
   if (dof <= 0) {  // NumPy: NaN (with a warning)
-    return Array<T>(FilledResult(a.impl(), l, std::numeric_limits<double>::quiet_NaN()));
+    // The adjoint 2 (a - mean) / (N - ddof) is 0 / 0 at N - ddof = 0 but a
+    // number for N - ddof < 0: NaN throughout instead (PyTorch and JAX give
+    // NaN), so no loss through a NaN variance gets a finite gradient.
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    return FilledReduction<T>("var", a, l, nan, nan);
   }
   const auto [x, mu] = ReduceFirst(a, l, ReduceKind::kSum, 1.0 / static_cast<double>(l.count), false, "var");
   const Fn squares = Cached(JType(*x), "var_terms", [](jit::Builder& b, jit::Type t) {
@@ -459,7 +482,7 @@ template <ElementType T>
 Array<T> norm(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
   (void)a.rank();  // an empty handle throws here
   const Axes l = ReduceAxes("norm", a.impl()->shape, axes, keepdims);
-  if (l.count == 0) return Array<T>(FilledResult(a.impl(), l, 0.0));
+  if (l.count == 0) return FilledReduction<T>("norm", a, l, 0.0, 0.0);
   const auto [x, scale] = ReduceFirst(a, l, ReduceKind::kMax, 1, /*abs=*/true, "norm");
   const Fn squares = Cached(JType(*x), "norm_terms", [](jit::Builder& b, jit::Type t) {
     ValueId xv = b.Input(t), sv = b.Input(t);

@@ -167,6 +167,45 @@ TEST_CASE("array ops: documented edge cases — ties, zeros, NaN, empty slices")
   CHECK(argmax(D::from({1, std::nan(""), 5}, {3})).item() == 1);  // NumPy: a NaN is the extreme
 }
 
+TEST_CASE("array ops: a NaN variance (N - ddof <= 0) and empty-slice reductions are on the tape") {
+  {  // torch.var(x, dim=1, correction=1) of a (3, 1) x: NaN, and x.grad all NaN (JAX too).
+    Tape tape;
+    D x = D::from({1, 2, 4}, {3, 1});
+    const std::vector<double> g = tape.gradient(sum(var(x, {1}, false, 1)), {x})[0].to_vector();
+    REQUIRE(g.size() == 3);
+    for (double e : g) CHECK(std::isnan(e));
+  }
+  {  // N - ddof < 0 too, where 2 (x - mean) / (N - ddof) would be a silent 0.
+    Tape tape;
+    D x = D::from({1, 2}, {2, 1});
+    const std::vector<double> g = tape.gradient(sum(var(x, {1}, false, 3)), {x})[0].to_vector();
+    for (double e : g) CHECK(std::isnan(e));
+  }
+  {  // The NaN path once went unrecorded: sum(x)'s 1 came back as the whole gradient.
+    Tape tape;
+    D x = D::from({1, 2, 4}, {3, 1});
+    const std::vector<double> g =
+        tape.gradient(sum(x) + sum(var(x, {1}, false, 1)), {x})[0].to_vector();
+    REQUIRE(g.size() == 3);
+    for (double e : g) CHECK(std::isnan(e));
+  }
+  // Over an empty axis: the gradient is an empty array of the input's
+  // shape (there is nothing to differentiate), not "does not reach the loss".
+  using R = std::function<D(const D&)>;
+  for (const auto& [name, reduce] : std::vector<std::pair<const char*, R>>{
+           {"logsumexp", [](const D& a) { return logsumexp(a, {1}); }},
+           {"norm", [](const D& a) { return norm(a, {1}); }},
+           {"var", [](const D& a) { return var(a, {1}); }},
+           {"prod", [](const D& a) { return prod(a, {1}); }}}) {
+    CAPTURE(name);
+    Tape tape;
+    D x = D::zeros({2, 0});
+    const D loss = sum(reduce(x));
+    const D g = tape.gradient(loss, {x})[0];
+    CHECK(g.shape() == Shape{2, 0});
+  }
+}
+
 TEST_CASE("array ops: every reduction of a pending operand with a size-0 dim, over each axis") {
   // A pending (2, 0, 3) operand: reduced inside the kernel that produces it
   // (sum, mean, max, min, prod) or with a first pass there (the others).
