@@ -189,12 +189,17 @@ Array<T> slice(const Array<T>& a, const std::vector<Slice>& dims) {
       return std::clamp<int64_t>(i, 0, n);
     };
     const int64_t start = clamp_index(s.start), stop = clamp_index(s.stop);
-    const int64_t count = stop > start ? (stop - start + s.step - 1) / s.step : 0;
+    // ceil((stop - start) / step) without forming stop - start + step - 1,
+    // which wraps for a step near INT64_MAX (Slice::kEnd as a step).
+    const int64_t count = stop > start ? (stop - start - 1) / s.step + 1 : 0;
+    // With one element or none the step is never taken: keep the stride
+    // from wrapping too (step * stride need not fit otherwise).
+    const int64_t step = count > 1 ? s.step : 1;
     shape[d] = count;
     offset += start * in->strides[d];
-    strides[d] = in->strides[d] * s.step;
+    strides[d] = in->strides[d] * step;
     grad_offset += start * contiguous[d];
-    grad_strides[d] = contiguous[d] * s.step;
+    grad_strides[d] = contiguous[d] * step;
   }
   std::shared_ptr<ArrayImpl> out = detail::ViewOf(*in, shape, strides);
   out->offset += offset;

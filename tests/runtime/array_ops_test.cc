@@ -263,6 +263,20 @@ TEST_CASE("array ops: slice is a view with NumPy bounds; its gradient scatters b
   CHECK(s.to_vector() == std::vector<double>{4, 6, 8, 10});
   CHECK(slice(x, {{-1}}).to_vector() == std::vector<double>{8, 9, 10, 11});    // negative start
   CHECK(slice(x, {{5, 9}}).shape() == Shape{0, 4});                             // clamped: empty
+  {  // Huge steps: NumPy's np.arange(10, 15)[::sys.maxsize] is [10], [1::2**62] is [11].
+    const D r = D::from({10, 11, 12, 13, 14}, {5});
+    CHECK(slice(r, {{0, Slice::kEnd, Slice::kEnd}}).to_vector() == std::vector<double>{10});
+    CHECK(slice(r, {{0, Slice::kEnd, int64_t{1} << 62}}).to_vector() == std::vector<double>{10});
+    CHECK(slice(r, {{1, Slice::kEnd, int64_t{1} << 62}}).to_vector() == std::vector<double>{11});
+    CHECK(slice(r, {{4, 2, Slice::kEnd}}).shape() == Shape{0});
+    // x[::sys.maxsize, 1::2**62] of the 3x4 x above: [[1]].
+    CHECK(slice(x, {{0, Slice::kEnd, Slice::kEnd}, {1, Slice::kEnd, int64_t{1} << 62}}).to_vector() ==
+          std::vector<double>{1});
+    Tape tape;
+    D y = D::from({10, 11, 12, 13, 14}, {5});
+    CHECK(tape.gradient(sum(slice(y, {{1, Slice::kEnd, Slice::kEnd}})), {y})[0].to_vector() ==
+          std::vector<double>{0, 1, 0, 0, 0});
+  }
   CHECK_THROWS_WITH_AS(slice(x, {{0, 3, 0}}), doctest::Contains("must be positive"), Error);
   CHECK_THROWS_WITH_AS(slice(x, {{}, {}, {}}), doctest::Contains("3 slices for an array of shape"), Error);
   // Two overlapping slices of one array multiplied: both adjoints accumulate into it.
