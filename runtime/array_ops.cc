@@ -122,7 +122,9 @@ Array<T> Join(const char* what, const std::vector<Array<T>>& arrays, int axis, b
   std::vector<int64_t> out_shape = shapes[0];
   out_shape[static_cast<size_t>(a)] = 0;
   for (const auto& s : shapes) out_shape[static_cast<size_t>(a)] += s[static_cast<size_t>(a)];
-  std::shared_ptr<ArrayImpl> out = detail::Filled(ins[0]->dtype, out_shape, 0.0);
+  // -0.0, not 0.0: the inputs are added into it, and -0.0 is the IEEE
+  // additive identity (0.0 + -0.0 is +0.0, so a -0.0 input would lose its sign).
+  std::shared_ptr<ArrayImpl> out = detail::Filled(ins[0]->dtype, out_shape, -0.0);
   int64_t start = 0;
   for (size_t k = 0; k < ins.size(); ++k) {
     std::shared_ptr<ArrayImpl> region = detail::ViewOf(*out, shapes[k], out->strides);

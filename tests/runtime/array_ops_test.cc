@@ -300,6 +300,24 @@ TEST_CASE("array ops: concat and stack values, errors and gradients") {
   CHECK(stack<double>({a, a * 2.0}, 2).to_vector() == std::vector<double>{1, 2, 2, 4, 3, 6, 4, 8});
   CHECK_THROWS_WITH_AS(concat<double>({a, b}, 1), doctest::Contains("array 2 has shape [1, 2]"), Error);
   CHECK_THROWS_WITH_AS(stack<double>({a, b}, 0), doctest::Contains("stack needs equal shapes"), Error);
+  {  // NumPy keeps the sign of zero: np.concatenate([[-0.0], [0.0]]) is [-0., 0.], np.stack too.
+    const D nz = D::from({-0.0, 0.0}, {2});
+    const std::vector<double> c = concat<double>({nz, nz}, 0).to_vector();
+    const std::vector<double> st = stack<double>({nz, nz}, 1).to_vector();
+    REQUIRE(c.size() == 4);
+    REQUIRE(st.size() == 4);
+    CHECK(std::signbit(c[0]));
+    CHECK(!std::signbit(c[1]));
+    CHECK(std::signbit(c[2]));
+    CHECK(!std::signbit(c[3]));
+    CHECK(std::signbit(st[0]));  // [[-0, -0], [0, 0]]
+    CHECK(std::signbit(st[1]));
+    CHECK(!std::signbit(st[2]));
+    CHECK(!std::signbit(st[3]));
+    Tape tape;  // one input twice: both of its adjoint views add up
+    D t = D::from({1, 2}, {2});
+    CHECK(tape.gradient(sum(concat<double>({t, t * 3.0}, 0)), {t})[0].to_vector() == std::vector<double>{4, 4});
+  }
   const D x = D::uniform({2, 3}, 9, -1, 1);
   CheckGradient("concat", [](const D& t) { return concat<double>({t * t, exp(t)}, 1); }, x);
   CheckGradient("stack", [](const D& t) { return stack<double>({t, sin(t)}, 1); }, x);
