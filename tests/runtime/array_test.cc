@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdint>
 #include <numeric>
+#include <string>
+#include <vector>
 
 #include "dualcast/array.hpp"
 #include "jit/error.h"
@@ -84,6 +86,33 @@ TEST_CASE("views read and write user memory in place, strided") {
   CHECK(KindOf([&] { Array<float>::view(reinterpret_cast<float*>(raw + 1), {2}); }) ==
         ErrorKind::kInvalidArgument);
   CHECK(KindOf([&] { Array<double>::view(buf.data(), {2, 3}, {1}); }) == ErrorKind::kShape);
+}
+
+TEST_CASE("assign refuses a view whose elements share memory and writes nothing") {
+  // Stride 0: three elements, one double. Writing 1, 2, 3 would keep only 3
+  // (partials() refuses such a destination the same way).
+  double cell = 7;
+  auto v = Array<double>::view(&cell, {3}, {0});
+  try {
+    v.assign({1, 2, 3});
+    FAIL("assign accepted a stride-0 view");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::kInvalidArgument);
+    const std::string what = e.what();
+    CHECK(what.find("Array::assign") != std::string::npos);
+    CHECK(what.find("shape [3] and strides [0]") != std::string::npos);
+    CHECK(what.find("share memory") != std::string::npos);
+  }
+  CHECK(cell == 7);
+  // Interleaved strides: [[0, 1], [1, 2]] address buf[1] twice.
+  std::vector<double> buf = {5, 6, 7};
+  auto w = Array<double>::view(buf.data(), {2, 2}, {1, 1});
+  CHECK(KindOf([&] { w.assign({1, 2, 3, 4}); }) == ErrorKind::kInvalidArgument);
+  CHECK(buf == std::vector<double>{5, 6, 7});
+  // Distinct elements (a strided view) are written as before.
+  auto every_other = Array<double>::view(buf.data(), {2}, {2});
+  every_other.assign({1, 2});
+  CHECK(buf == std::vector<double>{1, 6, 2});
 }
 
 TEST_CASE("transpose and reshape are views; reshape infers -1; bad ones are clear errors") {
