@@ -71,8 +71,7 @@ Axes ReduceAxes(const char* what, const std::vector<int64_t>& shape, const std::
                 bool keepdims) {
   Axes l;
   l.in_shape = shape;
-  l.reduced = axes.empty() ? std::vector<bool>(shape.size(), true)  // no axes: all (NumPy's None)
-                           : detail::AxisMask(what, shape, axes);
+  l.reduced = detail::AxisMask(what, shape, axes);  // none for {}: NumPy's axis=()
   for (size_t d = 0; d < shape.size(); ++d) {
     const bool r = l.reduced[d];
     l.keep_shape.push_back(r ? 1 : shape[d]);
@@ -80,6 +79,14 @@ Axes ReduceAxes(const char* what, const std::vector<int64_t>& shape, const std::
     if (!r || keepdims) l.out_shape.push_back(r ? 1 : shape[d]);
   }
   return l;
+}
+
+// Every axis of `a`: what the calls without axes reduce over (NumPy's None).
+template <ElementType T>
+std::vector<int> AllAxes(const Array<T>& a) {
+  std::vector<int> axes(static_cast<size_t>(a.rank()));  // an empty handle throws here
+  for (size_t d = 0; d < axes.size(); ++d) axes[d] = static_cast<int>(d);
+  return axes;
 }
 
 // Small kernels built once per element type and cached (the kernel cache
@@ -388,6 +395,31 @@ void RecordElementReduction(const char* what, const std::shared_ptr<ArrayImpl>& 
 }  // namespace detail
 
 template <ElementType T>
+Array<T> max(const Array<T>& a) {
+  return max(a, AllAxes(a));
+}
+template <ElementType T>
+Array<T> min(const Array<T>& a) {
+  return min(a, AllAxes(a));
+}
+template <ElementType T>
+Array<T> prod(const Array<T>& a) {
+  return prod(a, AllAxes(a));
+}
+template <ElementType T>
+Array<T> logsumexp(const Array<T>& a) {
+  return logsumexp(a, AllAxes(a));
+}
+template <ElementType T>
+Array<T> var(const Array<T>& a) {
+  return var(a, AllAxes(a));
+}
+template <ElementType T>
+Array<T> norm(const Array<T>& a) {
+  return norm(a, AllAxes(a));
+}
+
+template <ElementType T>
 Array<T> max(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
   return ElementReduction("max", a, axes, keepdims, ReduceKind::kMax);
 }
@@ -403,7 +435,7 @@ Array<T> prod(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
 
 template <ElementType T>
 Array<T> argmax(const Array<T>& a) {
-  return ArgExtreme("argmax", a, {}, false, ReduceKind::kMax);
+  return ArgExtreme("argmax", a, AllAxes(a), false, ReduceKind::kMax);
 }
 template <ElementType T>
 Array<T> argmax(const Array<T>& a, int axis, bool keepdims) {
@@ -411,7 +443,7 @@ Array<T> argmax(const Array<T>& a, int axis, bool keepdims) {
 }
 template <ElementType T>
 Array<T> argmin(const Array<T>& a) {
-  return ArgExtreme("argmin", a, {}, false, ReduceKind::kMin);
+  return ArgExtreme("argmin", a, AllAxes(a), false, ReduceKind::kMin);
 }
 template <ElementType T>
 Array<T> argmin(const Array<T>& a, int axis, bool keepdims) {
@@ -507,11 +539,17 @@ Array<T> norm(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
 }
 
 #define DUALCAST_GENERATED_REDUCTIONS(T)                                             \
+  template Array<T> max(const Array<T>&);                                            \
   template Array<T> max(const Array<T>&, const std::vector<int>&, bool);             \
+  template Array<T> min(const Array<T>&);                                            \
   template Array<T> min(const Array<T>&, const std::vector<int>&, bool);             \
+  template Array<T> prod(const Array<T>&);                                           \
   template Array<T> prod(const Array<T>&, const std::vector<int>&, bool);            \
+  template Array<T> logsumexp(const Array<T>&);                                      \
   template Array<T> logsumexp(const Array<T>&, const std::vector<int>&, bool);       \
+  template Array<T> var(const Array<T>&);                                            \
   template Array<T> var(const Array<T>&, const std::vector<int>&, bool, int);        \
+  template Array<T> norm(const Array<T>&);                                           \
   template Array<T> norm(const Array<T>&, const std::vector<int>&, bool);            \
   template Array<T> argmax(const Array<T>&);                                         \
   template Array<T> argmax(const Array<T>&, int, bool);                              \

@@ -109,9 +109,60 @@ TEST_CASE("array ops: reduction values match plain loops over either axis and ov
   CHECK(argmin(x).item() == static_cast<double>(std::min_element(v.begin(), v.end()) - v.begin()));
 }
 
+TEST_CASE("array ops: every reduction without axes reduces all, with an empty list none (as sum, mean)") {
+  // NumPy: np.max(x) (axis=None) is over every element, np.max(x, axis=()) is x
+  // itself; np.var(x, axis=()) zeros, np.var(x, axis=(), ddof=1) nan,
+  // np.linalg.norm of one element its absolute value.
+  const D x = D::from({1, -2, 3, 0.5, 4, -1}, {2, 3});
+  const std::vector<double> v = x.to_vector();
+  std::vector<double> absv;
+  for (double e : v) absv.push_back(std::abs(e));
+  double s = 0, p = 1, sq = 0, es = 0;
+  for (double e : v) {
+    s += e;
+    p *= e;
+    sq += e * e;
+    es += std::exp(e);
+  }
+  const double m = s / 6;
+  double dev = 0;
+  for (double e : v) dev += (e - m) * (e - m);
+  for (bool pending : {false, true}) {
+    CAPTURE(pending);
+    auto arg = [&] { return pending ? x * 1.0 : x; };
+    CHECK(sum(arg(), {}).to_vector() == v);
+    CHECK(mean(arg(), {}).to_vector() == v);
+    CHECK(max(arg(), {}).to_vector() == v);
+    CHECK(min(arg(), {}).to_vector() == v);
+    CHECK(prod(arg(), {}).to_vector() == v);
+    CHECK(norm(arg(), {}).to_vector() == absv);
+    CHECK(var(arg(), {}).to_vector() == std::vector<double>(6, 0.0));
+    for (double e : var(arg(), {}, false, 1).to_vector()) CHECK(std::isnan(e));
+    const std::vector<double> lse = logsumexp(arg(), {}).to_vector();
+    REQUIRE(lse.size() == 6);
+    for (size_t k = 0; k < 6; ++k) CHECK(lse[k] == doctest::Approx(v[k]).epsilon(1e-15));
+    CHECK(max(arg(), {}, true).shape() == Shape{2, 3});
+    // Without axes: a rank-0 result over all six.
+    CHECK(sum(arg()).shape() == Shape{});
+    CHECK(max(arg()).shape() == Shape{});
+    CHECK(max(arg()).item() == 4);
+    CHECK(min(arg()).item() == -2);
+    CHECK(prod(arg()).item() == doctest::Approx(p).epsilon(1e-15));
+    CHECK(sum(arg()).item() == doctest::Approx(s).epsilon(1e-15));
+    CHECK(logsumexp(arg()).item() == doctest::Approx(std::log(es)).epsilon(1e-14));
+    CHECK(var(arg()).item() == doctest::Approx(dev / 6).epsilon(1e-14));
+    CHECK(norm(arg()).item() == doctest::Approx(std::sqrt(sq)).epsilon(1e-14));
+  }
+  {  // Under a tape: the reduction over no axes passes the adjoint through.
+    Tape tape;
+    D y = D::from({1, 3, 2}, {3});
+    CHECK(tape.gradient(sum(max(y, {}) * 2.0), {y})[0].to_vector() == std::vector<double>{2, 2, 2});
+  }
+}
+
 TEST_CASE("array ops: gradients of every reduction, over each axis set, match central differences") {
   const D x = D::uniform({3, 4}, 5, 0.5, 2.0);  // positive, distinct: no ties, no kinks
-  for (std::vector<int> axes : {std::vector<int>{}, std::vector<int>{0}, std::vector<int>{1}}) {
+  for (std::vector<int> axes : {std::vector<int>{0}, std::vector<int>{1}, std::vector<int>{0, 1}}) {
     CheckGradient("max", [&](const D& a) { return max(a, axes); }, x);
     CheckGradient("min", [&](const D& a) { return min(a, axes, true); }, x);
     CheckGradient("prod", [&](const D& a) { return prod(a, axes); }, x);
@@ -120,6 +171,11 @@ TEST_CASE("array ops: gradients of every reduction, over each axis set, match ce
     CheckGradient("var ddof=1", [&](const D& a) { return var(a, axes, false, 1); }, x);
     CheckGradient("norm", [&](const D& a) { return norm(a, axes); }, x);
   }
+  // Without axes: over all of them.
+  CheckGradient("max()", [](const D& a) { return max(a); }, x);
+  CheckGradient("prod()", [](const D& a) { return prod(a); }, x);
+  CheckGradient("var()", [](const D& a) { return var(a); }, x);
+  CheckGradient("norm()", [](const D& a) { return norm(a); }, x);
   // Through a fused broadcast on both sides: softmax written with logsumexp.
   CheckGradient("softmax", [](const D& a) { return exp(a - logsumexp(a, {1}, true)) * a; }, x);
 }
@@ -160,7 +216,7 @@ TEST_CASE("array ops: documented edge cases — ties, zeros, NaN, empty slices")
   // logsumexp is stable for large inputs and -inf for an empty slice.
   CHECK(logsumexp(D::from({1000, 1000}, {2})).item() == doctest::Approx(1000 + std::log(2.0)));
   CHECK(logsumexp(D::from(std::vector<double>{}, {0})).item() == -std::numeric_limits<double>::infinity());
-  CHECK(std::isnan(var(D::from({1.0}, {1}), {}, false, 1).item()));  // N - ddof = 0
+  CHECK(std::isnan(var(D::from({1.0}, {1}), {0}, false, 1).item()));  // N - ddof = 0
   CHECK_THROWS_WITH_AS(max(D::from(std::vector<double>{}, {0})), doctest::Contains("empty slice"), Error);
   CHECK_THROWS_WITH_AS(max(D::zeros({2, 3}), {2}), doctest::Contains("axis 2 is out of range"), Error);
   CHECK_THROWS_WITH_AS(prod(D::zeros({2, 3}), {1, -1}), doctest::Contains("repeated"), Error);
