@@ -152,7 +152,15 @@ Array<T> Join(const char* what, const std::vector<Array<T>>& arrays, int axis, b
 }
 
 const Kernel& ClipKernel() {
+  // NumPy's np.clip, min(max(x, lo), hi) with NaN from any operand (PyTorch
+  // and JAX agree): hi wherever lo > hi. Branches rather than math::max/min,
+  // whose NaN second argument loses: the taken one gives the derivative, so
+  // d/dx = 1 on [lo, hi] with both ends included.
   static const Kernel* k = new Kernel(kernel("clip", [](auto x, auto lo, auto hi) {
+    if (x != x) return x;
+    if (lo != lo) return lo;
+    if (hi != hi) return hi;
+    if (lo > hi) return hi;
     if (x < lo) return lo;
     if (x > hi) return hi;
     return x;

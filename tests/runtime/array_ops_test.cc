@@ -393,5 +393,23 @@ TEST_CASE("array ops: clip is a fused branchy broadcast with d/dx = 1 inside [lo
   CHECK(g[2].item() == 1);  // only y = 2 is above hi
 }
 
+TEST_CASE("array ops: clip with lo > hi or a NaN operand is NumPy's min(max(x, lo), hi)") {
+  const double nan = std::nan("");
+  // np.clip(0, 2, 1) == 1, np.clip(5, 2, 1) == 1, np.clip(1.5, 2, 1) == 1: hi wherever lo > hi.
+  CHECK(clip(D::from({0, 5, 1.5}, {3}), 2.0, 1.0).to_vector() == std::vector<double>{1, 1, 1});
+  // np.clip(0, nan, 1), np.clip(0, -1, nan), np.clip(nan, 2, 1): all nan.
+  CHECK(std::isnan(clip(D::scalar(0), nan, 1.0).item()));
+  CHECK(std::isnan(clip(D::scalar(0), -1.0, nan).item()));
+  CHECK(std::isnan(clip(D::scalar(nan), 2.0, 1.0).item()));
+  // d/dx of min(max(x, lo), hi) with lo > hi: the result is hi, so only hi's adjoint is 1.
+  Tape tape;
+  D y = D::from({0, 5, 1.5}, {3});
+  D lo = D::scalar(2), hi = D::scalar(1);
+  auto g = tape.gradient(sum(clip(y, lo, hi)), {y, lo, hi});
+  CHECK(g[0].to_vector() == std::vector<double>{0, 0, 0});
+  CHECK(g[1].item() == 0);
+  CHECK(g[2].item() == 3);
+}
+
 }  // namespace
 }  // namespace dualcast

@@ -31,8 +31,10 @@
 //   slice:      a strided VIEW (no copy; writes through it reach the parent);
 //               ā = ḡ scattered into zeros of the input's shape
 //   concat, stack: a new array; each input's adjoint is a view of ḡ
-//   clip:       a fused broadcast: x below lo gives lo, above hi gives hi, else x
-//               (d/dx = 1 on [lo, hi] including the bounds; a NaN stays NaN)
+//   clip:       a fused broadcast, NumPy's min(max(x, lo), hi): x below lo
+//               gives lo, above hi gives hi, else x; lo > hi gives hi; a NaN
+//               x, lo or hi gives NaN. The adjoint goes to the operand returned
+//               (d/dx = 1 on [lo, hi] including the bounds; hi's where lo > hi)
 // Axes are 0-based, negative axes count from the end; an axis out of range
 // or repeated throws Error(kShape). A reduction called without axes reduces
 // over all of them; with an empty list, over none (as sum and mean, and
@@ -125,7 +127,8 @@ Array<T> stack(std::initializer_list<Array<T>> arrays, int axis = 0) {
   return stack(std::vector<Array<T>>(arrays), axis);
 }
 
-// Elementwise clamp into [lo, hi] (lo and hi broadcast; numbers or arrays).
+// Elementwise clamp into [lo, hi] (lo and hi broadcast; numbers or arrays),
+// as np.clip: hi where lo > hi, NaN where any of x, lo, hi is NaN.
 template <ElementType T>
 Array<T> clip(const Array<T>& a, const Array<T>& lo, const Array<T>& hi);
 template <ElementType T>
