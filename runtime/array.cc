@@ -21,6 +21,7 @@
 #include "runtime/array_pool.h"
 #include "runtime/backend.h"
 #include "runtime/in_place.h"
+#include "dualcast/detail/execute.hpp"
 #include "dualcast/detail/grad_node.hpp"
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
@@ -176,6 +177,13 @@ std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape) {
 }
 
 bool ArrayImpl::contiguous() const {
+  // No elements, no memory read: contiguous under any strides. (Counting on
+  // would not do: ContiguousStrides takes a size-0 dim as 1, so `expect`
+  // turning 0 would call a fresh size-0 array strided, and reshape would copy
+  // it forever.)
+  for (int64_t s : shape) {
+    if (s == 0) return true;
+  }
   int64_t expect = 1;
   for (size_t d = shape.size(); d-- > 0;) {
     if (shape[d] != 1 && strides[d] != expect) return false;
@@ -610,6 +618,15 @@ void Array<T>::assign(const std::vector<T>& values) {
   if (static_cast<int64_t>(values.size()) != size()) {
     throw Error(ErrorKind::kShape, absl::StrFormat("Array::assign: %d values for shape %s",
                                                    values.size(), ShapeText(shape())));
+  }
+  // Checked before mutable_data(), which already counts as the write.
+  if (detail::SelfOverlapping(*impl_)) {
+    throw Error(ErrorKind::kInvalidArgument,
+                absl::StrFormat("Array::assign: the array has shape %s and strides %s, under which "
+                                "several elements share memory (only the last value would stay); "
+                                "assign into a view with one element per address (nonzero strides "
+                                "that do not interleave)",
+                                ShapeText(impl_->shape), ShapeText(impl_->strides)));
   }
   T* base = mutable_data();  // notes the in-place write
   detail::ForEachElement(impl_->shape, impl_->strides,

@@ -122,7 +122,9 @@ Array<T> Join(const char* what, const std::vector<Array<T>>& arrays, int axis, b
   std::vector<int64_t> out_shape = shapes[0];
   out_shape[static_cast<size_t>(a)] = 0;
   for (const auto& s : shapes) out_shape[static_cast<size_t>(a)] += s[static_cast<size_t>(a)];
-  std::shared_ptr<ArrayImpl> out = detail::Filled(ins[0]->dtype, out_shape, 0.0);
+  // -0.0, not 0.0: the inputs are added into it, and -0.0 is the IEEE
+  // additive identity (0.0 + -0.0 is +0.0, so a -0.0 input would lose its sign).
+  std::shared_ptr<ArrayImpl> out = detail::Filled(ins[0]->dtype, out_shape, -0.0);
   int64_t start = 0;
   for (size_t k = 0; k < ins.size(); ++k) {
     std::shared_ptr<ArrayImpl> region = detail::ViewOf(*out, shapes[k], out->strides);
@@ -150,7 +152,15 @@ Array<T> Join(const char* what, const std::vector<Array<T>>& arrays, int axis, b
 }
 
 const Kernel& ClipKernel() {
+  // NumPy's np.clip, min(max(x, lo), hi) with NaN from any operand (PyTorch
+  // and JAX agree): hi wherever lo > hi. Branches rather than math::max/min,
+  // whose NaN second argument loses: the taken one gives the derivative, so
+  // d/dx = 1 on [lo, hi] with both ends included.
   static const Kernel* k = new Kernel(kernel("clip", [](auto x, auto lo, auto hi) {
+    if (x != x) return x;
+    if (lo != lo) return lo;
+    if (hi != hi) return hi;
+    if (lo > hi) return hi;
     if (x < lo) return lo;
     if (x > hi) return hi;
     return x;
@@ -189,12 +199,17 @@ Array<T> slice(const Array<T>& a, const std::vector<Slice>& dims) {
       return std::clamp<int64_t>(i, 0, n);
     };
     const int64_t start = clamp_index(s.start), stop = clamp_index(s.stop);
-    const int64_t count = stop > start ? (stop - start + s.step - 1) / s.step : 0;
+    // ceil((stop - start) / step) without forming stop - start + step - 1,
+    // which wraps for a step near INT64_MAX (Slice::kEnd as a step).
+    const int64_t count = stop > start ? (stop - start - 1) / s.step + 1 : 0;
+    // With one element or none the step is never taken: keep the stride
+    // from wrapping too (step * stride need not fit otherwise).
+    const int64_t step = count > 1 ? s.step : 1;
     shape[d] = count;
     offset += start * in->strides[d];
-    strides[d] = in->strides[d] * s.step;
+    strides[d] = in->strides[d] * step;
     grad_offset += start * contiguous[d];
-    grad_strides[d] = contiguous[d] * s.step;
+    grad_strides[d] = contiguous[d] * step;
   }
   std::shared_ptr<ArrayImpl> out = detail::ViewOf(*in, shape, strides);
   out->offset += offset;

@@ -78,21 +78,6 @@ bool MayOverlap(const ArrayImpl& a, const ArrayImpl& b) {
   return r < es || g - r < es;
 }
 
-// Whether two distinct indices of `a` can address the same element.
-bool SelfOverlapping(const ArrayImpl& a) {
-  std::vector<std::pair<int64_t, int64_t>> dims;  // |stride|, size
-  for (int d = 0; d < a.rank(); ++d) {
-    if (a.shape[d] > 1) dims.emplace_back(std::llabs(a.strides[d]), a.shape[d]);
-  }
-  std::sort(dims.begin(), dims.end());
-  int64_t reach = 1;  // elements covered by the inner dims so far
-  for (const auto& [stride, size] : dims) {
-    if (stride < reach) return true;
-    reach = stride * (size - 1) + reach;
-  }
-  return false;
-}
-
 void CheckInputs(const std::string& name, const jit::Function& fn,
                  const std::vector<std::shared_ptr<ArrayImpl>>& inputs) {
   if (fn.num_inputs() != inputs.size()) {
@@ -133,6 +118,20 @@ void CheckInputs(const std::string& name, const jit::Function& fn,
 }
 
 }  // namespace
+
+bool SelfOverlapping(const ArrayImpl& a) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // |stride|, size
+  for (int d = 0; d < a.rank(); ++d) {
+    if (a.shape[d] > 1) dims.emplace_back(std::llabs(a.strides[d]), a.shape[d]);
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t reach = 1;  // elements covered by the inner dims so far
+  for (const auto& [stride, size] : dims) {
+    if (stride < reach) return true;
+    reach = stride * (size - 1) + reach;
+  }
+  return false;
+}
 
 std::vector<int64_t> BroadcastShape(const std::string& kernel_name,
                                     const std::vector<std::vector<int64_t>>& shapes) {

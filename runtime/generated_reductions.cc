@@ -19,7 +19,7 @@
 //             -inf, any +inf gives +inf; adjoint softmax(x) (NaN where the
 //             result is not finite).
 //   var       sum((x - mean)^2) / (n - ddof), NaN when n - ddof <= 0;
-//             adjoint 2 (x - mean) / (n - ddof).
+//             adjoint 2 (x - mean) / (n - ddof), NaN when n - ddof <= 0.
 //   norm      Euclidean, scaled by max|x| (no overflow for large x); the
 //             adjoint x / norm, and 0 at norm = 0 (the subgradient PyTorch
 //             gives).
@@ -71,8 +71,7 @@ Axes ReduceAxes(const char* what, const std::vector<int64_t>& shape, const std::
                 bool keepdims) {
   Axes l;
   l.in_shape = shape;
-  l.reduced = axes.empty() ? std::vector<bool>(shape.size(), true)  // no axes: all (NumPy's None)
-                           : detail::AxisMask(what, shape, axes);
+  l.reduced = detail::AxisMask(what, shape, axes);  // none for {}: NumPy's axis=()
   for (size_t d = 0; d < shape.size(); ++d) {
     const bool r = l.reduced[d];
     l.keep_shape.push_back(r ? 1 : shape[d]);
@@ -80,6 +79,14 @@ Axes ReduceAxes(const char* what, const std::vector<int64_t>& shape, const std::
     if (!r || keepdims) l.out_shape.push_back(r ? 1 : shape[d]);
   }
   return l;
+}
+
+// Every axis of `a`: what the calls without axes reduce over (NumPy's None).
+template <ElementType T>
+std::vector<int> AllAxes(const Array<T>& a) {
+  std::vector<int> axes(static_cast<size_t>(a.rank()));  // an empty handle throws here
+  for (size_t d = 0; d < axes.size(); ++d) axes[d] = static_cast<int>(d);
+  return axes;
 }
 
 // Small kernels built once per element type and cached (the kernel cache
@@ -221,6 +228,20 @@ Arr FilledResult(const Arr& in, const Axes& l, double value) {
   return UserShaped(detail::Filled(in->dtype, l.keep_shape, value, in->device), l);
 }
 
+// FilledResult recorded like any other result, with `adjoint` in every slot
+// of the input's adjoint: a loss reading it gets a gradient (an empty one
+// over an empty input; var's NaN where N - ddof <= 0), never "does not reach
+// the loss" nor a gradient that silently leaves this path out.
+template <ElementType T>
+Array<T> FilledReduction(const char* what, const Array<T>& a, const Axes& l, double value,
+                         double adjoint) {
+  const Arr x = Evaluated(a, what);
+  return Finish<T>(what, x, l, detail::Filled(x->dtype, l.keep_shape, value, x->device), {},
+                   [adjoint](const Arr& x, const std::vector<Arr>&, const Arr&) {
+                     return detail::Filled(x->dtype, x->shape, adjoint, x->device);
+                   });
+}
+
 // max/min's reverse rule: the adjoint shared equally among the elements equal
 // to the result (`r`, kept shape); NaN adjoints where the result is NaN.
 Arr ExtremeAdjoint(const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
@@ -277,7 +298,7 @@ Array<T> ElementReduction(const char* what, const Array<T>& a, const std::vector
   int64_t results = 1;
   for (int64_t n : l.keep_shape) results *= n;
   if (l.count == 0 && results > 0) {
-    if (op == ReduceKind::kProd) return Array<T>(FilledResult(in, l, 1.0));  // the empty product
+    if (op == ReduceKind::kProd) return FilledReduction<T>(what, a, l, 1.0, 0.0);  // the empty product
     throw Error(ErrorKind::kShape,
                 absl::StrCat(what, " of an empty slice has no value (NumPy raises too); reduce ",
                              "over non-empty axes (shape ", jit::FormatShape(in->shape), ")"));
@@ -320,7 +341,12 @@ Array<T> ArgExtreme(const char* what, const Array<T>& a, const std::vector<int>&
                 absl::StrCat(what, ": positions up to ", l.count - 1,
                              " are not exact in float32; use a float64 array"));
   }
-  if (results == 0) return Array<T>(FilledResult(a.impl(), l, 0.0));
+  if (results == 0) {
+    const Arr x = Evaluated(a, what);
+    const Arr r = FilledResult(x, l, 0.0);
+    detail::NoteOrigin(what, {x}, {r}, /*constant=*/true);  // as below: no gradient
+    return Array<T>(r);
+  }
   const auto [x, extreme] = ReduceFirst(a, l, op, 1, false, what);
   // 0..count-1 over the reduced dims (row-major), size 1 on the others.
   std::vector<int64_t> position_shape;
@@ -369,6 +395,31 @@ void RecordElementReduction(const char* what, const std::shared_ptr<ArrayImpl>& 
 }  // namespace detail
 
 template <ElementType T>
+Array<T> max(const Array<T>& a) {
+  return max(a, AllAxes(a));
+}
+template <ElementType T>
+Array<T> min(const Array<T>& a) {
+  return min(a, AllAxes(a));
+}
+template <ElementType T>
+Array<T> prod(const Array<T>& a) {
+  return prod(a, AllAxes(a));
+}
+template <ElementType T>
+Array<T> logsumexp(const Array<T>& a) {
+  return logsumexp(a, AllAxes(a));
+}
+template <ElementType T>
+Array<T> var(const Array<T>& a) {
+  return var(a, AllAxes(a));
+}
+template <ElementType T>
+Array<T> norm(const Array<T>& a) {
+  return norm(a, AllAxes(a));
+}
+
+template <ElementType T>
 Array<T> max(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
   return ElementReduction("max", a, axes, keepdims, ReduceKind::kMax);
 }
@@ -384,7 +435,7 @@ Array<T> prod(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
 
 template <ElementType T>
 Array<T> argmax(const Array<T>& a) {
-  return ArgExtreme("argmax", a, {}, false, ReduceKind::kMax);
+  return ArgExtreme("argmax", a, AllAxes(a), false, ReduceKind::kMax);
 }
 template <ElementType T>
 Array<T> argmax(const Array<T>& a, int axis, bool keepdims) {
@@ -392,7 +443,7 @@ Array<T> argmax(const Array<T>& a, int axis, bool keepdims) {
 }
 template <ElementType T>
 Array<T> argmin(const Array<T>& a) {
-  return ArgExtreme("argmin", a, {}, false, ReduceKind::kMin);
+  return ArgExtreme("argmin", a, AllAxes(a), false, ReduceKind::kMin);
 }
 template <ElementType T>
 Array<T> argmin(const Array<T>& a, int axis, bool keepdims) {
@@ -404,7 +455,7 @@ Array<T> logsumexp(const Array<T>& a, const std::vector<int>& axes, bool keepdim
   (void)a.rank();  // an empty handle throws here
   const Axes l = ReduceAxes("logsumexp", a.impl()->shape, axes, keepdims);
   if (l.count == 0) {  // log(0)
-    return Array<T>(FilledResult(a.impl(), l, -std::numeric_limits<double>::infinity()));
+    return FilledReduction<T>("logsumexp", a, l, -std::numeric_limits<double>::infinity(), 0.0);
   }
   const auto [x, m] = ReduceFirst(a, l, ReduceKind::kMax, 1, false, "logsumexp");
   const Fn shifted = Cached(JType(*x), "lse_terms", [](jit::Builder& b, jit::Type t) {
@@ -435,7 +486,11 @@ Array<T> var(const Array<T>& a, const std::vector<int>& axes, bool keepdims, int
   const Axes l = ReduceAxes("var", a.impl()->shape, axes, keepdims);
   const double dof = static_cast<double>(l.count - ddof);
   if (dof <= 0) {  // NumPy: NaN (with a warning)
-    return Array<T>(FilledResult(a.impl(), l, std::numeric_limits<double>::quiet_NaN()));
+    // The adjoint 2 (a - mean) / (N - ddof) is 0 / 0 at N - ddof = 0 but a
+    // number for N - ddof < 0: NaN throughout instead (PyTorch and JAX give
+    // NaN), so no loss through a NaN variance gets a finite gradient.
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    return FilledReduction<T>("var", a, l, nan, nan);
   }
   const auto [x, mu] = ReduceFirst(a, l, ReduceKind::kSum, 1.0 / static_cast<double>(l.count), false, "var");
   const Fn squares = Cached(JType(*x), "var_terms", [](jit::Builder& b, jit::Type t) {
@@ -459,7 +514,7 @@ template <ElementType T>
 Array<T> norm(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
   (void)a.rank();  // an empty handle throws here
   const Axes l = ReduceAxes("norm", a.impl()->shape, axes, keepdims);
-  if (l.count == 0) return Array<T>(FilledResult(a.impl(), l, 0.0));
+  if (l.count == 0) return FilledReduction<T>("norm", a, l, 0.0, 0.0);
   const auto [x, scale] = ReduceFirst(a, l, ReduceKind::kMax, 1, /*abs=*/true, "norm");
   const Fn squares = Cached(JType(*x), "norm_terms", [](jit::Builder& b, jit::Type t) {
     ValueId xv = b.Input(t), sv = b.Input(t);
@@ -484,11 +539,17 @@ Array<T> norm(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
 }
 
 #define DUALCAST_GENERATED_REDUCTIONS(T)                                             \
+  template Array<T> max(const Array<T>&);                                            \
   template Array<T> max(const Array<T>&, const std::vector<int>&, bool);             \
+  template Array<T> min(const Array<T>&);                                            \
   template Array<T> min(const Array<T>&, const std::vector<int>&, bool);             \
+  template Array<T> prod(const Array<T>&);                                           \
   template Array<T> prod(const Array<T>&, const std::vector<int>&, bool);            \
+  template Array<T> logsumexp(const Array<T>&);                                      \
   template Array<T> logsumexp(const Array<T>&, const std::vector<int>&, bool);       \
+  template Array<T> var(const Array<T>&);                                            \
   template Array<T> var(const Array<T>&, const std::vector<int>&, bool, int);        \
+  template Array<T> norm(const Array<T>&);                                           \
   template Array<T> norm(const Array<T>&, const std::vector<int>&, bool);            \
   template Array<T> argmax(const Array<T>&);                                         \
   template Array<T> argmax(const Array<T>&, int, bool);                              \

@@ -339,6 +339,14 @@ Value Evaluator::Builtin(const Expr& e, bool* found) {
     std::vector<int> axes;
     for (size_t k = 1; k < argc; ++k) axes.push_back(static_cast<int>(Integer(*e.args[k], "an axis")));
     return one(AtSpan(e.span, [&] {
+      if (axes.empty()) {  // every axis; an empty list would reduce over none
+        if (n == "max") return dualcast::max(x);
+        if (n == "min") return dualcast::min(x);
+        if (n == "prod") return dualcast::prod(x);
+        if (n == "logsumexp") return dualcast::logsumexp(x);
+        if (n == "var") return dualcast::var(x);
+        return dualcast::norm(x);
+      }
       if (n == "max") return dualcast::max(x, axes);
       if (n == "min") return dualcast::min(x, axes);
       if (n == "prod") return dualcast::prod(x, axes);

@@ -76,15 +76,18 @@ RuntimeRun RunRuntime(const Program& p) {
       case Op::kMean: s.push_back(op.axis < 0 ? mean(*a) : mean(*a, axes, op.keepdims)); break;
       case Op::kMatmul: s.push_back(matmul(*a, *b)); break;
       case Op::kReduce: {
-        using Fn = D (*)(const D&, const std::vector<int>&, bool);
+        // No axis: the call without axes (every axis); an empty list would reduce over none.
+        using Fn = D (*)(const D&, const std::vector<int>*, bool);
         static constexpr Fn kFns[] = {
-            [](const D& x, const std::vector<int>& ax, bool k) { return max(x, ax, k); },
-            [](const D& x, const std::vector<int>& ax, bool k) { return min(x, ax, k); },
-            [](const D& x, const std::vector<int>& ax, bool k) { return prod(x, ax, k); },
-            [](const D& x, const std::vector<int>& ax, bool k) { return logsumexp(x, ax, k); },
-            [](const D& x, const std::vector<int>& ax, bool k) { return var(x, ax, k); },
-            [](const D& x, const std::vector<int>& ax, bool k) { return norm(x, ax, k); }};
-        s.push_back(kFns[op.which](*a, axes, op.axis >= 0 && op.keepdims));
+            [](const D& x, const std::vector<int>* ax, bool k) { return ax ? max(x, *ax, k) : max(x); },
+            [](const D& x, const std::vector<int>* ax, bool k) { return ax ? min(x, *ax, k) : min(x); },
+            [](const D& x, const std::vector<int>* ax, bool k) { return ax ? prod(x, *ax, k) : prod(x); },
+            [](const D& x, const std::vector<int>* ax, bool k) {
+              return ax ? logsumexp(x, *ax, k) : logsumexp(x);
+            },
+            [](const D& x, const std::vector<int>* ax, bool k) { return ax ? var(x, *ax, k) : var(x); },
+            [](const D& x, const std::vector<int>* ax, bool k) { return ax ? norm(x, *ax, k) : norm(x); }};
+        s.push_back(kFns[op.which](*a, op.axis >= 0 ? &axes : nullptr, op.axis >= 0 && op.keepdims));
         break;
       }
       case Op::kEval: a->eval(); break;

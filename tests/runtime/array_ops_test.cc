@@ -13,6 +13,8 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "dualcast/array.hpp"
@@ -107,9 +109,60 @@ TEST_CASE("array ops: reduction values match plain loops over either axis and ov
   CHECK(argmin(x).item() == static_cast<double>(std::min_element(v.begin(), v.end()) - v.begin()));
 }
 
+TEST_CASE("array ops: every reduction without axes reduces all, with an empty list none (as sum, mean)") {
+  // NumPy: np.max(x) (axis=None) is over every element, np.max(x, axis=()) is x
+  // itself; np.var(x, axis=()) zeros, np.var(x, axis=(), ddof=1) nan,
+  // np.linalg.norm of one element its absolute value.
+  const D x = D::from({1, -2, 3, 0.5, 4, -1}, {2, 3});
+  const std::vector<double> v = x.to_vector();
+  std::vector<double> absv;
+  for (double e : v) absv.push_back(std::abs(e));
+  double s = 0, p = 1, sq = 0, es = 0;
+  for (double e : v) {
+    s += e;
+    p *= e;
+    sq += e * e;
+    es += std::exp(e);
+  }
+  const double m = s / 6;
+  double dev = 0;
+  for (double e : v) dev += (e - m) * (e - m);
+  for (bool pending : {false, true}) {
+    CAPTURE(pending);
+    auto arg = [&] { return pending ? x * 1.0 : x; };
+    CHECK(sum(arg(), {}).to_vector() == v);
+    CHECK(mean(arg(), {}).to_vector() == v);
+    CHECK(max(arg(), {}).to_vector() == v);
+    CHECK(min(arg(), {}).to_vector() == v);
+    CHECK(prod(arg(), {}).to_vector() == v);
+    CHECK(norm(arg(), {}).to_vector() == absv);
+    CHECK(var(arg(), {}).to_vector() == std::vector<double>(6, 0.0));
+    for (double e : var(arg(), {}, false, 1).to_vector()) CHECK(std::isnan(e));
+    const std::vector<double> lse = logsumexp(arg(), {}).to_vector();
+    REQUIRE(lse.size() == 6);
+    for (size_t k = 0; k < 6; ++k) CHECK(lse[k] == doctest::Approx(v[k]).epsilon(1e-15));
+    CHECK(max(arg(), {}, true).shape() == Shape{2, 3});
+    // Without axes: a rank-0 result over all six.
+    CHECK(sum(arg()).shape() == Shape{});
+    CHECK(max(arg()).shape() == Shape{});
+    CHECK(max(arg()).item() == 4);
+    CHECK(min(arg()).item() == -2);
+    CHECK(prod(arg()).item() == doctest::Approx(p).epsilon(1e-15));
+    CHECK(sum(arg()).item() == doctest::Approx(s).epsilon(1e-15));
+    CHECK(logsumexp(arg()).item() == doctest::Approx(std::log(es)).epsilon(1e-14));
+    CHECK(var(arg()).item() == doctest::Approx(dev / 6).epsilon(1e-14));
+    CHECK(norm(arg()).item() == doctest::Approx(std::sqrt(sq)).epsilon(1e-14));
+  }
+  {  // Under a tape: the reduction over no axes passes the adjoint through.
+    Tape tape;
+    D y = D::from({1, 3, 2}, {3});
+    CHECK(tape.gradient(sum(max(y, {}) * 2.0), {y})[0].to_vector() == std::vector<double>{2, 2, 2});
+  }
+}
+
 TEST_CASE("array ops: gradients of every reduction, over each axis set, match central differences") {
   const D x = D::uniform({3, 4}, 5, 0.5, 2.0);  // positive, distinct: no ties, no kinks
-  for (std::vector<int> axes : {std::vector<int>{}, std::vector<int>{0}, std::vector<int>{1}}) {
+  for (std::vector<int> axes : {std::vector<int>{0}, std::vector<int>{1}, std::vector<int>{0, 1}}) {
     CheckGradient("max", [&](const D& a) { return max(a, axes); }, x);
     CheckGradient("min", [&](const D& a) { return min(a, axes, true); }, x);
     CheckGradient("prod", [&](const D& a) { return prod(a, axes); }, x);
@@ -118,6 +171,11 @@ TEST_CASE("array ops: gradients of every reduction, over each axis set, match ce
     CheckGradient("var ddof=1", [&](const D& a) { return var(a, axes, false, 1); }, x);
     CheckGradient("norm", [&](const D& a) { return norm(a, axes); }, x);
   }
+  // Without axes: over all of them.
+  CheckGradient("max()", [](const D& a) { return max(a); }, x);
+  CheckGradient("prod()", [](const D& a) { return prod(a); }, x);
+  CheckGradient("var()", [](const D& a) { return var(a); }, x);
+  CheckGradient("norm()", [](const D& a) { return norm(a); }, x);
   // Through a fused broadcast on both sides: softmax written with logsumexp.
   CheckGradient("softmax", [](const D& a) { return exp(a - logsumexp(a, {1}, true)) * a; }, x);
 }
@@ -158,11 +216,100 @@ TEST_CASE("array ops: documented edge cases — ties, zeros, NaN, empty slices")
   // logsumexp is stable for large inputs and -inf for an empty slice.
   CHECK(logsumexp(D::from({1000, 1000}, {2})).item() == doctest::Approx(1000 + std::log(2.0)));
   CHECK(logsumexp(D::from(std::vector<double>{}, {0})).item() == -std::numeric_limits<double>::infinity());
-  CHECK(std::isnan(var(D::from({1.0}, {1}), {}, false, 1).item()));  // N - ddof = 0
+  CHECK(std::isnan(var(D::from({1.0}, {1}), {0}, false, 1).item()));  // N - ddof = 0
   CHECK_THROWS_WITH_AS(max(D::from(std::vector<double>{}, {0})), doctest::Contains("empty slice"), Error);
   CHECK_THROWS_WITH_AS(max(D::zeros({2, 3}), {2}), doctest::Contains("axis 2 is out of range"), Error);
   CHECK_THROWS_WITH_AS(prod(D::zeros({2, 3}), {1, -1}), doctest::Contains("repeated"), Error);
   CHECK(argmax(D::from({1, std::nan(""), 5}, {3})).item() == 1);  // NumPy: a NaN is the extreme
+}
+
+TEST_CASE("array ops: a NaN variance (N - ddof <= 0) and empty-slice reductions are on the tape") {
+  {  // torch.var(x, dim=1, correction=1) of a (3, 1) x: NaN, and x.grad all NaN (JAX too).
+    Tape tape;
+    D x = D::from({1, 2, 4}, {3, 1});
+    const std::vector<double> g = tape.gradient(sum(var(x, {1}, false, 1)), {x})[0].to_vector();
+    REQUIRE(g.size() == 3);
+    for (double e : g) CHECK(std::isnan(e));
+  }
+  {  // N - ddof < 0 too, where 2 (x - mean) / (N - ddof) would be a silent 0.
+    Tape tape;
+    D x = D::from({1, 2}, {2, 1});
+    const std::vector<double> g = tape.gradient(sum(var(x, {1}, false, 3)), {x})[0].to_vector();
+    for (double e : g) CHECK(std::isnan(e));
+  }
+  {  // The NaN path once went unrecorded: sum(x)'s 1 came back as the whole gradient.
+    Tape tape;
+    D x = D::from({1, 2, 4}, {3, 1});
+    const std::vector<double> g =
+        tape.gradient(sum(x) + sum(var(x, {1}, false, 1)), {x})[0].to_vector();
+    REQUIRE(g.size() == 3);
+    for (double e : g) CHECK(std::isnan(e));
+  }
+  // Over an empty axis: the gradient is an empty array of the input's
+  // shape (there is nothing to differentiate), not "does not reach the loss".
+  using R = std::function<D(const D&)>;
+  for (const auto& [name, reduce] : std::vector<std::pair<const char*, R>>{
+           {"logsumexp", [](const D& a) { return logsumexp(a, {1}); }},
+           {"norm", [](const D& a) { return norm(a, {1}); }},
+           {"var", [](const D& a) { return var(a, {1}); }},
+           {"prod", [](const D& a) { return prod(a, {1}); }}}) {
+    CAPTURE(name);
+    Tape tape;
+    D x = D::zeros({2, 0});
+    const D loss = sum(reduce(x));
+    const D g = tape.gradient(loss, {x})[0];
+    CHECK(g.shape() == Shape{2, 0});
+  }
+}
+
+TEST_CASE("array ops: every reduction of a pending operand with a size-0 dim, over each axis") {
+  // A pending (2, 0, 3) operand: reduced inside the kernel that produces it
+  // (sum, mean, max, min, prod) or with a first pass there (the others).
+  // Shapes as NumPy gives them, e.g. np.sum(np.zeros((2, 0, 3)), axis=2).shape
+  // == (2, 0); over the empty axis 1 the documented empty values: sum 0,
+  // prod 1, mean and var NaN (0 / 0), norm 0, logsumexp -inf, max/min an
+  // error (NumPy raises too).
+  using R = std::function<D(const D&, std::vector<int>)>;
+  const std::vector<std::pair<const char*, R>> all = {
+      {"sum", [](const D& a, std::vector<int> ax) { return sum(a, ax); }},
+      {"mean", [](const D& a, std::vector<int> ax) { return mean(a, ax); }},
+      {"max", [](const D& a, std::vector<int> ax) { return max(a, ax); }},
+      {"min", [](const D& a, std::vector<int> ax) { return min(a, ax); }},
+      {"prod", [](const D& a, std::vector<int> ax) { return prod(a, ax); }},
+      {"logsumexp", [](const D& a, std::vector<int> ax) { return logsumexp(a, ax); }},
+      {"var", [](const D& a, std::vector<int> ax) { return var(a, ax); }},
+      {"norm", [](const D& a, std::vector<int> ax) { return norm(a, ax); }},
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<std::pair<const char*, double>> empty_value = {
+      {"sum", 0}, {"mean", NAN}, {"prod", 1}, {"logsumexp", -inf}, {"var", NAN}, {"norm", 0}};
+  for (const auto& [name, reduce] : all) {
+    CAPTURE(name);
+    CHECK(reduce(D::zeros({2, 0, 3}) * 1.0, {0}).shape() == Shape{0, 3});
+    CHECK(reduce(D::zeros({2, 0, 3}) * 1.0, {2}).shape() == Shape{2, 0});
+    CHECK(reduce(D::zeros({2, 0, 3}) * 1.0, {0, 2}).shape() == Shape{0});
+    const std::string n = name;
+    if (n == "max" || n == "min") {
+      CHECK_THROWS_WITH_AS(reduce(D::zeros({2, 0, 3}) * 1.0, {1}).eval(), doctest::Contains("empty slice"),
+                           Error);
+      continue;
+    }
+    double expect = 0;
+    for (const auto& [m, v] : empty_value) {
+      if (n == m) expect = v;
+    }
+    const D r = reduce(D::zeros({2, 0, 3}) * 1.0, {1});
+    REQUIRE(r.shape() == Shape{2, 3});
+    for (double e : r.to_vector()) {
+      if (std::isnan(expect)) {
+        CHECK(std::isnan(e));
+      } else {
+        CHECK(e == expect);
+      }
+    }
+  }
+  CHECK(sum(D::zeros({2, 0, 3}) * 1.0, {2}, true).shape() == Shape{2, 0, 1});
+  CHECK(prod(D::zeros({2, 0, 3}) * 1.0, {1}, true).to_vector() == std::vector<double>(6, 1.0));
 }
 
 TEST_CASE("array ops: slice is a view with NumPy bounds; its gradient scatters back") {
@@ -172,6 +319,20 @@ TEST_CASE("array ops: slice is a view with NumPy bounds; its gradient scatters b
   CHECK(s.to_vector() == std::vector<double>{4, 6, 8, 10});
   CHECK(slice(x, {{-1}}).to_vector() == std::vector<double>{8, 9, 10, 11});    // negative start
   CHECK(slice(x, {{5, 9}}).shape() == Shape{0, 4});                             // clamped: empty
+  {  // Huge steps: NumPy's np.arange(10, 15)[::sys.maxsize] is [10], [1::2**62] is [11].
+    const D r = D::from({10, 11, 12, 13, 14}, {5});
+    CHECK(slice(r, {{0, Slice::kEnd, Slice::kEnd}}).to_vector() == std::vector<double>{10});
+    CHECK(slice(r, {{0, Slice::kEnd, int64_t{1} << 62}}).to_vector() == std::vector<double>{10});
+    CHECK(slice(r, {{1, Slice::kEnd, int64_t{1} << 62}}).to_vector() == std::vector<double>{11});
+    CHECK(slice(r, {{4, 2, Slice::kEnd}}).shape() == Shape{0});
+    // x[::sys.maxsize, 1::2**62] of the 3x4 x above: [[1]].
+    CHECK(slice(x, {{0, Slice::kEnd, Slice::kEnd}, {1, Slice::kEnd, int64_t{1} << 62}}).to_vector() ==
+          std::vector<double>{1});
+    Tape tape;
+    D y = D::from({10, 11, 12, 13, 14}, {5});
+    CHECK(tape.gradient(sum(slice(y, {{1, Slice::kEnd, Slice::kEnd}})), {y})[0].to_vector() ==
+          std::vector<double>{0, 1, 0, 0, 0});
+  }
   CHECK_THROWS_WITH_AS(slice(x, {{0, 3, 0}}), doctest::Contains("must be positive"), Error);
   CHECK_THROWS_WITH_AS(slice(x, {{}, {}, {}}), doctest::Contains("3 slices for an array of shape"), Error);
   // Two overlapping slices of one array multiplied: both adjoints accumulate into it.
@@ -195,6 +356,24 @@ TEST_CASE("array ops: concat and stack values, errors and gradients") {
   CHECK(stack<double>({a, a * 2.0}, 2).to_vector() == std::vector<double>{1, 2, 2, 4, 3, 6, 4, 8});
   CHECK_THROWS_WITH_AS(concat<double>({a, b}, 1), doctest::Contains("array 2 has shape [1, 2]"), Error);
   CHECK_THROWS_WITH_AS(stack<double>({a, b}, 0), doctest::Contains("stack needs equal shapes"), Error);
+  {  // NumPy keeps the sign of zero: np.concatenate([[-0.0], [0.0]]) is [-0., 0.], np.stack too.
+    const D nz = D::from({-0.0, 0.0}, {2});
+    const std::vector<double> c = concat<double>({nz, nz}, 0).to_vector();
+    const std::vector<double> st = stack<double>({nz, nz}, 1).to_vector();
+    REQUIRE(c.size() == 4);
+    REQUIRE(st.size() == 4);
+    CHECK(std::signbit(c[0]));
+    CHECK(!std::signbit(c[1]));
+    CHECK(std::signbit(c[2]));
+    CHECK(!std::signbit(c[3]));
+    CHECK(std::signbit(st[0]));  // [[-0, -0], [0, 0]]
+    CHECK(std::signbit(st[1]));
+    CHECK(!std::signbit(st[2]));
+    CHECK(!std::signbit(st[3]));
+    Tape tape;  // one input twice: both of its adjoint views add up
+    D t = D::from({1, 2}, {2});
+    CHECK(tape.gradient(sum(concat<double>({t, t * 3.0}, 0)), {t})[0].to_vector() == std::vector<double>{4, 4});
+  }
   const D x = D::uniform({2, 3}, 9, -1, 1);
   CheckGradient("concat", [](const D& t) { return concat<double>({t * t, exp(t)}, 1); }, x);
   CheckGradient("stack", [](const D& t) { return stack<double>({t, sin(t)}, 1); }, x);
@@ -212,6 +391,24 @@ TEST_CASE("array ops: clip is a fused branchy broadcast with d/dx = 1 inside [lo
   CHECK(g[0].to_vector() == std::vector<double>{0, 1, 1, 1, 0});
   CHECK(g[1].item() == 1);  // only y = -2 is below lo
   CHECK(g[2].item() == 1);  // only y = 2 is above hi
+}
+
+TEST_CASE("array ops: clip with lo > hi or a NaN operand is NumPy's min(max(x, lo), hi)") {
+  const double nan = std::nan("");
+  // np.clip(0, 2, 1) == 1, np.clip(5, 2, 1) == 1, np.clip(1.5, 2, 1) == 1: hi wherever lo > hi.
+  CHECK(clip(D::from({0, 5, 1.5}, {3}), 2.0, 1.0).to_vector() == std::vector<double>{1, 1, 1});
+  // np.clip(0, nan, 1), np.clip(0, -1, nan), np.clip(nan, 2, 1): all nan.
+  CHECK(std::isnan(clip(D::scalar(0), nan, 1.0).item()));
+  CHECK(std::isnan(clip(D::scalar(0), -1.0, nan).item()));
+  CHECK(std::isnan(clip(D::scalar(nan), 2.0, 1.0).item()));
+  // d/dx of min(max(x, lo), hi) with lo > hi: the result is hi, so only hi's adjoint is 1.
+  Tape tape;
+  D y = D::from({0, 5, 1.5}, {3});
+  D lo = D::scalar(2), hi = D::scalar(1);
+  auto g = tape.gradient(sum(clip(y, lo, hi)), {y, lo, hi});
+  CHECK(g[0].to_vector() == std::vector<double>{0, 0, 0});
+  CHECK(g[1].item() == 0);
+  CHECK(g[2].item() == 3);
 }
 
 }  // namespace

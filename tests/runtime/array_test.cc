@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdint>
 #include <numeric>
+#include <string>
+#include <vector>
 
 #include "dualcast/array.hpp"
 #include "jit/error.h"
@@ -86,6 +88,33 @@ TEST_CASE("views read and write user memory in place, strided") {
   CHECK(KindOf([&] { Array<double>::view(buf.data(), {2, 3}, {1}); }) == ErrorKind::kShape);
 }
 
+TEST_CASE("assign refuses a view whose elements share memory and writes nothing") {
+  // Stride 0: three elements, one double. Writing 1, 2, 3 would keep only 3
+  // (partials() refuses such a destination the same way).
+  double cell = 7;
+  auto v = Array<double>::view(&cell, {3}, {0});
+  try {
+    v.assign({1, 2, 3});
+    FAIL("assign accepted a stride-0 view");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::kInvalidArgument);
+    const std::string what = e.what();
+    CHECK(what.find("Array::assign") != std::string::npos);
+    CHECK(what.find("shape [3] and strides [0]") != std::string::npos);
+    CHECK(what.find("share memory") != std::string::npos);
+  }
+  CHECK(cell == 7);
+  // Interleaved strides: [[0, 1], [1, 2]] address buf[1] twice.
+  std::vector<double> buf = {5, 6, 7};
+  auto w = Array<double>::view(buf.data(), {2, 2}, {1, 1});
+  CHECK(KindOf([&] { w.assign({1, 2, 3, 4}); }) == ErrorKind::kInvalidArgument);
+  CHECK(buf == std::vector<double>{5, 6, 7});
+  // Distinct elements (a strided view) are written as before.
+  auto every_other = Array<double>::view(buf.data(), {2}, {2});
+  every_other.assign({1, 2});
+  CHECK(buf == std::vector<double>{1, 6, 2});
+}
+
 TEST_CASE("transpose and reshape are views; reshape infers -1; bad ones are clear errors") {
   auto a = Array<float>::from({1, 2, 3, 4, 5, 6}, {2, 3});
   auto t = a.transpose();
@@ -107,6 +136,18 @@ TEST_CASE("transpose and reshape are views; reshape infers -1; bad ones are clea
           "reshape: cannot reshape an array of shape [2, 3] (6 elements) into shape [4, 2]");
   }
   CHECK(KindOf([&] { a.transpose({0, 0}); }) == ErrorKind::kShape);
+}
+
+TEST_CASE("reshape of a size-0 array gives the new shape (NumPy: np.zeros((2, 0, 3)).reshape(0, 6))") {
+  // A fresh size-0 array once counted as strided, so reshape copied it and
+  // reshaped the copy, forever (a stack overflow).
+  auto e = Array<double>::zeros({2, 0, 3});
+  CHECK(e.reshape({0, 6}).shape() == Shape{0, 6});
+  CHECK(e.reshape({-1}).shape() == Shape{0});
+  CHECK(e.reshape({3, 0, 2}).to_vector().empty());
+  CHECK(e.transpose().reshape({6, 0}).shape() == Shape{6, 0});
+  auto f = Array<float>::zeros({0});
+  CHECK(f.reshape({0, 1}).shape() == Shape{0, 1});
 }
 
 TEST_CASE("printing is NumPy-like and elides large arrays") {

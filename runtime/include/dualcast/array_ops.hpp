@@ -31,11 +31,15 @@
 //   slice:      a strided VIEW (no copy; writes through it reach the parent);
 //               ā = ḡ scattered into zeros of the input's shape
 //   concat, stack: a new array; each input's adjoint is a view of ḡ
-//   clip:       a fused broadcast: x below lo gives lo, above hi gives hi, else x
-//               (d/dx = 1 on [lo, hi] including the bounds; a NaN stays NaN)
+//   clip:       a fused broadcast, NumPy's min(max(x, lo), hi): x below lo
+//               gives lo, above hi gives hi, else x; lo > hi gives hi; a NaN
+//               x, lo or hi gives NaN. The adjoint goes to the operand returned
+//               (d/dx = 1 on [lo, hi] including the bounds; hi's where lo > hi)
 // Axes are 0-based, negative axes count from the end; an axis out of range
-// or repeated throws Error(kShape). Reductions over no axes list reduce over
-// all of them. The reductions accumulate in double (float arrays too).
+// or repeated throws Error(kShape). A reduction called without axes reduces
+// over all of them; with an empty list, over none (as sum and mean, and
+// NumPy's axis=None and axis=()). The reductions accumulate in double (float
+// arrays too).
 //
 // Example:
 //   auto p = dc::exp(x - dc::logsumexp(x, {1}, /*keepdims=*/true));  // softmax rows
@@ -52,19 +56,34 @@
 
 namespace dualcast {
 
+// Each reduction over every element (a rank-0 result, NumPy's axis=None),
+// or over `axes`, as sum and mean: those dims dropped, or kept with size 1
+// when `keepdims`. An empty `axes` list reduces over nothing (NumPy's
+// axis=()): max(a, {}) is a's values, var(a, {}) zeros.
 template <ElementType T>
-Array<T> max(const Array<T>& a, const std::vector<int>& axes = {}, bool keepdims = false);
+Array<T> max(const Array<T>& a);
 template <ElementType T>
-Array<T> min(const Array<T>& a, const std::vector<int>& axes = {}, bool keepdims = false);
+Array<T> max(const Array<T>& a, const std::vector<int>& axes, bool keepdims = false);
 template <ElementType T>
-Array<T> prod(const Array<T>& a, const std::vector<int>& axes = {}, bool keepdims = false);
+Array<T> min(const Array<T>& a);
 template <ElementType T>
-Array<T> logsumexp(const Array<T>& a, const std::vector<int>& axes = {}, bool keepdims = false);
+Array<T> min(const Array<T>& a, const std::vector<int>& axes, bool keepdims = false);
 template <ElementType T>
-Array<T> var(const Array<T>& a, const std::vector<int>& axes = {}, bool keepdims = false,
-             int ddof = 0);
+Array<T> prod(const Array<T>& a);
 template <ElementType T>
-Array<T> norm(const Array<T>& a, const std::vector<int>& axes = {}, bool keepdims = false);
+Array<T> prod(const Array<T>& a, const std::vector<int>& axes, bool keepdims = false);
+template <ElementType T>
+Array<T> logsumexp(const Array<T>& a);
+template <ElementType T>
+Array<T> logsumexp(const Array<T>& a, const std::vector<int>& axes, bool keepdims = false);
+template <ElementType T>
+Array<T> var(const Array<T>& a);
+template <ElementType T>
+Array<T> var(const Array<T>& a, const std::vector<int>& axes, bool keepdims = false, int ddof = 0);
+template <ElementType T>
+Array<T> norm(const Array<T>& a);
+template <ElementType T>
+Array<T> norm(const Array<T>& a, const std::vector<int>& axes, bool keepdims = false);
 
 // Index of the largest (smallest) element along `axis`, or of the flattened
 // array (a rank-0 result) when `axis` is absent. Throws Error(kShape) on an
@@ -108,18 +127,25 @@ Array<T> stack(std::initializer_list<Array<T>> arrays, int axis = 0) {
   return stack(std::vector<Array<T>>(arrays), axis);
 }
 
-// Elementwise clamp into [lo, hi] (lo and hi broadcast; numbers or arrays).
+// Elementwise clamp into [lo, hi] (lo and hi broadcast; numbers or arrays),
+// as np.clip: hi where lo > hi, NaN where any of x, lo, hi is NaN.
 template <ElementType T>
 Array<T> clip(const Array<T>& a, const Array<T>& lo, const Array<T>& hi);
 template <ElementType T>
 Array<T> clip(const Array<T>& a, double lo, double hi);
 
 #define DUALCAST_ARRAY_OPS_EXTERN(T)                                                        \
+  extern template Array<T> max(const Array<T>&);                                            \
   extern template Array<T> max(const Array<T>&, const std::vector<int>&, bool);             \
+  extern template Array<T> min(const Array<T>&);                                            \
   extern template Array<T> min(const Array<T>&, const std::vector<int>&, bool);             \
+  extern template Array<T> prod(const Array<T>&);                                           \
   extern template Array<T> prod(const Array<T>&, const std::vector<int>&, bool);            \
+  extern template Array<T> logsumexp(const Array<T>&);                                      \
   extern template Array<T> logsumexp(const Array<T>&, const std::vector<int>&, bool);       \
+  extern template Array<T> var(const Array<T>&);                                            \
   extern template Array<T> var(const Array<T>&, const std::vector<int>&, bool, int);        \
+  extern template Array<T> norm(const Array<T>&);                                           \
   extern template Array<T> norm(const Array<T>&, const std::vector<int>&, bool);            \
   extern template Array<T> argmax(const Array<T>&);                                         \
   extern template Array<T> argmax(const Array<T>&, int, bool);                              \

@@ -40,6 +40,8 @@ namespace dualcast {
 template <ElementType T>
 Array<T> sum(const Array<T>& a);
 // Sum over `axes`; those dims are dropped, or kept with size 1 when `keepdims`.
+// An empty list sums over nothing (NumPy's axis=()): a's values. The same
+// holds for mean and for every reduction of array_ops.hpp.
 template <ElementType T>
 Array<T> sum(const Array<T>& a, const std::vector<int>& axes, bool keepdims = false);
 
