@@ -27,6 +27,7 @@
 #include "jit/error.h"
 #include "runtime/layout_grad.h"
 #include "runtime/pending_readers.h"
+#include "runtime/storage_aliases.h"
 
 namespace dualcast {
 namespace detail {
@@ -129,6 +130,7 @@ class SmallBlocks {
 
 Storage::~Storage() {
   ForgetInPlaceWrites(this);
+  if (aliasable.load(std::memory_order_acquire)) ForgetAliasable(this);
   if (owning && data != nullptr) BackendFor(device).Release(*this);
 }
 
@@ -408,6 +410,7 @@ std::shared_ptr<ArrayImpl> MakeView(const T* data, Shape shape, Shape strides, b
   impl->storage->data = const_cast<T*>(data);
   impl->storage->bytes = n > 0 ? static_cast<size_t>(extent + 1) * sizeof(T) : 0;
   impl->storage->owning = false;
+  detail::RegisterAliasable(*impl->storage);  // another view of this memory may be made
   impl->read_only = read_only;
   return impl;
 }
@@ -457,6 +460,8 @@ const T* Array<T>::data() const {
                                                  impl_->device.name(),
                                                  "; copy it with .to(Device::cpu()) first"));
   }
+  // The caller may make a view of this memory: writes through either must see the other.
+  detail::RegisterAliasable(*impl_->storage);
   return static_cast<const T*>(impl_->data());
 }
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "dualcast/error.hpp"
+#include "runtime/storage_aliases.h"
 
 namespace dualcast::detail {
 namespace {
@@ -66,14 +67,17 @@ void NoteInPlaceWrite(ArrayImpl& a) {
   a.grad_fn.reset();
   a.grad_output = 0;
   if (a.storage == nullptr) return;
-  Shard& shard = ShardOf(a.storage.get());
-  std::lock_guard<std::mutex> lock(shard.mu);
-  // Taken under the lock, so that a stamp never exceeds the epoch a reader
-  // of the counter then sees in the map.
-  const uint64_t epoch = g_epoch.fetch_add(1, std::memory_order_acq_rel) + 1;
-  auto [it, inserted] = shard.last.insert_or_assign(a.storage.get(), epoch);
-  (void)it;
-  if (inserted) shard.size.fetch_add(1, std::memory_order_relaxed);
+  // Every storage sharing the written memory is stamped (storage_aliases.h).
+  for (const Storage* storage : AliasesOf(a.storage.get())) {
+    Shard& shard = ShardOf(storage);
+    std::lock_guard<std::mutex> lock(shard.mu);
+    // Taken under the lock, so that a stamp never exceeds the epoch a reader
+    // of the counter then sees in the map.
+    const uint64_t epoch = g_epoch.fetch_add(1, std::memory_order_acq_rel) + 1;
+    auto [it, inserted] = shard.last.insert_or_assign(storage, epoch);
+    (void)it;
+    if (inserted) shard.size.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 VersionInfo VersionOf(const ArrayImpl& a, uint32_t version) {

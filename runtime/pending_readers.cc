@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/lazy_group.h"
+#include "runtime/storage_aliases.h"
 
 namespace dualcast::detail {
 namespace {
@@ -129,8 +130,10 @@ void NotePendingNode(const std::shared_ptr<LazyNode>& node) {
 
 void ComputeReadersBeforeWrite(ArrayImpl& target) {
   Materialize(target);
-  const Storage* storage = target.storage.get();
-  if (storage == nullptr) return;
+  if (target.storage == nullptr) return;
+  // The written memory, through every storage that shares it (storage_aliases.h).
+  const StorageList storages = AliasesOf(target.storage.get());
+  auto written = [&](const Storage* s) { return std::find(storages.begin(), storages.end(), s) != storages.end(); };
   // Declared before the lock: dropping the last reference to a node frees
   // memory, which needs no lock (as in lazy.cc).
   std::vector<std::shared_ptr<LazyNode>> live;
@@ -140,7 +143,9 @@ void ComputeReadersBeforeWrite(ArrayImpl& target) {
     for (Registry* r : registries.all) {
       std::lock_guard<RegistryLock> nodes_lock(r->mu);
       for (const Entry& e : r->nodes) {
-        if (!e.MayRead(storage)) continue;
+        if (std::none_of(storages.begin(), storages.end(), [&](const Storage* s) { return e.MayRead(s); })) {
+          continue;
+        }
         if (std::shared_ptr<LazyNode> node = e.node.lock()) live.push_back(std::move(node));
       }
     }
@@ -153,7 +158,7 @@ void ComputeReadersBeforeWrite(ArrayImpl& target) {
     GraphLock lock;
     for (const std::shared_ptr<LazyNode>& node : live) {
       const bool reads = std::any_of(node->inputs.begin(), node->inputs.end(), [&](const auto& in) {
-        return in != nullptr && in->pending == nullptr && in->storage.get() == storage;
+        return in != nullptr && in->pending == nullptr && written(in->storage.get());
       });
       if (!reads) continue;
       for (const std::weak_ptr<ArrayImpl>& w : node->outputs) {

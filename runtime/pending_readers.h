@@ -10,7 +10,8 @@
 // So every write that goes through dualcast (Array::mutable_data, and with it
 // assign; partials() destinations; accumulate_gradient's buffers) first
 // computes each pending result that reads the written memory (any view of the
-// same storage; a result reading another part of it too, conservatively).
+// same storage, or of one sharing its memory: storage_aliases.h; a result
+// reading another part of it too, conservatively).
 // A result computed that way keeps the inputs' values of before the write, as
 // if it had been computed eagerly; a tape records it then, with those values.
 //

@@ -236,5 +236,30 @@ TEST_CASE("an array computed before the tape and written after a taped node read
   CHECK(Has(m, "computed by 'tanh' before this Tape was opened"));
 }
 
+TEST_CASE("a write through another view of the same user buffer: the tape sees it") {
+  // Before: the other view's storage was not stamped, so d/dc = x came out as
+  // the new values (cache mode) and d/dx re-ran sin at them (recompute mode).
+  {
+    std::vector<double> buf = {0.5, -1, 2};
+    Tape tape;
+    D x = D::view(buf.data(), {3});
+    D c = D::from({3, 4, 5}, {3});
+    D loss = sum(broadcast(Mul(), x, c));
+    loss.eval();
+    D::view(buf.data(), {3}).assign({10, 20, 30});
+    CHECK(Has(ErrorOf([&] { tape.gradient(loss, {c}); }), "written in place"));
+  }
+  {
+    std::vector<double> buf = {0.5, -1, 2};
+    Tape tape(PartialsMode::kRecompute);
+    D x = D::view(buf.data(), {3});
+    D c = D::from({3, 4, 5}, {3});
+    D loss = sum(sin(x) * c);
+    loss.eval();
+    D::view(buf.data(), {3}).assign({10, 20, 30});
+    CHECK(Has(ErrorOf([&] { tape.gradient(loss, {x}); }), "written in place"));
+  }
+}
+
 }  // namespace
 }  // namespace dualcast

@@ -112,6 +112,38 @@ TEST_CASE("under a tape: the result is recorded with the values it used, and a g
   CHECK(test::Has(m, "written in place"));
 }
 
+TEST_CASE("a write through a second view of the same buffer: results reading the first keep their values") {
+  // Two Array::view calls on one buffer are two storages (storage_aliases.h);
+  // before, a write through one was not seen by results reading the other.
+  std::vector<double> buf = {1, 2, 3};
+  D a = D::view(buf.data(), {3});
+  D y = a * 10.0;
+  D b = D::view(buf.data(), {3});
+  b.assign({7, 8, 9});
+  CHECK(y.to_vector() == V{10, 20, 30});
+  CHECK(buf == V{7, 8, 9});
+  // A partials() destination that is a fresh view of memory a pending result reads.
+  std::vector<double> sig = {1, 2, 3}, eps = {5, 6, 7};
+  D z = D::view(static_cast<const double*>(sig.data()), {3}) + 0.5;
+  PartialsOptions<double> o;
+  o.value_out = {D::view(sig.data(), {3})};
+  partials(Square(), {D::view(static_cast<const double*>(eps.data()), {3})}, o);
+  CHECK(z.to_vector() == V{1.5, 2.5, 3.5});
+  CHECK(sig == V{25, 36, 49});
+  // A view of memory dualcast owns, made from data(), written through the view.
+  D owned = D::from({1, 2}, {2});
+  D w = owned * 3.0;
+  D::view(const_cast<double*>(owned.data()), {2}).assign({5, 6});
+  CHECK(w.to_vector() == V{3, 6});
+  // Views of disjoint halves do not alias: no work for the other half's readers.
+  std::vector<double> two = {1, 2, 3, 4};
+  D left = D::view(two.data(), {2});
+  D r = D::view(two.data() + 2, {2}) * 1.0;
+  left.assign({0, 0});
+  CHECK(r.is_pending());
+  CHECK(r.to_vector() == V{3, 4});
+}
+
 TEST_CASE("a pending result made on a thread that has ended") {
   D x = D::from({1, 2}, {2});
   D y;

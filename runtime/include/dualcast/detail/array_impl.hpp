@@ -34,6 +34,8 @@ struct Storage {
   size_t bytes = 0;
   Device device = Device::cpu();
   bool owning = true;
+  // Registered as memory another storage may share (runtime/storage_aliases.h).
+  std::atomic<bool> aliasable{false};
   ~Storage();
   Storage() = default;
   Storage(const Storage&) = delete;
