@@ -142,6 +142,41 @@ TEST_CASE("comparisons look at values only") {
   CHECK_FALSE(nan > 0);
 }
 
+TEST_CASE("comparisons with a constant convert it to the Dual's real type first") {
+  // 0.1 rounds up to 0.1f (0.100000001490116...), so in double 0.1f > 0.1 is true while in
+  // float it is false: a kernel (which rounds the constant to f32) and Dual<float> must agree.
+  using F = Dual<float, 1>;
+  const F x = F::variable(0.1f, 0);
+  CHECK_FALSE(x > 0.1);
+  CHECK_FALSE(0.1 < x);
+  CHECK(x >= 0.1);
+  CHECK(0.1 <= x);
+  CHECK(x == 0.1);
+  CHECK(0.1 == x);
+  CHECK_FALSE(x != 0.1);
+  CHECK_FALSE(0.1 != x);
+  CHECK_FALSE(x < 0.1);
+  CHECK(x <= 0.1);
+  // 1/3 rounds down to float: 1/3.f < 1/3 in double, equal in float.
+  const F third = F::variable(1.0f / 3.0f, 0);
+  CHECK_FALSE(third < 1.0 / 3.0);
+  CHECK(third == 1.0 / 3.0);
+  CHECK_FALSE(1.0 / 3.0 > third);
+  // 1e39 overflows to +inf in float: FLT_MAX compares below it either way, inf equals it.
+  const F big = F::variable(std::numeric_limits<float>::max(), 0);
+  CHECK(big < 1e39);
+  CHECK(F(std::numeric_limits<float>::infinity()) == 1e39);
+  // A double Dual keeps the double constant (no rounding to float of a float constant).
+  const D2 xd = D2::variable(0.1, 0);
+  CHECK(xd < 0.1f);
+  CHECK(xd != 0.1f);
+  // Nested: the innermost real type decides.
+  using FF = Dual<Dual<float, 1>, 1>;
+  const FF xx(0.1f);
+  CHECK(xx == 0.1);
+  CHECK_FALSE(xx > 0.1);
+}
+
 TEST_CASE("strong zeros: a zero lane stays zero whatever its coefficient") {
   using dualcast::math::sqrt;
   const D2 x(0.0, 1.0, 0.0);  // lane 1 does not depend on x

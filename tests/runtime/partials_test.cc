@@ -90,6 +90,53 @@ TEST_CASE("partials: an untaken sqrt branch gives exactly 0, structural zeros, w
   CHECK(q.d(0, 1).to_vector() == std::vector<float>{2, 1, 2, 1});
 }
 
+// Kernels round a double constant to the input's type before comparing (x > 0.1 on f32 compares
+// with 0.1f); Dual<float> must do the same, or the two take different branches at x = 0.1f.
+template <class F>
+void CheckSameBranchAsDualFloat(const char* name, F f) {
+  CAPTURE(name);
+  Kernel k = kernel(name, f);
+  std::vector<float> xs;
+  for (double c : {0.1, 1.0 / 3.0, 0.7, 1e-40, -2.2}) {
+    const float r = static_cast<float>(c);
+    for (float x : {r, std::nextafter(r, 1e30f), std::nextafter(r, -1e30f)}) xs.push_back(x);
+  }
+  auto x = Array<float>::from(xs, {static_cast<int64_t>(xs.size())});
+  Partials<float> p = partials(k, {x});
+  const std::vector<float> value = p.value(0).to_vector(), d = p.d(0, 0).to_vector();
+  using F1 = Dual<float, 1>;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    CAPTURE(xs[i]);
+    const F1 want = f(F1::variable(xs[i], 0));
+    CHECK(value[i] == want.value());
+    CHECK(d[i] == want.partial(0));
+  }
+}
+
+TEST_CASE("partials: f32 kernels and Dual<float> take the same branch on a double constant") {
+  // The constants of the cases (0.1, 1/3, 0.7, 1e-40, -2.2) are not floats; the points are
+  // each constant rounded to float and its two neighbours.
+  CheckSameBranchAsDualFloat("gt_tenth", [](auto x) {
+    if (x > 0.1) return x * 2;
+    return x * 0 + 5;
+  });
+  CheckSameBranchAsDualFloat("lt_const_first", [](auto x) {
+    if (1.0 / 3.0 < x) return x * 3;
+    if (x == 1.0 / 3.0) return x * 0 + 7;
+    return x * 0 - 1;
+  });
+  CheckSameBranchAsDualFloat("le_ge_ne", [](auto x) {
+    if (x <= 0.7 && x >= 0.7) return x * 4;
+    if (x != 1e-40) return x * 0 + 2;
+    return x * 5;
+  });
+  CheckSameBranchAsDualFloat("eq_negative", [](auto x) {
+    if (-2.2 == x) return x * x;
+    if (x >= -2.2) return x + 1;
+    return x * 0;
+  });
+}
+
 TEST_CASE("partials into user views land in the user's buffer; errors leave it untouched") {
   Kernel k = kernel("prod", [](auto a, auto b) { return a * b; });
   const int n = 5;

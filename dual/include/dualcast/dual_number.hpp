@@ -442,12 +442,22 @@ DUALCAST_HD constexpr detail::common_dual_t<A, B> operator/(const A& a, const B&
   return r;
 }
 
+namespace detail {
+// One side of a comparison as the operation's real type: a constant is converted first, as in
+// arithmetic and as a compiled kernel does, so that x > 0.1 on Dual<float> compares with 0.1f
+// and takes the same branch as the kernel (comparing in double would not, at x = 0.1f).
+template <class A, class B, class X>
+DUALCAST_HD constexpr real_of_t<typename outer_real<A, B>::type> compared(const X& x) {
+  return static_cast<real_of_t<typename outer_real<A, B>::type>>(primal(x));
+}
+}  // namespace detail
+
 // Comparisons see values only (recursively, so nested Duals compare their innermost values).
 #define DUALCAST_DUAL_COMPARISON(op)                                                   \
   template <class A, class B>                                                          \
     requires detail::dual_args<A, B>                                                   \
   DUALCAST_HD constexpr bool operator op(const A& a, const B& b) {                     \
-    return primal(a) op primal(b);                                                     \
+    return detail::compared<A, B>(a) op detail::compared<A, B>(b);                     \
   }
 DUALCAST_DUAL_COMPARISON(==)
 DUALCAST_DUAL_COMPARISON(!=)
