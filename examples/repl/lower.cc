@@ -71,8 +71,10 @@ class Lowerer {
   jit::Function Run() {
     for (const std::string& p : def_.params) scopes_.push_back({p, {b_.Input(dtype_)}});
     Values outs = Lower(*def_.body);
+    // A comparison result becomes 0/1 as at the top level; a select, since the IR's cast
+    // converts between float types only.
     for (ValueId& v : outs) {
-      if (fn_.type(v) == Type::kBool) v = b_.Cast(dtype_, v);
+      if (fn_.type(v) == Type::kBool) v = b_.Select(v, b_.Const(dtype_, 1), b_.Const(dtype_, 0));
     }
     b_.Return(outs);
     absl::Status verified = jit::Verify(fn_);
