@@ -26,7 +26,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // structurally zero (never emitted, never multiplied).
 using Lanes = std::vector<ValueId>;
 
-// The rounding ops and sign: derivative 0 wherever it exists, so no tangent is emitted.
+// The rounding ops and sign: derivative 0 wherever it exists, NaN at a NaN input.
 bool IsPiecewiseConstant(Op op) {
   return op == Op::kFloor || op == Op::kCeil || op == Op::kRound || op == Op::kTrunc ||
          op == Op::kRint || op == Op::kSign;
@@ -47,7 +47,6 @@ unsigned TangentCarryingOperands(const Inst& inst) {
     case OpKind::Arith:
     case OpKind::Math: break;
   }
-  if (IsPiecewiseConstant(inst.op)) return 0;
   switch (inst.op) {
     case Op::kCopysign: return 0b01;  // only the sign of the second operand is read
     case Op::kLdexp: return 0b01;     // the count is an integer
@@ -275,7 +274,9 @@ class ForwardMode {
     auto sub = [&](ValueId p, ValueId q) { return b_.Sub(p, q); };
     const double two_over_sqrt_pi = 2 * std::numbers::inv_sqrtpi;
 
-    if (IsPiecewiseConstant(inst.op)) return None();  // see the abs/relu note below
+    // Piecewise constant: 0, except NaN at a NaN input (Dual's "NaN value => NaN partials"; a
+    // structural zero would turn it into 0). isnan(y) rather than x - x, which is NaN at +-inf.
+    if (IsPiecewiseConstant(inst.op)) return Scale(da, [&] { return NanGuard(y, k(0)); });
     switch (inst.op) {
       // Arithmetic.
       case Op::kNeg: return Negated(da);
@@ -340,18 +341,23 @@ class ForwardMode {
       case Op::kLgamma: return Scale(da, [&] { return NanGuard(y, Digamma(a)); });
       case Op::kTgamma: return Scale(da, [&] { return NanGuard(y, mul(y, Digamma(a))); });
 
-      // Kinks and steps: abs' = sign(x) with sign(0) = 0 and sign(NaN) = NaN; relu
-      // takes the tangent where x > 0 and none elsewhere (relu'(0) = 0); floor & co.
-      // are piecewise constant. These tangents are structural zeros (never emitted),
-      // the one departure from Dual's "NaN value => NaN partials": a NaN input gives 0
-      // here where Dual gives NaN (the sparsity is worth more than that NaN).
+      // Kinks: abs' = sign(x) with sign(0) = 0 and sign(NaN) = NaN; relu takes the
+      // tangent where x > 0, elsewhere y times it: y is +0 there (relu'(0) = 0, also at
+      // -inf) and NaN at a NaN input, as in Dual.
       case Op::kAbs:
         return Scale(da, [&] {
           ValueId zero_or_nan = b_.Select(op(Op::kEq, {a, a}), k(0), a);
           return b_.Select(op(Op::kGt, {a, k(0)}), k(1),
                            b_.Select(op(Op::kLt, {a, k(0)}), k(-1), zero_or_nan));
         });
-      case Op::kRelu: return Choose(op(Op::kGt, {a, k(0)}), da, none, t);
+      case Op::kRelu: {
+        const ValueId positive = op(Op::kGt, {a, k(0)});
+        Lanes r = None();
+        for (size_t j = 0; j < lanes_; ++j) {
+          if (da[j] != kNoValue) r[j] = b_.Select(positive, da[j], IsOne(da[j]) ? y : mul(y, da[j]));
+        }
+        return r;
+      }
       case Op::kSquare: return Scale(da, [&] { return mul(k(2), a); });
       // rsqrt' = (-0.5 y) / x (dual_cmath.hpp's order): one division, no y^3 to overflow.
       case Op::kRsqrt: return Scale(da, [&] { return NanGuard(y, div(mul(k(-0.5), y), a)); });

@@ -300,12 +300,12 @@ const char* KindText(OpKind kind) {
 const char* Note(Op op) {
   switch (op) {
     case Op::kAbs: return "abs'(0) = 0; also `fabs`";
-    case Op::kRelu: return "relu(-0) = +0, NaN stays NaN; relu'(0) = 0";
+    case Op::kRelu: return "relu(-0) = +0, NaN stays NaN; relu'(0) = 0, NaN at NaN";
     case Op::kFloor: case Op::kCeil: case Op::kRound: case Op::kTrunc: case Op::kRint:
-      return "derivative 0 (piecewise constant); round: halves away from zero, rint: to even";
+      return "derivative 0 (piecewise constant; NaN at NaN); round: halves away from zero, rint: to even";
     case Op::kFdim: return "a - b if a > b, else +0; partials (1, -1) above the kink, (0, 0) at and below it";
     case Op::kSignbit: return "the sign bit: true for -0 and negative NaNs; no derivative (bool)";
-    case Op::kSign: return "sign(+-0) = +-0, sign(NaN) = NaN; derivative 0";
+    case Op::kSign: return "sign(+-0) = +-0, sign(NaN) = NaN; derivative 0 (NaN at NaN)";
     case Op::kMin: case Op::kMax:
       return "ties and a NaN first argument return the first argument, whose tangent is taken";
     case Op::kFmin: case Op::kFmax: return "IEEE: a NaN operand loses; ties take the first";
