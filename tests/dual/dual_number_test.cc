@@ -197,6 +197,35 @@ TEST_CASE("strong zeros: a zero lane stays zero whatever its coefficient") {
   CHECK(q.partial(1) == 0.0);
 }
 
+TEST_CASE("division: a NaN quotient gives NaN partials (0/0, inf/inf, NaN/b), as kernels do") {
+  constexpr double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  // The limits of a/b at these points do not exist (or are NaN): docs/ops.md's "0/0, inf/inf:
+  // NaN value and NaN partials". A lane that is exactly zero stays zero (strong zero).
+  for (auto [a, b] : {std::pair{0.0, 0.0}, std::pair{-0.0, 0.0}, std::pair{inf, inf}, std::pair{-inf, inf},
+                      std::pair{nan, 2.0}, std::pair{2.0, nan}}) {
+    CAPTURE(a);
+    CAPTURE(b);
+    const D2 q = D2::variable(a, 0) / D2::variable(b, 1);
+    CHECK(std::isnan(q.value()));
+    CHECK(std::isnan(q.partial(0)));
+    CHECK(std::isnan(q.partial(1)));
+    // Dual / constant and constant / Dual.
+    CHECK(std::isnan((D2::variable(a, 0) / b).partial(0)));
+    CHECK(std::isnan((a / D2::variable(b, 1)).partial(1)));
+    CHECK((D2(a, 0.0, 1.0) / b).partial(0) == 0.0);
+    // Float: the same rule.
+    using F = Dual<float, 1>;
+    CHECK(std::isnan((F::variable(static_cast<float>(a), 0) / static_cast<float>(b)).partial(0)));
+  }
+  // Where the quotient is a number the partials are the plain ones: d/da (a/b) = 1/b,
+  // d/db = -a/b^2, also at an infinite numerator (-inf/b^2) and an infinite denominator (0).
+  const D2 q = D2::variable(3.0, 0) / D2::variable(4.0, 1);
+  CHECK(q.partial(0) == 0.25);
+  CHECK(q.partial(1) == -3.0 / 16.0);
+  CHECK((D2::variable(inf, 0) / 2.0).partial(0) == 0.5);
+  CHECK((1.0 / D2::variable(inf, 0)).partial(0) == 0.0);
+}
+
 TEST_CASE("traits and primal") {
   using Inner = Dual<double, 1, TagA>;
   using Outer = Dual<Inner, 3, TagB>;

@@ -417,6 +417,8 @@ DUALCAST_HD constexpr detail::common_dual_t<A, B> operator*(const A& a, const B&
 }
 
 // d(a/b) = (da - y db) / b with y = a/b: the value is a true division, as in the scalar code.
+// A NaN quotient (0/0, inf/inf, a NaN operand) gives NaN partials, as in compiled kernels
+// (docs/ops.md): the formula alone would give +-inf at 0/0 and 0 at inf/inf.
 template <class A, class B>
   requires detail::dual_args<A, B>
 DUALCAST_HD constexpr detail::common_dual_t<A, B> operator/(const A& a, const B& b) {
@@ -437,7 +439,7 @@ DUALCAST_HD constexpr detail::common_dual_t<A, B> operator/(const A& a, const B&
       num = ea.partial(k);
     else
       num = -detail::scale(y, eb.partial(k));
-    r.partial(k) = detail::is_zero(num) ? T(0) : num / bv;
+    r.partial(k) = detail::is_zero(num) ? T(0) : (y != y ? y : T(num / bv));
   }
   return r;
 }
