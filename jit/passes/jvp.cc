@@ -20,7 +20,6 @@ namespace dualcast::jit {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // One tangent value per differentiated input; kNoValue marks a lane that is
 // structurally zero (never emitted, never multiplied).
@@ -423,20 +422,18 @@ class ForwardMode {
                     Scale(db, [&] { return finite(b_.Neg(div(div(a, r()), r()))); }));
       }
       // hypot: d/da = a / h, d/db = b / h, both 0 at the origin (like abs'(0)). Where h
-      // is infinite, the limit: sign(a) for an infinite a, 0 for a finite one, and NaN
-      // when both are infinite (the limit depends on the direction).
+      // is infinite (dual_math.hpp's rule): sign(a) for an infinite a, 0 for a finite or
+      // NaN one, since hypot(inf, y) = inf for every y, NaN included (IEEE 754); both
+      // infinite: each its sign.
       case Op::kHypot: {
         auto at_origin = [&] { return op(Op::kEq, {y, k(0)}); };
-        auto partial = [&](ValueId mine, ValueId other) {
-          auto is_inf = [&](ValueId v) { return op(Op::kEq, {op(Op::kAbs, {v}), k(kInf)}); };
-          ValueId at_inf = b_.Select(is_inf(mine),
-                                     b_.Select(is_inf(other), k(kNaN), op(Op::kCopysign, {k(1), mine})),
-                                     k(0));
+        auto partial = [&](ValueId mine) {
+          ValueId is_inf = op(Op::kEq, {op(Op::kAbs, {mine}), k(kInf)});
+          ValueId at_inf = b_.Select(is_inf, op(Op::kCopysign, {k(1), mine}), k(0));
           return b_.Select(at_origin(), k(0),
                            b_.Select(op(Op::kEq, {y, k(kInf)}), at_inf, div(mine, y)));
         };
-        return Plus(Scale(da, [&] { return partial(a, b); }),
-                    Scale(db, [&] { return partial(b, a); }));
+        return Plus(Scale(da, [&] { return partial(a); }), Scale(db, [&] { return partial(b); }));
       }
       // fmod/remainder: y = a - n b with n an integer, so d/da = 1 and d/db = -n,
       // n recovered from the value (a - y is n b up to rounding, and n is whole).

@@ -252,6 +252,12 @@ TEST_CASE("conventions: ties, poles, limits at infinity") {
   CHECK((r.partial(0) == 0.0 && r.partial(1) == 0.0));
   r = m::hypot(D2::variable(-kInf, 0), D2::variable(3.0, 1));
   CHECK((r.value() == kInf && r.partial(0) == -1.0 && r.partial(1) == 0.0));
+  // hypot(inf, y) = inf for every y (IEEE 754, NaN included): the NaN argument gets 0; two
+  // infinite arguments each get their sign.
+  r = m::hypot(D2::variable(kInf, 0), D2::variable(std::numeric_limits<double>::quiet_NaN(), 1));
+  CHECK((r.value() == kInf && r.partial(0) == 1.0 && r.partial(1) == 0.0));
+  r = m::hypot(D2::variable(kInf, 0), D2::variable(-kInf, 1));
+  CHECK((r.value() == kInf && r.partial(0) == 1.0 && r.partial(1) == -1.0));
   // sigmoid far out keeps its subnormal value and derivative; tanh' far out is 4 e^{-2|x|}.
   CHECK(m::sigmoid(-740.0) == std::exp(-740.0));
   CHECK(m::sigmoid(-740.0) > 0);

@@ -87,7 +87,8 @@ DUALCAST_HD T exp_neg_square(const T& v) {
 //   powi(x, n)            d/dx = n * x^(n-1); n == 0 gives 0
 //   sqrt, cbrt, rsqrt at 0  +-inf (honest); a lane seeded with 0 still gives 0
 //   hypot(a, b) at (0,0)  both derivatives 0 (like abs: hypot(x, 0) = |x|)
-//   hypot at +-inf        the infinite argument(s) get sign(arg), finite ones 0 (the limit)
+//   hypot at +-inf        the infinite argument(s) get sign(arg), finite or NaN ones 0
+//                         (hypot(inf, y) = inf for every y, NaN included: IEEE 754)
 //   atan2(y, x) at (0,0)  NaN (no meaningful limit)
 //   atan2 at +-inf        both derivatives 0 (the limit of b/r^2, -a/r^2)
 //   logaddexp(a, b)       a == b (also +-inf): (1/2, 1/2)
@@ -323,9 +324,11 @@ DUALCAST_HD ::dualcast::detail::common_dual_t<A, B> hypot(const A& a_, const B& 
   const T y = hypot(av, bv);
   const bool origin = (y == 0);
   const bool inf = y - y != y - y && y == y;
+  // At an infinite value (hypot(inf, y) = inf for every y, NaN included): sign(v) for an
+  // infinite argument, 0 for a finite or NaN one, on which the value does not depend there.
   auto coef = [&](const T& v) {
     if (origin) return T(0);
-    if (inf) return (v - v == v - v) ? T(0) : dd::sign(v);
+    if (inf) return (v == v && v - v != v - v) ? dd::sign(v) : T(0);
     return T(v / y);
   };
   return dd::chain2(a, dd::nan_guard(y, coef(av)), b, dd::nan_guard(y, coef(bv)), y);
