@@ -373,15 +373,18 @@ class ForwardMode {
       // pow, the Dual library's rule (dual_math.hpp) in the same operation order, so
       // that both agree bit for bit. dx: 0 when p == 0; f64: p (y / x) where y is a
       // normal finite number and x != 0 ((p y) / x if y / x overflows), else
-      // p x^(p-1); f32: p x^(p-1) computed in f64 (p - 1 exact, no overflow) and
-      // rounded once. dp: 0 when x == 0 && p > 0; f64: log(x) y; f32: log(x) x^p in
-      // f64. NaN value => NaN partials.
+      // p x^(p-1); f32: in f64, p (x^p / x) for a finite x != 0, else p x^(p-1), rounded
+      // once (p - 1 rounds to p for |p| >= 2^53, which would flip the sign at x = -1).
+      // dp: 0 when x == 0 && p > 0; f64: log(x) y; f32: log(x) x^p in f64. NaN value =>
+      // NaN partials.
       case Op::kPow: {
         auto dbase = [&] {
           if (t == Type::kF32) {
             auto k64 = [&](double v) { return b_.Const(Type::kF64, v); };
             ValueId a64 = b_.Cast(Type::kF64, a), b64 = b_.Cast(Type::kF64, b);
-            ValueId d64 = mul(b64, op(Op::kPow, {a64, sub(b64, k64(1))}));
+            ValueId divide = op(Op::kAnd, {op(Op::kIsfinite, {a64}), op(Op::kNe, {a64, k64(0)})});
+            ValueId w = op(Op::kPow, {a64, b_.Select(divide, b64, sub(b64, k64(1)))});
+            ValueId d64 = mul(b64, b_.Select(divide, div(w, a64), w));
             return b_.Cast(Type::kF32, d64);
           }
           ValueId ay = op(Op::kAbs, {y});

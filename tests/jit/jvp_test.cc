@@ -270,6 +270,41 @@ TEST_CASE("jvp of every op in f32: value within 4 ulp of Dual<float>, partials w
   }
 }
 
+TEST_CASE("jvp of pow: d/dx keeps the sign of x^(p-1) where p - 1 rounds to p, f32 as f64, as Dual") {
+  // For |p| >= 2^53 (every such float is an even integer) p - 1 is odd, so at x = -1 the
+  // derivative p x^(p-1) is -p; a p - 1 rounded back to p would give +p. Hand values.
+  constexpr double p54 = 0x1p54;
+  struct Case {
+    double x, p, want;
+  };
+  const std::vector<Case> cases = {
+      {-1, p54, -p54}, {-1, -p54, p54}, {1, p54, p54}, {-1, 3, 3}, {-1, 4, -4}, {0.5, 2, 1},
+      {-2, 0x1p60, -kInf},  // f32: x^p overflows (inf in f32 and double); p (x^p / x) keeps the sign
+  };
+  Function f32 = OneOp(Op::kPow, Type::kF32), f64 = OneOp(Op::kPow, Type::kF64);
+  JvpResult j32 = Jvp(f32, std::vector<int>{0}), j64 = Jvp(f64, std::vector<int>{0});
+  for (const Case& c : cases) {
+    CAPTURE(c.x);
+    CAPTURE(c.p);
+    const std::vector<float> in32 = {static_cast<float>(c.x), static_cast<float>(c.p)};
+    const float got32 = Interpret(j32.function, std::span<const float>(in32))[1];
+    CHECK(got32 == static_cast<float>(c.want));
+    using F = Dual<float, 1>;
+    CHECK(dualcast::math::pow(F::variable(in32[0], 0), in32[1]).partial(0) == got32);
+    if (std::isfinite(c.want)) {  // f64 overflows its x^(p-1) fallback differently (not this rule)
+      const std::vector<double> in64 = {c.x, c.p};
+      CHECK(Interpret(j64.function, std::span<const double>(in64))[1] == c.want);
+    }
+  }
+  // pow(-1, inf) = 1: f32 and f64 give the same -inf (p (y / x)), and Dual the same.
+  const std::vector<float> at_inf = {-1, std::numeric_limits<float>::infinity()};
+  const float d32 = Interpret(j32.function, std::span<const float>(at_inf))[1];
+  const std::vector<double> at_inf64 = {-1, kInf};
+  CHECK(d32 == Interpret(j64.function, std::span<const double>(at_inf64))[1]);
+  CHECK(d32 == dualcast::math::pow(Dual<float, 1>::variable(-1.0f, 0), at_inf[1]).partial(0));
+  CHECK(d32 == dualcast::math::pow(Dual<double, 1>::variable(-1.0, 0), kInf).partial(0));
+}
+
 // --- The HM-LSTM cell: z == 1 ? sigmoid(i) tanh(g) : (zb == 0 ? c : sigmoid(f) c + sigmoid(i) tanh(g)).
 
 template <class T>
