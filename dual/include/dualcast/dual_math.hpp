@@ -95,7 +95,8 @@ DUALCAST_HD T exp_neg_square(const T& v) {
 //   atan2(y, x) at (0,0)  NaN (no meaningful limit)
 //   atan2 at +-inf        both derivatives 0 (the limit of b/r^2, -a/r^2)
 //   logaddexp(a, b)       a == b (also +-inf): (1/2, 1/2)
-//   lgamma, tgamma, digamma  poles (0, -1, -2, ...): NaN value and derivative
+//   lgamma, tgamma, digamma  poles (0, -1, -2, ...): derivative NaN; values as libm's:
+//                         lgamma +inf, tgamma +-inf at +-0 and NaN at -1, -2, ..., digamma NaN
 //   erfinv at +-1         +-inf, derivative +inf
 //   select(c, a, b)       value and partials of the chosen side only
 //   any rule, zero lane   a lane that is exactly 0 gives 0, even times inf or NaN ("strong zero")
