@@ -25,6 +25,11 @@ bool LookupOp(const std::string& name, Op* op) {
     *op = Op::kSelect;
     return true;
   }
+  // C's names that kernels accept too (jit/trace/var.h).
+  if (name == "fabs" || name == "nearbyint") {
+    *op = name == "fabs" ? Op::kAbs : Op::kRint;
+    return true;
+  }
   for (int i = 0; i < jit::kNumOps; ++i) {
     const Op candidate = static_cast<Op>(i);
     const jit::OpInfo& info = jit::Info(candidate);

@@ -371,6 +371,17 @@ TEST_CASE("session: a def whose body or a result is a comparison gives 0/1, like
   CHECK(err.str().find("internal error") == std::string::npos);
 }
 
+TEST_CASE("session: fabs and nearbyint, C's names that kernels accept, in a body and at the top level") {
+  std::ostringstream out, err;
+  Session s(out, err);
+  CHECK(s.Run("x = [-2.5, -0.5, 0.5, 1.5]"));
+  REQUIRE(s.Run("def k(x) = fabs(x) + nearbyint(x)"));
+  // |x| + x rounded to even by hand: 2.5 - 2, 0.5 - 0, 0.5 + 0, 1.5 + 2.
+  CHECK(s.Evaluate("k.(x)").parts[0].to_vector() == std::vector<double>{0.5, 0.5, 0.5, 3.5});
+  CHECK(s.Evaluate("nearbyint(x)").parts[0].to_vector() == std::vector<double>{-2, -0.0, 0, 2});
+  CHECK(s.Evaluate("fabs(x)").parts[0].to_vector() == std::vector<double>{2.5, 0.5, 0.5, 1.5});
+}
+
 TEST_CASE("several statements on a line: run in order, ';' keeps each from printing, a parse error runs none") {
   std::vector<Stmt> all = ParseStatements("a = 1; def f(x) = x * a; b = f.(2)");
   REQUIRE(all.size() == 3);
