@@ -74,9 +74,11 @@ std::string ShapeText(const A& a) { return jit::FormatShape(a.shape()); }
 // clamp, isnan, ...) on arrays: a one-op Kernel broadcast like a user function,
 // so ops.def alone makes a new op usable at the top level (with gradients).
 // A test's bool result becomes 0/1, as comparisons do here.
-const Kernel* OpKernel(const std::string& name, int* arity) {
+const Kernel* OpKernel(const std::string& requested, int* arity) {
   static std::mutex mutex;
   static auto* kernels = new std::map<std::string, Kernel>;
+  // C's name that kernels accept too (jit/trace/var.h); fabs is a runtime function already.
+  const std::string name = requested == "nearbyint" ? "rint" : requested;
   for (int i = 0; i < jit::kNumOps; ++i) {
     const jit::Op op = static_cast<jit::Op>(i);
     const jit::OpInfo& info = jit::Info(op);

@@ -25,6 +25,11 @@ bool LookupOp(const std::string& name, Op* op) {
     *op = Op::kSelect;
     return true;
   }
+  // C's names that kernels accept too (jit/trace/var.h).
+  if (name == "fabs" || name == "nearbyint") {
+    *op = name == "fabs" ? Op::kAbs : Op::kRint;
+    return true;
+  }
   for (int i = 0; i < jit::kNumOps; ++i) {
     const Op candidate = static_cast<Op>(i);
     const jit::OpInfo& info = jit::Info(candidate);
@@ -71,8 +76,10 @@ class Lowerer {
   jit::Function Run() {
     for (const std::string& p : def_.params) scopes_.push_back({p, {b_.Input(dtype_)}});
     Values outs = Lower(*def_.body);
+    // A comparison result becomes 0/1 as at the top level; a select, since the IR's cast
+    // converts between float types only.
     for (ValueId& v : outs) {
-      if (fn_.type(v) == Type::kBool) v = b_.Cast(dtype_, v);
+      if (fn_.type(v) == Type::kBool) v = b_.Select(v, b_.Const(dtype_, 1), b_.Const(dtype_, 0));
     }
     b_.Return(outs);
     absl::Status verified = jit::Verify(fn_);

@@ -20,13 +20,12 @@ namespace dualcast::jit {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // One tangent value per differentiated input; kNoValue marks a lane that is
 // structurally zero (never emitted, never multiplied).
 using Lanes = std::vector<ValueId>;
 
-// The rounding ops and sign: derivative 0 wherever it exists, so no tangent is emitted.
+// The rounding ops and sign: derivative 0 wherever it exists, NaN at a NaN input.
 bool IsPiecewiseConstant(Op op) {
   return op == Op::kFloor || op == Op::kCeil || op == Op::kRound || op == Op::kTrunc ||
          op == Op::kRint || op == Op::kSign;
@@ -47,7 +46,6 @@ unsigned TangentCarryingOperands(const Inst& inst) {
     case OpKind::Arith:
     case OpKind::Math: break;
   }
-  if (IsPiecewiseConstant(inst.op)) return 0;
   switch (inst.op) {
     case Op::kCopysign: return 0b01;  // only the sign of the second operand is read
     case Op::kLdexp: return 0b01;     // the count is an integer
@@ -275,7 +273,9 @@ class ForwardMode {
     auto sub = [&](ValueId p, ValueId q) { return b_.Sub(p, q); };
     const double two_over_sqrt_pi = 2 * std::numbers::inv_sqrtpi;
 
-    if (IsPiecewiseConstant(inst.op)) return None();  // see the abs/relu note below
+    // Piecewise constant: 0, except NaN at a NaN input (Dual's "NaN value => NaN partials"; a
+    // structural zero would turn it into 0). isnan(y) rather than x - x, which is NaN at +-inf.
+    if (IsPiecewiseConstant(inst.op)) return Scale(da, [&] { return NanGuard(y, k(0)); });
     switch (inst.op) {
       // Arithmetic.
       case Op::kNeg: return Negated(da);
@@ -340,18 +340,23 @@ class ForwardMode {
       case Op::kLgamma: return Scale(da, [&] { return NanGuard(y, Digamma(a)); });
       case Op::kTgamma: return Scale(da, [&] { return NanGuard(y, mul(y, Digamma(a))); });
 
-      // Kinks and steps: abs' = sign(x) with sign(0) = 0 and sign(NaN) = NaN; relu
-      // takes the tangent where x > 0 and none elsewhere (relu'(0) = 0); floor & co.
-      // are piecewise constant. These tangents are structural zeros (never emitted),
-      // the one departure from Dual's "NaN value => NaN partials": a NaN input gives 0
-      // here where Dual gives NaN (the sparsity is worth more than that NaN).
+      // Kinks: abs' = sign(x) with sign(0) = 0 and sign(NaN) = NaN; relu takes the
+      // tangent where x > 0, elsewhere y times it: y is +0 there (relu'(0) = 0, also at
+      // -inf) and NaN at a NaN input, as in Dual.
       case Op::kAbs:
         return Scale(da, [&] {
           ValueId zero_or_nan = b_.Select(op(Op::kEq, {a, a}), k(0), a);
           return b_.Select(op(Op::kGt, {a, k(0)}), k(1),
                            b_.Select(op(Op::kLt, {a, k(0)}), k(-1), zero_or_nan));
         });
-      case Op::kRelu: return Choose(op(Op::kGt, {a, k(0)}), da, none, t);
+      case Op::kRelu: {
+        const ValueId positive = op(Op::kGt, {a, k(0)});
+        Lanes r = None();
+        for (size_t j = 0; j < lanes_; ++j) {
+          if (da[j] != kNoValue) r[j] = b_.Select(positive, da[j], IsOne(da[j]) ? y : mul(y, da[j]));
+        }
+        return r;
+      }
       case Op::kSquare: return Scale(da, [&] { return mul(k(2), a); });
       // rsqrt' = (-0.5 y) / x (dual_cmath.hpp's order): one division, no y^3 to overflow.
       case Op::kRsqrt: return Scale(da, [&] { return NanGuard(y, div(mul(k(-0.5), y), a)); });
@@ -368,15 +373,18 @@ class ForwardMode {
       // pow, the Dual library's rule (dual_math.hpp) in the same operation order, so
       // that both agree bit for bit. dx: 0 when p == 0; f64: p (y / x) where y is a
       // normal finite number and x != 0 ((p y) / x if y / x overflows), else
-      // p x^(p-1); f32: p x^(p-1) computed in f64 (p - 1 exact, no overflow) and
-      // rounded once. dp: 0 when x == 0 && p > 0; f64: log(x) y; f32: log(x) x^p in
-      // f64. NaN value => NaN partials.
+      // p x^(p-1); f32: in f64, p (x^p / x) for a finite x != 0, else p x^(p-1), rounded
+      // once (p - 1 rounds to p for |p| >= 2^53, which would flip the sign at x = -1).
+      // dp: 0 when x == 0 && p > 0; f64: log(x) y; f32: log(x) x^p in f64. NaN value =>
+      // NaN partials.
       case Op::kPow: {
         auto dbase = [&] {
           if (t == Type::kF32) {
             auto k64 = [&](double v) { return b_.Const(Type::kF64, v); };
             ValueId a64 = b_.Cast(Type::kF64, a), b64 = b_.Cast(Type::kF64, b);
-            ValueId d64 = mul(b64, op(Op::kPow, {a64, sub(b64, k64(1))}));
+            ValueId divide = op(Op::kAnd, {op(Op::kIsfinite, {a64}), op(Op::kNe, {a64, k64(0)})});
+            ValueId w = op(Op::kPow, {a64, b_.Select(divide, b64, sub(b64, k64(1)))});
+            ValueId d64 = mul(b64, b_.Select(divide, div(w, a64), w));
             return b_.Cast(Type::kF32, d64);
           }
           ValueId ay = op(Op::kAbs, {y});
@@ -417,20 +425,18 @@ class ForwardMode {
                     Scale(db, [&] { return finite(b_.Neg(div(div(a, r()), r()))); }));
       }
       // hypot: d/da = a / h, d/db = b / h, both 0 at the origin (like abs'(0)). Where h
-      // is infinite, the limit: sign(a) for an infinite a, 0 for a finite one, and NaN
-      // when both are infinite (the limit depends on the direction).
+      // is infinite (dual_math.hpp's rule): sign(a) for an infinite a, 0 for a finite or
+      // NaN one, since hypot(inf, y) = inf for every y, NaN included (IEEE 754); both
+      // infinite: each its sign.
       case Op::kHypot: {
         auto at_origin = [&] { return op(Op::kEq, {y, k(0)}); };
-        auto partial = [&](ValueId mine, ValueId other) {
-          auto is_inf = [&](ValueId v) { return op(Op::kEq, {op(Op::kAbs, {v}), k(kInf)}); };
-          ValueId at_inf = b_.Select(is_inf(mine),
-                                     b_.Select(is_inf(other), k(kNaN), op(Op::kCopysign, {k(1), mine})),
-                                     k(0));
+        auto partial = [&](ValueId mine) {
+          ValueId is_inf = op(Op::kEq, {op(Op::kAbs, {mine}), k(kInf)});
+          ValueId at_inf = b_.Select(is_inf, op(Op::kCopysign, {k(1), mine}), k(0));
           return b_.Select(at_origin(), k(0),
                            b_.Select(op(Op::kEq, {y, k(kInf)}), at_inf, div(mine, y)));
         };
-        return Plus(Scale(da, [&] { return partial(a, b); }),
-                    Scale(db, [&] { return partial(b, a); }));
+        return Plus(Scale(da, [&] { return partial(a); }), Scale(db, [&] { return partial(b); }));
       }
       // fmod/remainder: y = a - n b with n an integer, so d/da = 1 and d/db = -n,
       // n recovered from the value (a - y is n b up to rounding, and n is whole).

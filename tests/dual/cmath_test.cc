@@ -236,11 +236,18 @@ TEST_CASE("conventions: ties, poles, limits at infinity") {
   // An infinite argument: the limit (0 for -inf, 1 for the other), not the NaN of inf - inf.
   r = m::logaddexp(D2::variable(-kInf, 0), D2::variable(2.0, 1));
   CHECK((r.value() == 2.0 && r.partial(0) == 0.0 && r.partial(1) == 1.0));
-  // Poles of the gamma functions: NaN value and derivative.
+  // Poles of the gamma functions: NaN derivative (digamma: NaN value too).
   for (double x : {0.0, -1.0, -4.0}) {
     CHECK(std::isnan(m::digamma(var(x)).partial(0)));
     CHECK(std::isnan(m::lgamma(var(x)).partial(0)));
+    CHECK(std::isnan(m::tgamma(var(x)).partial(0)));
+    // Values at the poles are libm's (C: lgamma is +inf there; tgamma is NaN at a negative
+    // integer and +-inf at +-0).
+    CHECK(m::lgamma(var(x)).value() == kInf);
+    if (x < 0) CHECK(std::isnan(m::tgamma(var(x)).value()));
   }
+  CHECK(m::tgamma(var(0.0)).value() == kInf);
+  CHECK(m::tgamma(var(-0.0)).value() == -kInf);
   // erfinv at +-1: infinite value, infinite derivative.
   CHECK(m::erfinv(var(1.0)).value() == kInf);
   CHECK(m::erfinv(var(1.0)).partial(0) == kInf);
@@ -252,6 +259,12 @@ TEST_CASE("conventions: ties, poles, limits at infinity") {
   CHECK((r.partial(0) == 0.0 && r.partial(1) == 0.0));
   r = m::hypot(D2::variable(-kInf, 0), D2::variable(3.0, 1));
   CHECK((r.value() == kInf && r.partial(0) == -1.0 && r.partial(1) == 0.0));
+  // hypot(inf, y) = inf for every y (IEEE 754, NaN included): the NaN argument gets 0; two
+  // infinite arguments each get their sign.
+  r = m::hypot(D2::variable(kInf, 0), D2::variable(std::numeric_limits<double>::quiet_NaN(), 1));
+  CHECK((r.value() == kInf && r.partial(0) == 1.0 && r.partial(1) == 0.0));
+  r = m::hypot(D2::variable(kInf, 0), D2::variable(-kInf, 1));
+  CHECK((r.value() == kInf && r.partial(0) == 1.0 && r.partial(1) == -1.0));
   // sigmoid far out keeps its subnormal value and derivative; tanh' far out is 4 e^{-2|x|}.
   CHECK(m::sigmoid(-740.0) == std::exp(-740.0));
   CHECK(m::sigmoid(-740.0) > 0);

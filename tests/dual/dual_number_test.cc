@@ -142,6 +142,41 @@ TEST_CASE("comparisons look at values only") {
   CHECK_FALSE(nan > 0);
 }
 
+TEST_CASE("comparisons with a constant convert it to the Dual's real type first") {
+  // 0.1 rounds up to 0.1f (0.100000001490116...), so in double 0.1f > 0.1 is true while in
+  // float it is false: a kernel (which rounds the constant to f32) and Dual<float> must agree.
+  using F = Dual<float, 1>;
+  const F x = F::variable(0.1f, 0);
+  CHECK_FALSE(x > 0.1);
+  CHECK_FALSE(0.1 < x);
+  CHECK(x >= 0.1);
+  CHECK(0.1 <= x);
+  CHECK(x == 0.1);
+  CHECK(0.1 == x);
+  CHECK_FALSE(x != 0.1);
+  CHECK_FALSE(0.1 != x);
+  CHECK_FALSE(x < 0.1);
+  CHECK(x <= 0.1);
+  // 1/3 rounds down to float: 1/3.f < 1/3 in double, equal in float.
+  const F third = F::variable(1.0f / 3.0f, 0);
+  CHECK_FALSE(third < 1.0 / 3.0);
+  CHECK(third == 1.0 / 3.0);
+  CHECK_FALSE(1.0 / 3.0 > third);
+  // 1e39 overflows to +inf in float: FLT_MAX compares below it either way, inf equals it.
+  const F big = F::variable(std::numeric_limits<float>::max(), 0);
+  CHECK(big < 1e39);
+  CHECK(F(std::numeric_limits<float>::infinity()) == 1e39);
+  // A double Dual keeps the double constant (no rounding to float of a float constant).
+  const D2 xd = D2::variable(0.1, 0);
+  CHECK(xd < 0.1f);
+  CHECK(xd != 0.1f);
+  // Nested: the innermost real type decides.
+  using FF = Dual<Dual<float, 1>, 1>;
+  const FF xx(0.1f);
+  CHECK(xx == 0.1);
+  CHECK_FALSE(xx > 0.1);
+}
+
 TEST_CASE("strong zeros: a zero lane stays zero whatever its coefficient") {
   using dualcast::math::sqrt;
   const D2 x(0.0, 1.0, 0.0);  // lane 1 does not depend on x
@@ -160,6 +195,35 @@ TEST_CASE("strong zeros: a zero lane stays zero whatever its coefficient") {
   const D2 q = D2(1.0, 1.0, 0.0) / D2(0.0);
   CHECK(q.partial(0) == std::numeric_limits<double>::infinity());
   CHECK(q.partial(1) == 0.0);
+}
+
+TEST_CASE("division: a NaN quotient gives NaN partials (0/0, inf/inf, NaN/b), as kernels do") {
+  constexpr double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  // The limits of a/b at these points do not exist (or are NaN): docs/ops.md's "0/0, inf/inf:
+  // NaN value and NaN partials". A lane that is exactly zero stays zero (strong zero).
+  for (auto [a, b] : {std::pair{0.0, 0.0}, std::pair{-0.0, 0.0}, std::pair{inf, inf}, std::pair{-inf, inf},
+                      std::pair{nan, 2.0}, std::pair{2.0, nan}}) {
+    CAPTURE(a);
+    CAPTURE(b);
+    const D2 q = D2::variable(a, 0) / D2::variable(b, 1);
+    CHECK(std::isnan(q.value()));
+    CHECK(std::isnan(q.partial(0)));
+    CHECK(std::isnan(q.partial(1)));
+    // Dual / constant and constant / Dual.
+    CHECK(std::isnan((D2::variable(a, 0) / b).partial(0)));
+    CHECK(std::isnan((a / D2::variable(b, 1)).partial(1)));
+    CHECK((D2(a, 0.0, 1.0) / b).partial(0) == 0.0);
+    // Float: the same rule.
+    using F = Dual<float, 1>;
+    CHECK(std::isnan((F::variable(static_cast<float>(a), 0) / static_cast<float>(b)).partial(0)));
+  }
+  // Where the quotient is a number the partials are the plain ones: d/da (a/b) = 1/b,
+  // d/db = -a/b^2, also at an infinite numerator (-inf/b^2) and an infinite denominator (0).
+  const D2 q = D2::variable(3.0, 0) / D2::variable(4.0, 1);
+  CHECK(q.partial(0) == 0.25);
+  CHECK(q.partial(1) == -3.0 / 16.0);
+  CHECK((D2::variable(inf, 0) / 2.0).partial(0) == 0.5);
+  CHECK((1.0 / D2::variable(inf, 0)).partial(0) == 0.0);
 }
 
 TEST_CASE("traits and primal") {

@@ -78,13 +78,6 @@ void CheckPartial(Op op, T got, long double reference, T value, const std::vecto
     return;
   }
   if (nan_input && std::isnan(got)) return;  // a NaN in gives a NaN partial or the convention's value
-  // The one documented difference from Dual's "NaN value => NaN partials": the JIT never
-  // emits the tangent of a piecewise-constant op (floor, ceil, round, trunc, sign) or of
-  // relu's x <= 0 side (structural zeros, see jvp.cc), so a NaN input gives 0 there.
-  const bool structural_zero = op == Op::kFloor || op == Op::kCeil || op == Op::kRound ||
-                               op == Op::kTrunc || op == Op::kRint || op == Op::kSign ||
-                               op == Op::kRelu;
-  if (nan_input && structural_zero && got == 0) return;
   if (op == Op::kFastTanh || op == Op::kFastSigmoid) {  // absolute accuracy (docs/fast-activations.md)
     CHECK(std::fabs(static_cast<long double>(got) - reference) <= 4 * std::numeric_limits<T>::epsilon());
     return;
@@ -277,6 +270,41 @@ TEST_CASE("jvp of every op in f32: value within 4 ulp of Dual<float>, partials w
   }
 }
 
+TEST_CASE("jvp of pow: d/dx keeps the sign of x^(p-1) where p - 1 rounds to p, f32 as f64, as Dual") {
+  // For |p| >= 2^53 (every such float is an even integer) p - 1 is odd, so at x = -1 the
+  // derivative p x^(p-1) is -p; a p - 1 rounded back to p would give +p. Hand values.
+  constexpr double p54 = 0x1p54;
+  struct Case {
+    double x, p, want;
+  };
+  const std::vector<Case> cases = {
+      {-1, p54, -p54}, {-1, -p54, p54}, {1, p54, p54}, {-1, 3, 3}, {-1, 4, -4}, {0.5, 2, 1},
+      {-2, 0x1p60, -kInf},  // f32: x^p overflows (inf in f32 and double); p (x^p / x) keeps the sign
+  };
+  Function f32 = OneOp(Op::kPow, Type::kF32), f64 = OneOp(Op::kPow, Type::kF64);
+  JvpResult j32 = Jvp(f32, std::vector<int>{0}), j64 = Jvp(f64, std::vector<int>{0});
+  for (const Case& c : cases) {
+    CAPTURE(c.x);
+    CAPTURE(c.p);
+    const std::vector<float> in32 = {static_cast<float>(c.x), static_cast<float>(c.p)};
+    const float got32 = Interpret(j32.function, std::span<const float>(in32))[1];
+    CHECK(got32 == static_cast<float>(c.want));
+    using F = Dual<float, 1>;
+    CHECK(dualcast::math::pow(F::variable(in32[0], 0), in32[1]).partial(0) == got32);
+    if (std::isfinite(c.want)) {  // f64 overflows its x^(p-1) fallback differently (not this rule)
+      const std::vector<double> in64 = {c.x, c.p};
+      CHECK(Interpret(j64.function, std::span<const double>(in64))[1] == c.want);
+    }
+  }
+  // pow(-1, inf) = 1: f32 and f64 give the same -inf (p (y / x)), and Dual the same.
+  const std::vector<float> at_inf = {-1, std::numeric_limits<float>::infinity()};
+  const float d32 = Interpret(j32.function, std::span<const float>(at_inf))[1];
+  const std::vector<double> at_inf64 = {-1, kInf};
+  CHECK(d32 == Interpret(j64.function, std::span<const double>(at_inf64))[1]);
+  CHECK(d32 == dualcast::math::pow(Dual<float, 1>::variable(-1.0f, 0), at_inf[1]).partial(0));
+  CHECK(d32 == dualcast::math::pow(Dual<double, 1>::variable(-1.0, 0), kInf).partial(0));
+}
+
 // --- The HM-LSTM cell: z == 1 ? sigmoid(i) tanh(g) : (zb == 0 ? c : sigmoid(f) c + sigmoid(i) tanh(g)).
 
 template <class T>
@@ -427,15 +455,18 @@ TEST_CASE("jvp of the HM-LSTM cell: one exp per activation, shared by value and 
   }
 }
 
-TEST_CASE("jvp: an input used only in a condition and in floor has structurally zero partials") {
-  // f(x0, x1, x2, x3) = x3 > 0 ? x0 * floor(x3) + sin(x1) : x2 * x1
+TEST_CASE("jvp: an input used only in conditions has structurally zero partials") {
+  // f(x0, x1, x2, x3) = x3 > 0 ? x0 * (x3 < 2 ? 1 : 2) + sin(x1) : x2 * x1
+  // (floor(x3) instead of the select would carry a lane: NaN at x3 = NaN, as in Dual.)
   auto build = [] {
     Function fn("indep");
     Builder b(fn);
     ValueId x0 = b.Input(Type::kF64), x1 = b.Input(Type::kF64), x2 = b.Input(Type::kF64),
             x3 = b.Input(Type::kF64);
     b.BeginIf(b.Emit(Op::kGt, {x3, b.Const(Type::kF64, 0)}));
-    ValueId t = b.Add(b.Mul(x0, b.Emit(Op::kFloor, {x3})), b.Emit(Op::kSin, {x1}));
+    ValueId step = b.Select(b.Emit(Op::kLt, {x3, b.Const(Type::kF64, 2)}), b.Const(Type::kF64, 1),
+                            b.Const(Type::kF64, 2));
+    ValueId t = b.Add(b.Mul(x0, step), b.Emit(Op::kSin, {x1}));
     b.BeginElse({t});
     b.Return(b.EndIf({b.Mul(x2, x1)}));
     return fn;
@@ -457,7 +488,7 @@ TEST_CASE("jvp: an input used only in a condition and in floor has structurally 
     std::vector<double> y = Interpret(with3.function, std::span<const double>(x));
     CHECK(y[PartialIndex(1, 4, 0, 3)] == 0);
     CHECK_FALSE(std::signbit(y[PartialIndex(1, 4, 0, 3)]));
-    std::vector<double> expected = x3 > 0 ? std::vector<double>{std::floor(x3), std::cos(0.7), 0}
+    std::vector<double> expected = x3 > 0 ? std::vector<double>{x3 < 2 ? 1.0 : 2.0, std::cos(0.7), 0}
                                           : std::vector<double>{0, -1.1, 0.7};
     for (size_t j = 0; j < 3; ++j) CHECK(y[PartialIndex(1, 4, 0, j)] == expected[j]);
   }

@@ -300,19 +300,19 @@ const char* KindText(OpKind kind) {
 const char* Note(Op op) {
   switch (op) {
     case Op::kAbs: return "abs'(0) = 0; also `fabs`";
-    case Op::kRelu: return "relu(-0) = +0, NaN stays NaN; relu'(0) = 0";
+    case Op::kRelu: return "relu(-0) = +0, NaN stays NaN; relu'(0) = 0, NaN at NaN";
     case Op::kFloor: case Op::kCeil: case Op::kRound: case Op::kTrunc: case Op::kRint:
-      return "derivative 0 (piecewise constant); round: halves away from zero, rint: to even";
+      return "derivative 0 (piecewise constant; NaN at NaN); round: halves away from zero, rint: to even";
     case Op::kFdim: return "a - b if a > b, else +0; partials (1, -1) above the kink, (0, 0) at and below it";
     case Op::kSignbit: return "the sign bit: true for -0 and negative NaNs; no derivative (bool)";
-    case Op::kSign: return "sign(+-0) = +-0, sign(NaN) = NaN; derivative 0";
+    case Op::kSign: return "sign(+-0) = +-0, sign(NaN) = NaN; derivative 0 (NaN at NaN)";
     case Op::kMin: case Op::kMax:
       return "ties and a NaN first argument return the first argument, whose tangent is taken";
     case Op::kFmin: case Op::kFmax: return "IEEE: a NaN operand loses; ties take the first";
     case Op::kClamp: return "std::clamp: lo if x < lo, hi if hi < x, else x (x's tangent at a bound)";
     case Op::kPow: return "d/dx = p x^p / x (0 when p = 0); d/dp = log(x) x^p (0 at x = 0, p > 0); integer p: `pow(x, 3)`";
     case Op::kAtan2: return "partials -> 0 at an infinite argument";
-    case Op::kHypot: return "partials 0 at the origin; at infinity sign(a) / 0 (NaN if both infinite)";
+    case Op::kHypot: return "partials 0 at the origin; at infinity sign(arg) for an infinite argument, 0 for a finite or NaN one";
     case Op::kTanh: return "fdlibm's formula around t = expm1(+-2|x|) (glibc's bits); tanh' = 4e/(1+e)^2 from the same t";
     case Op::kSigmoid: return "t = exp(-|x|): t/(1+t) (x < 0) or 1/(1+t); sigmoid' = t/(1+t)/(1+t): one exp for both";
     case Op::kFastTanh: return "1 - 2/(1 + exp(2x)), slope 1 - y^2: one exp, no selects; absolute error <= 4 eps (docs/fast-activations.md)";
@@ -344,11 +344,13 @@ std::string OpsMarkdown() {
      << "after `using namespace dc::math;` or spelled out, `dc::math::sin(x)`; the whole-array\n"
      << "`dc::sin(Array)` is another function), a forward-mode derivative rule, an interpreter\n"
      << "meaning, a CPU (LLVM)\n"
-     << "and a CUDA lowering, and is callable in the REPL by its name; the same test checks all of\n"
-     << "that. Arithmetic and comparisons are operators (`+ - * / < <= > >= == !=`, `&& || !`).\n"
-     << "Kernels also accept `fabs` (= `abs`) and `nearbyint` (= `rint`: kernels run in the\n"
-     << "default rounding mode). Of `<cmath>`'s real functions, kernels do not have `logb`,\n"
-     << "`ilogb`, `nextafter`, `isnormal`, the integer-valued `lround`/`lrint` family, and the\n"
+     << "and a CUDA lowering, and is callable in the REPL by its name (`and`, `or`, `not` as the\n"
+     << "REPL's operators `a and b`, `a or b`, `not a`); the same test checks all of that.\n"
+     << "Arithmetic and comparisons are operators (`+ - * / < <= > >= == !=`, `&& || !`).\n"
+     << "Kernels and the REPL also accept `fabs` (= `abs`) and `nearbyint` (= `rint`: kernels run\n"
+     << "in the default rounding mode). Of `<cmath>`'s real functions, kernels do not have `logb`,\n"
+     << "`ilogb`, `scalbn` (use `ldexp`), `nextafter`, `isnormal`, the integer-valued\n"
+     << "`lround`/`lrint` family, and the\n"
      << "ones with several or pointer results (`frexp`, `modf`, `remquo`); `Dual` has them all\n"
      << "(`dual/include/dualcast/dual_cmath.hpp`).\n\n"
      << "| op | arity | kind | conventions |\n|---|---|---|---|\n";

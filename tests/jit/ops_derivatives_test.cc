@@ -342,8 +342,19 @@ TEST_CASE("atan2 and hypot follow the one-sided limits at infinite arguments") {
   CHECK(h[0] == kInf);
   CHECK(h[1] == -1);
   CHECK(h[2] == 0);
-  std::vector<double> both = ValueAndPartials(Op::kHypot, Type::kF64, {kInf, kInf});
-  CHECK(std::isnan(both[1]));  // the limit depends on the direction
+  // hypot(inf, y) = inf for every y, NaN included (IEEE 754): an infinite argument gets its
+  // sign, a finite or NaN one 0; both infinite, each its sign (dual_math.hpp's table).
+  for (Type t : {Type::kF32, Type::kF64}) {
+    CHECK(ValueAndPartials(Op::kHypot, t, {kInf, kInf}) == std::vector<double>{kInf, 1, 1});
+    CHECK(ValueAndPartials(Op::kHypot, t, {kInf, -kInf}) == std::vector<double>{kInf, 1, -1});
+    CHECK(ValueAndPartials(Op::kHypot, t, {-kInf, kInf}) == std::vector<double>{kInf, -1, 1});
+    CHECK(ValueAndPartials(Op::kHypot, t, {kInf, kNaN}) == std::vector<double>{kInf, 1, 0});
+    CHECK(ValueAndPartials(Op::kHypot, t, {kNaN, -kInf}) == std::vector<double>{kInf, 0, -1});
+    std::vector<double> nan_finite = ValueAndPartials(Op::kHypot, t, {kNaN, 2});
+    CHECK(std::isnan(nan_finite[0]));
+    CHECK(std::isnan(nan_finite[1]));
+    CHECK(std::isnan(nan_finite[2]));
+  }
   std::vector<double> origin = ValueAndPartials(Op::kHypot, Type::kF64, {0, 0});
   CHECK(origin[1] == 0);
   CHECK(origin[2] == 0);

@@ -337,6 +337,51 @@ TEST_CASE("session: errors never end the session and leave its state as it was")
   CHECK(lenient.variable("z") != nullptr);
 }
 
+TEST_CASE("session: a def whose body or a result is a comparison gives 0/1, like the top level") {
+  std::ostringstream out, err;
+  Session s(out, err);
+  CHECK(s.Run("x = [-1, 0, 0.5, 3, nan, inf]"));
+  auto values = [&](const std::string& expr) { return s.Evaluate(expr).parts[0].to_vector(); };
+  // References by hand: x > 0, the range test, isnan, isinf, signbit, lt(x, 1) at each point.
+  const std::vector<std::pair<std::string, std::vector<double>>> cases = {
+      {"def c(x) = x > 0", {0, 0, 1, 1, 0, 1}},
+      {"def c(x) = (x > 0) and (x < 2)", {0, 0, 1, 0, 0, 0}},
+      {"def c(x) = isnan(x)", {0, 0, 0, 0, 1, 0}},
+      {"def c(x) = isfinite(x)", {1, 1, 1, 1, 0, 0}},
+      {"def c(x) = isinf(x)", {0, 0, 0, 0, 0, 1}},
+      {"def c(x) = signbit(x)", {1, 0, 0, 0, 0, 0}},
+      {"def c(x) = lt(x, 1)", {1, 1, 1, 0, 0, 0}},
+      {"def c(x) = ge(x, 0.5)", {0, 0, 1, 1, 0, 1}},
+      {"def c(x) = ne(x, x)", {0, 0, 0, 0, 1, 0}},
+  };
+  for (const auto& [def, want] : cases) {
+    CAPTURE(def);
+    REQUIRE(s.Run(def));
+    CHECK(values("c.(x)") == want);
+    // Called from another def, the callee's 0/1 is a number there.
+    REQUIRE(s.Run("def twice(x) = 2 * c(x)"));
+    std::vector<double> doubled = want;
+    for (double& v : doubled) v *= 2;
+    CHECK(values("twice.(x)") == doubled);
+  }
+  // One of several results.
+  REQUIRE(s.Run("def both(x) = (x * 2, x == 0)"));
+  CHECK(s.Run("p, q = both.(x)"));
+  CHECK(s.variable("q")->parts[0].to_vector() == std::vector<double>{0, 1, 0, 0, 0, 0});
+  CHECK(err.str().find("internal error") == std::string::npos);
+}
+
+TEST_CASE("session: fabs and nearbyint, C's names that kernels accept, in a body and at the top level") {
+  std::ostringstream out, err;
+  Session s(out, err);
+  CHECK(s.Run("x = [-2.5, -0.5, 0.5, 1.5]"));
+  REQUIRE(s.Run("def k(x) = fabs(x) + nearbyint(x)"));
+  // |x| + x rounded to even by hand: 2.5 - 2, 0.5 - 0, 0.5 + 0, 1.5 + 2.
+  CHECK(s.Evaluate("k.(x)").parts[0].to_vector() == std::vector<double>{0.5, 0.5, 0.5, 3.5});
+  CHECK(s.Evaluate("nearbyint(x)").parts[0].to_vector() == std::vector<double>{-2, -0.0, 0, 2});
+  CHECK(s.Evaluate("fabs(x)").parts[0].to_vector() == std::vector<double>{2.5, 0.5, 0.5, 1.5});
+}
+
 TEST_CASE("several statements on a line: run in order, ';' keeps each from printing, a parse error runs none") {
   std::vector<Stmt> all = ParseStatements("a = 1; def f(x) = x * a; b = f.(2)");
   REQUIRE(all.size() == 3);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,95 @@ TEST_CASE("partials: an untaken sqrt branch gives exactly 0, structural zeros, w
   CHECK_FALSE(q.structurally_zero(0, 1));
   CHECK(q.d(0, 0).to_vector() == std::vector<float>{0, 0, 0, 0});
   CHECK(q.d(0, 1).to_vector() == std::vector<float>{2, 1, 2, 1});
+}
+
+// Kernels round a double constant to the input's type before comparing (x > 0.1 on f32 compares
+// with 0.1f); Dual<float> must do the same, or the two take different branches at x = 0.1f.
+template <class F>
+void CheckSameBranchAsDualFloat(const char* name, F f) {
+  CAPTURE(name);
+  Kernel k = kernel(name, f);
+  std::vector<float> xs;
+  for (double c : {0.1, 1.0 / 3.0, 0.7, 1e-40, -2.2}) {
+    const float r = static_cast<float>(c);
+    for (float x : {r, std::nextafter(r, 1e30f), std::nextafter(r, -1e30f)}) xs.push_back(x);
+  }
+  auto x = Array<float>::from(xs, {static_cast<int64_t>(xs.size())});
+  Partials<float> p = partials(k, {x});
+  const std::vector<float> value = p.value(0).to_vector(), d = p.d(0, 0).to_vector();
+  using F1 = Dual<float, 1>;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    CAPTURE(xs[i]);
+    const F1 want = f(F1::variable(xs[i], 0));
+    CHECK(value[i] == want.value());
+    CHECK(d[i] == want.partial(0));
+  }
+}
+
+TEST_CASE("partials: f32 kernels and Dual<float> take the same branch on a double constant") {
+  // The constants of the cases (0.1, 1/3, 0.7, 1e-40, -2.2) are not floats; the points are
+  // each constant rounded to float and its two neighbours.
+  CheckSameBranchAsDualFloat("gt_tenth", [](auto x) {
+    if (x > 0.1) return x * 2;
+    return x * 0 + 5;
+  });
+  CheckSameBranchAsDualFloat("lt_const_first", [](auto x) {
+    if (1.0 / 3.0 < x) return x * 3;
+    if (x == 1.0 / 3.0) return x * 0 + 7;
+    return x * 0 - 1;
+  });
+  CheckSameBranchAsDualFloat("le_ge_ne", [](auto x) {
+    if (x <= 0.7 && x >= 0.7) return x * 4;
+    if (x != 1e-40) return x * 0 + 2;
+    return x * 5;
+  });
+  CheckSameBranchAsDualFloat("eq_negative", [](auto x) {
+    if (-2.2 == x) return x * x;
+    if (x >= -2.2) return x + 1;
+    return x * 0;
+  });
+}
+
+// Steps (derivative 0) and relu, compiled, against Dual: 0 at finite points and at +-inf, NaN
+// at a NaN input (dual_math.hpp: "any f, NaN value: all lanes NaN").
+template <class T, class F>
+void CheckStepAgainstDual(const char* name, F f) {
+  CAPTURE(name);
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  const std::vector<T> xs = {-2.5, -0.0, 0, 0.5, 1.5, 3, inf, -inf, nan};
+  Partials<T> p = partials(kernel(name, f), {Array<T>::from(xs, {static_cast<int64_t>(xs.size())})});
+  const std::vector<T> d = p.d(0, 0).to_vector();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    CAPTURE(xs[i]);
+    const T want = f(Dual<T, 1>::variable(xs[i], 0)).partial(0);
+    // References by hand: relu' is 1 above 0; every other derivative here is 0; NaN in, NaN out.
+    const T by_hand = std::isnan(xs[i]) ? nan : (std::string(name) == "relu" && xs[i] > 0 ? 1 : 0);
+    CHECK((std::isnan(by_hand) ? std::isnan(want) : want == by_hand));
+    CHECK((std::isnan(by_hand) ? std::isnan(d[i]) : d[i] == by_hand));
+  }
+}
+
+TEST_CASE("partials: floor & co., sign and relu give NaN at a NaN input, 0 at +-inf, like Dual") {
+  using namespace dualcast::math;
+  auto all = [&]<class T>() {
+    CheckStepAgainstDual<T>("floor", [](auto x) { return floor(x); });
+    CheckStepAgainstDual<T>("ceil", [](auto x) { return ceil(x); });
+    CheckStepAgainstDual<T>("round", [](auto x) { return round(x); });
+    CheckStepAgainstDual<T>("trunc", [](auto x) { return trunc(x); });
+    CheckStepAgainstDual<T>("rint", [](auto x) { return rint(x); });
+    CheckStepAgainstDual<T>("nearbyint", [](auto x) { return nearbyint(x); });
+    CheckStepAgainstDual<T>("sign", [](auto x) { return sign(x); });
+    CheckStepAgainstDual<T>("relu", [](auto x) { return relu(x); });
+  };
+  all.template operator()<float>();
+  all.template operator()<double>();
+  // A scaled lane (not the seed) keeps the rule: d/dx relu(3x) is 3, 0 or NaN.
+  Partials<double> p = partials(kernel("relu3", [](auto x) { return relu(3 * x); }),
+                                {Array<double>::from({-1, 2, std::nan("")}, {3})});
+  const std::vector<double> d = p.d(0, 0).to_vector();
+  CHECK(d[0] == 0);
+  CHECK(d[1] == 3);
+  CHECK(std::isnan(d[2]));
 }
 
 TEST_CASE("partials into user views land in the user's buffer; errors leave it untouched") {

@@ -81,17 +81,22 @@ DUALCAST_HD T exp_neg_square(const T& v) {
 //   nextafter(a, b)       d/da = 1, d/db = 0
 //   copysign(x, y)        d/dx = (signbit(x) == signbit(y) ? 1 : -1), d/dy = 0
 //   pow(x, p), p const    d/dx = p * x^(p-1); p == 0 gives 0 (no 0 * inf at x == 0);
-//                         where x^(p-1) overflows but the derivative is finite: p * y / x
+//                         taken as p * (y / x) where y is normal and x != 0 (float: in double,
+//                         any finite x != 0): no overflow of x^(p-1) where the result is finite,
+//                         and a p - 1 rounded to p (|p| >= 2^53) cannot flip the sign there
+//                         (f64 with y = +-inf or 0 still can: pow(-2, 2^60)' = +inf)
 //   pow(c, y), c const    d/dy = log(c) * c^y; defined as 0 when c == 0 and y > 0
 //   pow(x, y), both dual  both rules above, summed
 //   powi(x, n)            d/dx = n * x^(n-1); n == 0 gives 0
 //   sqrt, cbrt, rsqrt at 0  +-inf (honest); a lane seeded with 0 still gives 0
 //   hypot(a, b) at (0,0)  both derivatives 0 (like abs: hypot(x, 0) = |x|)
-//   hypot at +-inf        the infinite argument(s) get sign(arg), finite ones 0 (the limit)
+//   hypot at +-inf        the infinite argument(s) get sign(arg), finite or NaN ones 0
+//                         (hypot(inf, y) = inf for every y, NaN included: IEEE 754)
 //   atan2(y, x) at (0,0)  NaN (no meaningful limit)
 //   atan2 at +-inf        both derivatives 0 (the limit of b/r^2, -a/r^2)
 //   logaddexp(a, b)       a == b (also +-inf): (1/2, 1/2)
-//   lgamma, tgamma, digamma  poles (0, -1, -2, ...): NaN value and derivative
+//   lgamma, tgamma, digamma  poles (0, -1, -2, ...): derivative NaN; values as libm's:
+//                         lgamma +inf, tgamma +-inf at +-0 and NaN at -1, -2, ..., digamma NaN
 //   erfinv at +-1         +-inf, derivative +inf
 //   select(c, a, b)       value and partials of the chosen side only
 //   any rule, zero lane   a lane that is exactly 0 gives 0, even times inf or NaN ("strong zero")
@@ -258,11 +263,16 @@ DUALCAST_HD ::dualcast::detail::common_dual_t<A, B> pow(const A& a, const B& b) 
   // d/dx x^p = p x^(p-1); an exactly-zero exponent (all levels) makes x^p constant. Taken as
   // p (y / x) where y is a normal number: x^(p-1) would round p - 1, an error amplified by
   // |log x| (hundreds of ulp for tiny x), and it can overflow where p x^(p-1) does not. float
-  // is done in double (p - 1 exact there, no overflow).
+  // is done in double as p (x^p / x) for a finite nonzero x (no overflow or underflow there
+  // that float would see): p - 1 is not exact in double either once |p| >= 2^53, and a
+  // rounded p - 1 flips the sign at x = -1 (pow(-1, 2^54)' = -2^54, not +2^54).
   auto dbase = [&] {
     if (dd::is_zero(bv)) return T(0);
     if constexpr (dd::stdx::is_same_v<T, float>) {
-      return T(double(bv) * pow(double(av), double(bv) - 1.0));
+      const double x = av, p = bv;
+      const bool divide = x - x == 0 && x != 0;
+      const double w = pow(x, divide ? p : p - 1.0);
+      return T(p * (divide ? w / x : w));
     } else {
       // The same formula at every nesting level (primal values decide), so that nested levels
       // agree bit for bit on f'.
@@ -323,9 +333,11 @@ DUALCAST_HD ::dualcast::detail::common_dual_t<A, B> hypot(const A& a_, const B& 
   const T y = hypot(av, bv);
   const bool origin = (y == 0);
   const bool inf = y - y != y - y && y == y;
+  // At an infinite value (hypot(inf, y) = inf for every y, NaN included): sign(v) for an
+  // infinite argument, 0 for a finite or NaN one, on which the value does not depend there.
   auto coef = [&](const T& v) {
     if (origin) return T(0);
-    if (inf) return (v - v == v - v) ? T(0) : dd::sign(v);
+    if (inf) return (v == v && v - v != v - v) ? dd::sign(v) : T(0);
     return T(v / y);
   };
   return dd::chain2(a, dd::nan_guard(y, coef(av)), b, dd::nan_guard(y, coef(bv)), y);

@@ -417,6 +417,8 @@ DUALCAST_HD constexpr detail::common_dual_t<A, B> operator*(const A& a, const B&
 }
 
 // d(a/b) = (da - y db) / b with y = a/b: the value is a true division, as in the scalar code.
+// A NaN quotient (0/0, inf/inf, a NaN operand) gives NaN partials, as in compiled kernels
+// (docs/ops.md): the formula alone would give +-inf at 0/0 and 0 at inf/inf.
 template <class A, class B>
   requires detail::dual_args<A, B>
 DUALCAST_HD constexpr detail::common_dual_t<A, B> operator/(const A& a, const B& b) {
@@ -437,17 +439,27 @@ DUALCAST_HD constexpr detail::common_dual_t<A, B> operator/(const A& a, const B&
       num = ea.partial(k);
     else
       num = -detail::scale(y, eb.partial(k));
-    r.partial(k) = detail::is_zero(num) ? T(0) : num / bv;
+    r.partial(k) = detail::is_zero(num) ? T(0) : (y != y ? y : T(num / bv));
   }
   return r;
 }
+
+namespace detail {
+// One side of a comparison as the operation's real type: a constant is converted first, as in
+// arithmetic and as a compiled kernel does, so that x > 0.1 on Dual<float> compares with 0.1f
+// and takes the same branch as the kernel (comparing in double would not, at x = 0.1f).
+template <class A, class B, class X>
+DUALCAST_HD constexpr real_of_t<typename outer_real<A, B>::type> compared(const X& x) {
+  return static_cast<real_of_t<typename outer_real<A, B>::type>>(primal(x));
+}
+}  // namespace detail
 
 // Comparisons see values only (recursively, so nested Duals compare their innermost values).
 #define DUALCAST_DUAL_COMPARISON(op)                                                   \
   template <class A, class B>                                                          \
     requires detail::dual_args<A, B>                                                   \
   DUALCAST_HD constexpr bool operator op(const A& a, const B& b) {                     \
-    return primal(a) op primal(b);                                                     \
+    return detail::compared<A, B>(a) op detail::compared<A, B>(b);                     \
   }
 DUALCAST_DUAL_COMPARISON(==)
 DUALCAST_DUAL_COMPARISON(!=)
