@@ -1,22 +1,22 @@
 // The registry of storages that may share memory (see storage_aliases.h).
 #include "runtime/storage_aliases.h"
 
-#include <algorithm>
 #include <cstdint>
 #include <mutex>
-#include <vector>
+
+#include "absl/container/flat_hash_map.h"
 
 namespace dualcast::detail {
 namespace {
 
 struct Range {
-  const Storage* storage;
   uintptr_t begin, end;
 };
 
+// By storage: a simulation may keep many views alive, and each is erased when freed.
 struct Registry {
   std::mutex mu;
-  std::vector<Range> ranges;  // guarded by mu
+  absl::flat_hash_map<const Storage*, Range> ranges;  // guarded by mu
 };
 Registry& Aliasable() {
   static auto* registry = new Registry();  // never destroyed: storages may be freed at exit
@@ -31,17 +31,14 @@ void RegisterAliasable(Storage& storage) {
   std::lock_guard<std::mutex> lock(r.mu);
   if (storage.aliasable.load(std::memory_order_relaxed)) return;
   const auto begin = reinterpret_cast<uintptr_t>(storage.data);
-  r.ranges.push_back({&storage, begin, begin + storage.bytes});
+  r.ranges.insert_or_assign(&storage, Range{begin, begin + storage.bytes});
   storage.aliasable.store(true, std::memory_order_release);
 }
 
 void ForgetAliasable(const Storage* storage) {
   Registry& r = Aliasable();
   std::lock_guard<std::mutex> lock(r.mu);
-  auto it = std::find_if(r.ranges.begin(), r.ranges.end(), [&](const Range& x) { return x.storage == storage; });
-  if (it == r.ranges.end()) return;
-  *it = r.ranges.back();
-  r.ranges.pop_back();
+  r.ranges.erase(storage);
 }
 
 StorageList AliasesOf(const Storage* storage) {
@@ -53,8 +50,8 @@ StorageList AliasesOf(const Storage* storage) {
   const uintptr_t end = begin + storage->bytes;
   Registry& r = Aliasable();
   std::lock_guard<std::mutex> lock(r.mu);
-  for (const Range& x : r.ranges) {
-    if (x.storage != storage && x.begin < end && begin < x.end) list.push_back(x.storage);
+  for (const auto& [other, x] : r.ranges) {
+    if (other != storage && x.begin < end && begin < x.end) list.push_back(other);
   }
   return list;
 }

@@ -2,6 +2,7 @@
 #include "examples/repl/session.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -284,9 +285,13 @@ void Session::Command(std::string_view text) {
   } else if (name == "vars") {
     VarsCommand();
   } else if (name == "seed") {
-    char* end = nullptr;
-    const unsigned long long seed = std::strtoull(word1.c_str(), &end, 10);
-    if (word1.empty() || *end != '\0') throw Error(ErrorKind::kInvalidArgument, "usage: :seed <n>");
+    // from_chars, not strtoull: that takes "-1" as 2^64 - 1 and saturates past 2^64, silently.
+    unsigned long long seed = 0;
+    const auto [end, ec] = std::from_chars(word1.data(), word1.data() + word1.size(), seed);
+    if (word1.empty() || ec != std::errc() || end != word1.data() + word1.size()) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  "usage: :seed <n>, n a whole number from 0 to 18446744073709551615");
+    }
     next_seed_ = seed;
     out_ << "the next random call uses seed " << seed << "\n";
   } else if (name == "fusion") {

@@ -322,6 +322,13 @@ TEST_CASE("session: errors never end the session and leave its state as it was")
   CHECK(s.Run("g = grad(sum(x * x), x)"));
   CHECK_FALSE(s.Run("grad(sum(g * x), x)"));
   CHECK(err.str().find("also through a gradient an earlier grad computed") != std::string::npos);
+  // Seeds out of range are refused, not wrapped (-1 was 2^64 - 1) or saturated.
+  for (const char* bad : {":seed -1", ":seed 18446744073709551616", ":seed 1.5", ":seed x"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(s.Run(bad));
+  }
+  CHECK(err.str().find("n a whole number from 0 to 18446744073709551615") != std::string::npos);
+  CHECK(s.Run(":seed 18446744073709551615"));
   CHECK(s.Run(":quit"));
   CHECK(s.quit_requested());
 
