@@ -2,6 +2,8 @@
 #include "dualcast/tape.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -27,6 +29,17 @@ thread_local const std::vector<bool>* t_needed = nullptr;
 // The in-place write epoch at which each node was recorded, for nodes
 // recorded once some in-place write had happened (absent: 0). See in_place.h.
 thread_local absl::flat_hash_map<const detail::GradNode*, uint64_t> t_record_epochs;
+
+// Set once this thread's lists above are destroyed: at exit, glibc destroys
+// the main thread's thread_locals before the static objects, so a static or
+// global Tape outlives them (it read the freed list, and crashed the process
+// before stdio was flushed). Trivially destructible, so readable then.
+thread_local bool t_lists_gone = false;
+struct ListsGuard {
+  ~ListsGuard() { t_lists_gone = true; }
+};
+// Made after t_tapes (Tape::Tape uses both), so destroyed before it.
+thread_local ListsGuard t_lists_guard;
 
 // The in-place write epoch at which `node` was recorded (0: none had happened).
 uint64_t RecordEpoch(const detail::GradNode* node) {
@@ -110,7 +123,7 @@ NeededInputsScope::NeededInputsScope(const std::vector<bool>* needed) : saved_(t
 }
 NeededInputsScope::~NeededInputsScope() { t_needed = saved_; }
 
-bool TapeActive() { return !t_tapes.empty() && t_paused == 0; }
+bool TapeActive() { return !t_lists_gone && !t_tapes.empty() && t_paused == 0; }
 
 PartialsMode ActivePartialsMode(size_t partial_bytes) {
   if (t_tapes.empty()) return PartialsMode::kCache;
@@ -285,12 +298,22 @@ std::vector<GradNode::Part> GradNode::Cut(const std::vector<int>& /*cut*/,
 
 Tape::Tape(PartialsMode mode, size_t budget_bytes) : mode_(mode), budget_bytes_(budget_bytes) {
   t_tapes.push_back(this);
+  (void)&t_lists_guard;  // constructs it, after t_tapes
 }
 
 Tape::~Tape() {
-  if (auto it = std::find(t_tapes.begin(), t_tapes.end(), this); it != t_tapes.end()) {
-    t_tapes.erase(it);
+  if (t_lists_gone) return;  // a static Tape at exit: nothing records any more
+  auto it = std::find(t_tapes.begin(), t_tapes.end(), this);
+  if (it == t_tapes.end()) {
+    // Its thread would go on recording into freed memory: stop here, not far
+    // from the cause in a heap corruption.
+    std::fputs("dualcast: a Tape was destroyed on a thread other than the one that created it; "
+               "a Tape records the operations of its own thread and must be destroyed there "
+               "(docs/embedding.md, threads). Aborting.\n",
+               stderr);
+    std::abort();
   }
+  t_tapes.erase(it);
   Release(std::move(nodes_));
 }
 
