@@ -452,17 +452,28 @@ const Array<T>& Array<T>::eval() const {
   return *this;
 }
 
-template <ElementType T>
-const T* Array<T>::data() const {
-  eval();
-  if (!impl_->device.is_cpu()) {
-    throw Error(ErrorKind::kDevice, absl::StrCat("Array::data: the array lives on ",
-                                                 impl_->device.name(),
+namespace {
+// The values of a computed CPU array, for reads that keep the pointer to
+// themselves (to_vector, item, at): unlike data(), nothing is registered.
+template <class T>
+const T* HostValues(const Array<T>& a) {
+  a.eval();
+  const ArrayImpl& impl = *a.impl();
+  if (!impl.device.is_cpu()) {
+    throw Error(ErrorKind::kDevice, absl::StrCat("Array::data: the array lives on ", impl.device.name(),
                                                  "; copy it with .to(Device::cpu()) first"));
   }
-  // The caller may make a view of this memory: writes through either must see the other.
+  return static_cast<const T*>(impl.data());
+}
+}  // namespace
+
+template <ElementType T>
+const T* Array<T>::data() const {
+  const T* p = HostValues(*this);
+  // The caller may make a view of this memory: writes through either must
+  // see the other (storage_aliases.h).
   detail::RegisterAliasable(*impl_->storage);
-  return static_cast<const T*>(impl_->data());
+  return p;
 }
 
 template <ElementType T>
@@ -485,7 +496,7 @@ T* Array<T>::mutable_data() {
 template <ElementType T>
 std::vector<T> Array<T>::to_vector() const {
   if (!checked().device.is_cpu()) return to(Device::cpu()).to_vector();
-  const T* base = data();
+  const T* base = HostValues(*this);
   std::vector<T> out(static_cast<size_t>(impl_->size()));
   detail::ForEachElement(impl_->shape, impl_->strides,
                  [&](int64_t i, int64_t off) { out[static_cast<size_t>(i)] = base[off]; });
@@ -499,12 +510,12 @@ T Array<T>::item() const {
                 absl::StrFormat("Array::item: the array has shape %s (%d elements), not one element",
                                 ShapeText(shape()), size()));
   }
-  return data()[0];
+  return HostValues(*this)[0];
 }
 
 template <ElementType T>
 T Array<T>::at(const Shape& index) const {
-  const T* base = data();
+  const T* base = HostValues(*this);
   if (index.size() != impl_->shape.size()) {
     throw Error(ErrorKind::kShape, absl::StrFormat("Array::at: index %s has rank %d, array is %s",
                                                    ShapeText(index), index.size(),
@@ -625,6 +636,12 @@ void Array<T>::assign(const std::vector<T>& values) {
                                                    values.size(), ShapeText(shape())));
   }
   // Checked before mutable_data(), which already counts as the write.
+  if (checked().read_only) {
+    throw Error(ErrorKind::kInvalidArgument,
+                absl::StrFormat("Array::assign: the array (shape %s) is a read-only view of const "
+                                "memory; assign into a writable array or a view of non-const memory",
+                                ShapeText(impl_->shape)));
+  }
   if (detail::SelfOverlapping(*impl_)) {
     throw Error(ErrorKind::kInvalidArgument,
                 absl::StrFormat("Array::assign: the array has shape %s and strides %s, under which "

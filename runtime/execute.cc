@@ -232,9 +232,13 @@ void CheckDestination(const std::string& kernel_name, size_t m, ArrayImpl& dest,
                       const std::vector<int64_t>& shape, const std::vector<int64_t>& full,
                       DType dtype, const Device& device,
                       const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
-                      const std::vector<std::shared_ptr<ArrayImpl>>& outputs) {
+                      const std::vector<std::shared_ptr<ArrayImpl>>& outputs,
+                      const std::vector<std::string>& names) {
   Materialize(dest);
-  auto where = [&] { return absl::StrCat(kernel_name, ": destination for output ", m + 1); };
+  auto name_of = [&](size_t k) {
+    return k < names.size() ? names[k] : absl::StrCat("destination for output ", k + 1);
+  };
+  auto where = [&] { return absl::StrCat(kernel_name, ": ", name_of(m)); };
   if (dest.shape != shape) {
     throw Error(ErrorKind::kShape,
                 absl::StrCat(where(), " has shape ", jit::FormatShape(dest.shape),
@@ -274,7 +278,7 @@ void CheckDestination(const std::string& kernel_name, size_t m, ArrayImpl& dest,
   for (size_t k = 0; k < m; ++k) {
     if (outputs[k] != nullptr && MayOverlap(dest, *outputs[k])) {
       throw Error(ErrorKind::kInvalidArgument,
-                  absl::StrCat(where(), " overlaps the destination for output ", k + 1,
+                  absl::StrCat(where(), " overlaps ", name_of(k),
                                "; every output needs its own memory"));
     }
   }
@@ -337,7 +341,7 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
   for (size_t m = 0; m < n_out; ++m) {
     if (!write[m] || options.destinations.empty() || options.destinations[m] == nullptr) continue;
     CheckDestination(kernel_name, m, *options.destinations[m], plan.shapes[m], plan.full, dtype,
-                     device, inputs, outputs);
+                     device, inputs, outputs, options.destination_names);
     outputs[m] = options.destinations[m];
   }
   std::vector<std::vector<int64_t>> shapes;

@@ -758,7 +758,14 @@ void Materialize(ArrayImpl& impl) {
     return;
   }
   for (PendingRecord& r : records) {
-    Record(MakeBroadcastGradNode(std::move(r.info)), r.outputs);
+    // Outputs the one-pass plan recorded while they were still pending
+    // (one_pass.cc: an operand nobody else held) are on the tape already,
+    // before the reduction that reads them; recording them again, after it,
+    // would send the reduction's adjoint to a node the sweep has passed.
+    const bool recorded = std::all_of(r.outputs.begin(), r.outputs.end(), [](const auto& out) {
+      return out == nullptr || out->grad_fn != nullptr;
+    });
+    if (!recorded) Record(MakeBroadcastGradNode(std::move(r.info)), r.outputs);
   }
 }
 

@@ -1,6 +1,7 @@
 // partials(): values and every elementwise partial of a kernel from one jvp'ed kernel launch.
 #include "dualcast/partials.hpp"
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -135,14 +136,15 @@ Partials<T> ComputePartials(const Kernel& k, const std::vector<Array<T>>& inputs
                                "; pass an array (or view) of exactly that shape"));
     }
   };
+  // Named as the caller passed them: indices into value_out and partial_out,
+  // outputs and arguments counted from 1 as in every other message.
+  auto partial_name = [&](size_t p) {
+    return absl::StrCat("partial_out[", p, "] (d output ", p / J + 1, " / d argument ", wrt[p % J] + 1, ")");
+  };
   for (size_t m = 0; m < options.value_out.size(); ++m) {
     check_dest(options.value_out[m], absl::StrCat("value_out[", m, "]"));
   }
-  for (size_t p = 0; p < options.partial_out.size(); ++p) {
-    check_dest(options.partial_out[p],
-               absl::StrCat("partial_out[", p, "] (d output ", p / J, " / d argument ",
-                            wrt[p % J], ")"));
-  }
+  for (size_t p = 0; p < options.partial_out.size(); ++p) check_dest(options.partial_out[p], partial_name(p));
 
   std::shared_ptr<const jit::JvpResult> jvp = detail::CachedJvp(fn, wrt);
   detail::ExecuteOptions exec;
@@ -157,6 +159,9 @@ Partials<T> ComputePartials(const Kernel& k, const std::vector<Array<T>>& inputs
       exec.destinations[jit::PartialIndex(M, J, p / J, p % J)] = options.partial_out[p].impl();
     }
   }
+  exec.destination_names.resize(M + M * J);
+  for (size_t m = 0; m < M; ++m) exec.destination_names[m] = absl::StrCat("value_out[", m, "]");
+  for (size_t p = 0; p < M * J; ++p) exec.destination_names[jit::PartialIndex(M, J, p / J, p % J)] = partial_name(p);
   auto jvp_fn = std::shared_ptr<const jit::Function>(jvp, &jvp->function);
   // Pending results that read a destination keep its values of before this call.
   for (const auto& dest : exec.destinations) {

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "runtime/lazy_group.h"
 #include "runtime/storage_aliases.h"
 
@@ -49,10 +50,7 @@ struct Entry {
   std::weak_ptr<LazyNode> node;
   uint64_t storage_bits = 0;
   bool had_pending_input = false;
-  bool MayRead(const Storage* storage) const {
-    const uint64_t bit = StorageBit(storage);
-    return had_pending_input || (storage_bits & bit) == bit;
-  }
+  bool MayRead(uint64_t bits) const { return had_pending_input || (storage_bits & bits) != 0; }
 };
 
 // One thread's pending nodes. Pruned of dead ones when it doubles.
@@ -133,7 +131,14 @@ void ComputeReadersBeforeWrite(ArrayImpl& target) {
   if (target.storage == nullptr) return;
   // The written memory, through every storage that shares it (storage_aliases.h).
   const StorageList storages = AliasesOf(target.storage.get());
-  auto written = [&](const Storage* s) { return std::find(storages.begin(), storages.end(), s) != storages.end(); };
+  uint64_t bits = 0;  // one filter for them all: a scan costs the same with many aliases
+  for (const Storage* s : storages) bits |= StorageBit(s);
+  // Many aliases (fresh views of one buffer kept alive by a tape): a set.
+  absl::flat_hash_set<const Storage*> many;
+  if (storages.size() > 8) many.insert(storages.begin(), storages.end());
+  auto written = [&](const Storage* s) {
+    return many.empty() ? std::find(storages.begin(), storages.end(), s) != storages.end() : many.contains(s);
+  };
   // Declared before the lock: dropping the last reference to a node frees
   // memory, which needs no lock (as in lazy.cc).
   std::vector<std::shared_ptr<LazyNode>> live;
@@ -143,9 +148,7 @@ void ComputeReadersBeforeWrite(ArrayImpl& target) {
     for (Registry* r : registries.all) {
       std::lock_guard<RegistryLock> nodes_lock(r->mu);
       for (const Entry& e : r->nodes) {
-        if (std::none_of(storages.begin(), storages.end(), [&](const Storage* s) { return e.MayRead(s); })) {
-          continue;
-        }
+        if (!e.MayRead(bits)) continue;
         if (std::shared_ptr<LazyNode> node = e.node.lock()) live.push_back(std::move(node));
       }
     }
@@ -156,17 +159,19 @@ void ComputeReadersBeforeWrite(ArrayImpl& target) {
   std::vector<std::shared_ptr<ArrayImpl>> readers;  // one output per reading node
   {
     GraphLock lock;
+    std::vector<std::shared_ptr<ArrayImpl>> pending;
     for (const std::shared_ptr<LazyNode>& node : live) {
+      // A node computed already (kept alive by a tape, say) reads nothing any more.
+      pending.clear();
+      for (const std::weak_ptr<ArrayImpl>& w : node->outputs) {
+        std::shared_ptr<ArrayImpl> out = w.lock();
+        if (out != nullptr && out->pending == node) pending.push_back(std::move(out));
+      }
+      if (pending.empty()) continue;
       const bool reads = std::any_of(node->inputs.begin(), node->inputs.end(), [&](const auto& in) {
         return in != nullptr && in->pending == nullptr && written(in->storage.get());
       });
-      if (!reads) continue;
-      for (const std::weak_ptr<ArrayImpl>& w : node->outputs) {
-        std::shared_ptr<ArrayImpl> out = w.lock();
-        if (out != nullptr && out->pending == node) {
-          readers.push_back(std::move(out));
-        }
-      }
+      if (reads) readers.insert(readers.end(), pending.begin(), pending.end());
     }
   }
   for (const std::shared_ptr<ArrayImpl>& out : readers) Materialize(*out);

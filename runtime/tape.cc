@@ -60,7 +60,7 @@ struct PauseRecording {
 struct Key {
   const void* ptr;
   int output;
-  uint32_t version = 0;  // a leaf's: its write count (in_place.h); each version is its own variable
+  uint64_t version = 0;  // a leaf's: the epoch of the last write into its memory (in_place.h)
   bool operator==(const Key&) const = default;
   template <typename H>
   friend H AbslHashValue(H h, const Key& k) {
@@ -76,7 +76,7 @@ Key KeyOf(const detail::ArrayImpl& a, const NodeIndex& on_tape) {
   if (a.grad_fn != nullptr && on_tape.contains(a.grad_fn.get())) {
     return Key{a.grad_fn.get(), a.grad_output};
   }
-  return Key{&a, -1, detail::WriteCount(a)};
+  return Key{&a, -1, detail::LastInPlaceWrite(a.storage.get())};
 }
 
 // The variable input j of `node` stood for when the node read it: the same
@@ -84,10 +84,10 @@ Key KeyOf(const detail::ArrayImpl& a, const NodeIndex& on_tape) {
 Key InputKey(const detail::GradNode& node, size_t j, const NodeIndex& on_tape) {
   const detail::ArrayImpl& a = *node.inputs[j];
   const uint32_t seen = j < node.input_versions.size() ? node.input_versions[j] : 0;
-  if (seen == detail::WriteCount(a)) return KeyOf(a, on_tape);
+  const uint64_t epoch = j < node.input_epochs.size() ? node.input_epochs[j] : 0;
   const detail::VersionInfo then = detail::VersionOf(a, seen);
   if (then.node != nullptr && on_tape.contains(then.node.get())) return Key{then.node.get(), then.output};
-  return Key{&a, -1, seen};
+  return Key{&a, -1, epoch};
 }
 
 // Whether nothing but `p` refers to this array or its memory, so adding into
@@ -145,12 +145,13 @@ namespace {
 void NoteInputVersions(GradNode& node) {
   node.input_versions.assign(node.inputs.size(), 0);
   node.stale_inputs.assign(node.inputs.size(), false);
+  node.input_epochs.assign(node.inputs.size(), 0);
   for (size_t j = 0; j < node.inputs.size(); ++j) {
     const ArrayImpl* a = node.inputs[j].get();
     if (a == nullptr) continue;
     node.input_versions[j] = WriteCount(*a);
-    node.stale_inputs[j] = a->grad_fn != nullptr && a->storage != nullptr &&
-                           LastInPlaceWrite(a->storage.get()) > RecordEpoch(a->grad_fn.get());
+    node.input_epochs[j] = LastInPlaceWrite(a->storage.get());
+    node.stale_inputs[j] = a->grad_fn != nullptr && node.input_epochs[j] > RecordEpoch(a->grad_fn.get());
   }
 }
 
@@ -352,13 +353,17 @@ struct Step {
 void InheritInputVersions(const detail::GradNode& node, detail::GradNode& part) {
   part.input_versions.assign(part.inputs.size(), 0);
   part.stale_inputs.assign(part.inputs.size(), false);
+  part.input_epochs.assign(part.inputs.size(), 0);
   for (size_t k = 0; k < part.inputs.size(); ++k) {
     const detail::ArrayImpl* a = part.inputs[k].get();
-    part.input_versions[k] = a == nullptr ? 0 : detail::WriteCount(*a);
+    if (a == nullptr) continue;
+    part.input_versions[k] = detail::WriteCount(*a);
+    part.input_epochs[k] = detail::LastInPlaceWrite(a->storage.get());
     for (size_t j = 0; j < node.inputs.size(); ++j) {
       if (node.inputs[j].get() != a) continue;
       part.input_versions[k] = j < node.input_versions.size() ? node.input_versions[j] : 0;
       part.stale_inputs[k] = j < node.stale_inputs.size() && node.stale_inputs[j];
+      part.input_epochs[k] = j < node.input_epochs.size() ? node.input_epochs[j] : 0;
       break;
     }
   }
@@ -368,14 +373,13 @@ void InheritInputVersions(const detail::GradNode& node, detail::GradNode& part) 
 absl::flat_hash_set<Key> OlderVersionKeys(const std::vector<Step>& steps, const detail::ArrayImpl& a,
                                           const NodeIndex& on_tape) {
   absl::flat_hash_set<Key> keys;
-  if (detail::WriteCount(a) == 0) return keys;
+  if (detail::InPlaceWriteEpoch() == 0) return keys;
+  const Key now = KeyOf(a, on_tape);
   for (const Step& step : steps) {
     const detail::GradNode& node = *step.node;
     for (size_t j = 0; j < node.inputs.size(); ++j) {
-      const uint32_t seen = j < node.input_versions.size() ? node.input_versions[j] : 0;
-      if (node.inputs[j].get() == &a && seen != detail::WriteCount(a)) {
-        keys.insert(InputKey(node, j, on_tape));
-      }
+      if (node.inputs[j].get() != &a) continue;
+      if (const Key then = InputKey(node, j, on_tape); then != now) keys.insert(then);
     }
   }
   return keys;
@@ -509,7 +513,8 @@ std::string UntapedText(const Via& v) {
   return absl::StrCat("an array of shape ", ShapeText(via.shape), " computed by '", o.op, "' ",
                       o.taped ? "outside this tape's record (before it was opened or cleared, while "
                                 "another tape recorded)"
-                              : "before this Tape was opened (or while no tape was recording)",
+                              : "before this Tape was opened (or while no tape was recording, or "
+                                "on another thread: a Tape records its own thread's operations)",
                       ", which this tape sees as a constant");
 }
 
@@ -905,6 +910,13 @@ void Tape::accumulate_gradient(const Array<T>& loss, const std::vector<Array<T>>
     }
     grads[i].eval();
     detail::CheckComputed(*grads[i].impl(), what);  // AddInto runs on any device
+    if (detail::SelfOverlapping(*grads[i].impl())) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  absl::StrCat(what, ": gradient buffer ", i + 1, " has shape ", ShapeText(grads[i].shape()),
+                               " and strides ", ShapeText(grads[i].strides()),
+                               ", under which several elements share memory (their gradients would "
+                               "be added into one place); pass a buffer with one element per address"));
+    }
   }
   auto loss_impl = CheckedLoss(loss, what);
   std::vector<std::shared_ptr<detail::ArrayImpl>> adjoints;

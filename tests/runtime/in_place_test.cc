@@ -261,5 +261,52 @@ TEST_CASE("a write through another view of the same user buffer: the tape sees i
   }
 }
 
+TEST_CASE("writes refused before anything is written name the call the user made") {
+  const std::vector<double> values = {1, 2};
+  D ro = D::view(values.data(), {2});  // const memory
+  CHECK(Has(ErrorOf([&] { ro.assign({3, 4}); }), "Array::assign: the array (shape [2]) is a read-only view"));
+  // A gradient buffer whose elements share memory: refused up front, not by an internal copy.
+  double cell = 5;
+  D x = D::from({1, 2}, {2});
+  D shared = D::view(&cell, {2}, {0});
+  Tape tape;
+  D loss = sum(x * x);
+  const std::string m = ErrorOf([&] { tape.accumulate_gradient(loss, {x}, {shared}); });
+  CHECK(Has(m, "Tape::accumulate_gradient: gradient buffer 1 has shape [2] and strides [0]"));
+  CHECK(cell == 5);
+}
+
+TEST_CASE("after a one-pass gradient, a write to what its kernel read: never the path dropped") {
+  // The one-pass plan records the group while its operand is still pending;
+  // a later write computed that operand first and recorded it again, after
+  // the sum: d/dw came out 1 1 1 (the sum(w) term alone), silently. The kept
+  // group now stays the one recorded; it re-runs the kernel, which reads c:
+  // refused, as recompute mode refuses any argument written since.
+  std::vector<double> xb = {0.5, -1.0, 2.0};
+  D w = D::from({1, 2, 3}, {3});
+  Tape tape;  // kAuto: the one-pass plan
+  D x = D::view(xb.data(), {3}), c = D::from({1, 1, 1}, {3});
+  D first = sum(sin(x) * w + c);
+  std::vector<double> g = tape.gradient(first, {w})[0].to_vector();
+  for (size_t i = 0; i < 3; ++i) CHECK(g[i] == doctest::Approx(std::sin(xb[i])).epsilon(1e-12));
+  c.assign({7, 8, 9});
+  D loss = first + sum(w);
+  CHECK(Has(ErrorOf([&] { tape.gradient(loss, {w}); }), "written in place"));
+}
+
+TEST_CASE("a leaf written through another view between two uses: an Error, never a mix") {
+  // Before: cos(x_old) + cos(x_new), the derivative with respect to neither.
+  std::vector<double> buf = {0.5, -1.0, 2.0};
+  D x = D::view(buf.data(), {3});
+  Tape tape;
+  D first = sum(sin(x));
+  first.eval();
+  D::view(buf.data(), {3}).assign({1, 1, 1});
+  D second = sum(sin(x));
+  CHECK(Has(ErrorOf([&] { tape.gradient(first + second, {x}); }),
+            "both as it is now and as it was before it was written in place"));
+  for (double d : tape.gradient(second, {x})[0].to_vector()) CHECK(d == doctest::Approx(std::cos(1.0)).epsilon(1e-14));
+}
+
 }  // namespace
 }  // namespace dualcast

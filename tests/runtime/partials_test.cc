@@ -205,7 +205,7 @@ TEST_CASE("partials into user views land in the user's buffer; errors leave it u
   PartialsOptions<double> bad = opts;
   bad.partial_out[1] = Array<double>::view(table.data(), {n - 1}, {4});
   CHECK(MessageOf([&] { partials(k, {a, b}, bad); }, ErrorKind::kShape) ==
-        "prod: partial_out[1] (d output 0 / d argument 1) has shape [4] but the broadcast result "
+        "prod: partial_out[1] (d output 1 / d argument 2) has shape [4] but the broadcast result "
         "has shape [5]; pass an array (or view) of exactly that shape");
   CHECK(std::memcmp(before.data(), table.data(), table.size() * sizeof(double)) == 0);
 
@@ -214,7 +214,7 @@ TEST_CASE("partials into user views land in the user's buffer; errors leave it u
   PartialsOptions<double> alias;
   alias.value_out = {col(0)};
   CHECK(MessageOf([&] { partials(k, {view_a, b}, alias); }, ErrorKind::kInvalidArgument) ==
-        "prod: destination for output 1 overlaps the memory of argument 1; results cannot be "
+        "prod: value_out[0] overlaps the memory of argument 1; results cannot be "
         "written over the arguments (in place): pass a separate destination or copy() the "
         "argument");
   CHECK(std::memcmp(before.data(), table.data(), table.size() * sizeof(double)) == 0);
@@ -227,6 +227,14 @@ TEST_CASE("partials into user views land in the user's buffer; errors leave it u
   CHECK(MessageOf([&] { partials(k, {a, b}, out_of_range); }, ErrorKind::kInvalidArgument) ==
         "prod: wrt position 2 is out of range; the kernel was given 2 arguments (positions 0 to "
         "1)");
+  // Destinations are named as passed: a partial over an argument, found by the overlap check.
+  PartialsOptions<double> partial_alias;
+  partial_alias.partial_out.resize(2);
+  partial_alias.partial_out[1] = col(0);
+  const std::vector<double> held = table;
+  CHECK(MessageOf([&] { partials(k, {view_a, b}, partial_alias); }, ErrorKind::kInvalidArgument)
+            .starts_with("prod: partial_out[1] (d output 1 / d argument 2) overlaps the memory of argument 1"));
+  CHECK(table == held);
 }
 
 }  // namespace

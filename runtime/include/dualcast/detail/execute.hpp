@@ -45,6 +45,10 @@ struct ExecuteOptions {
   // broadcast shape, or its `output_shapes` entry), must not alias any input
   // or another destination, and is written only if no error is raised.
   std::vector<std::shared_ptr<ArrayImpl>> destinations;
+  // Optional: what each destination is called in errors, as the caller's
+  // user passed it (e.g. "partial_out[3] (d output 2 / d argument 1)");
+  // empty: "destination for output m".
+  std::vector<std::string> destination_names;
   // Optional per output: the shape it is stored in. Empty = the broadcast (iteration) shape.
   // Otherwise a shape that broadcasts to the iteration shape (NumPy rules, same rank or fewer dims);
   // the output is the SUM of the function's value over the axes where it broadcasts (sum_to).

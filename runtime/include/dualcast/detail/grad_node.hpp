@@ -51,8 +51,12 @@ struct GradNode {
   // values it read. stale_inputs[j]: its memory had been written through
   // another view since its producer was recorded, so its values were not
   // that producer's result; the sweep refuses to credit the producer.
+  // input_epochs[j]: the epoch of the last write into its memory then,
+  // through any view (in_place.h): a leaf's values are a new variable after
+  // any write into them, also one through another view.
   std::vector<uint32_t> input_versions;
   std::vector<bool> stale_inputs;
+  std::vector<uint64_t> input_epochs;
   // Given the adjoint of each output (null where no gradient reached it),
   // returns each input's adjoint contribution, already reduced to that input's
   // shape (null where it has none).
