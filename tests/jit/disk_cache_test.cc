@@ -130,6 +130,69 @@ TEST_CASE("damaged files read as absent, are removed, and are rewritten by the n
   check_damage("wrong key", ReadFile(writer.PathFor("another key")));
 }
 
+// Collects what is written to stderr (fd 2) while it lives.
+class StderrCapture {
+ public:
+  StderrCapture() {
+    std::fflush(stderr);
+    file_ = std::tmpfile();
+    REQUIRE(file_ != nullptr);
+    saved_ = ::dup(2);
+    ::dup2(::fileno(file_), 2);
+  }
+  ~StderrCapture() { Restore(); }
+  std::string Text() {
+    Restore();
+    std::rewind(file_);
+    std::string text;
+    for (int c; (c = std::fgetc(file_)) != EOF;) text.push_back(static_cast<char>(c));
+    return text;
+  }
+
+ private:
+  void Restore() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    ::dup2(saved_, 2);
+    ::close(saved_);
+    saved_ = -1;
+  }
+  std::FILE* file_ = nullptr;
+  int saved_ = -1;
+};
+
+// A directory at an object's name stands in for a read error (EIO on NFS):
+// the stream read used to throw std::ios_base::failure out of Load on every
+// call, so the kernel could never be broadcast.
+TEST_CASE("an unreadable object (a directory at its name) reads as absent, with one warning") {
+  TempDir dir;
+  DiskCache cache(dir.path);
+  REQUIRE(cache.enabled());
+  cache.Save(kKey, Payload(5));
+  const std::string path = cache.PathFor(kKey);
+  REQUIRE(fs::remove(path));
+  REQUIRE(fs::create_directory(path));
+
+  StderrCapture err;
+  std::optional<std::string> got;
+  CHECK_NOTHROW(got = cache.Load(kKey));
+  CHECK_FALSE(got.has_value());
+  CHECK_NOTHROW(cache.Save(kKey, Payload(5)));  // cannot replace a directory: skipped quietly
+  CHECK_NOTHROW(got = cache.Load(kKey));
+  CHECK_FALSE(got.has_value());
+  const std::string text = err.Text();
+  CHECK(text.find("cannot read " + path + " (Is a directory)") != std::string::npos);
+  // Once per instance, not once per Load.
+  CHECK(text.find("cannot read") == text.rfind("cannot read"));
+  CHECK(cache.counters().corrupt >= 2);
+  CHECK(fs::is_directory(path));  // not ours to delete
+
+  // Once the directory is gone the cache works again.
+  fs::remove(path);
+  cache.Save(kKey, Payload(6));
+  CHECK(cache.Load(kKey) == Payload(6));
+}
+
 TEST_CASE("an uncreatable directory disables the cache without errors") {
   TempDir dir;
   const std::string file = dir.path + "/file";
