@@ -24,8 +24,10 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "jit/env.h"
 #include "jit/stats.h"
 
 namespace dualcast::jit {
@@ -215,7 +217,8 @@ uint64_t Fnv1a64(std::string_view bytes) {
 std::string DiskCache::DefaultDirectory() {
   const char* dir = std::getenv("DUALCAST_CACHE_DIR");
   if (dir != nullptr && dir[0] != '\0') {
-    return std::string(dir) == "off" ? std::string() : std::string(dir);
+    // Any case: OFF used to create a directory named OFF.
+    return absl::EqualsIgnoreCase(dir, "off") ? std::string() : std::string(dir);
   }
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   if (xdg != nullptr && xdg[0] != '\0') return std::string(xdg) + "/dualcast";
@@ -256,9 +259,10 @@ uint64_t DiskCache::DefaultMaxBytes() {
   const char* text = std::getenv("DUALCAST_CACHE_MAX");
   if (text == nullptr || text[0] == '\0') return kDefaultMaxBytes;
   if (std::optional<uint64_t> bytes = ParseSize(text)) return *bytes;
-  Warn(absl::StrCat("DUALCAST_CACHE_MAX='", text,
-                    "' is not a size (bytes with an optional K, M or G suffix; 0 for no cap); "
-                    "using the default of 1G"));
+  WarnEnvOnce(EnvWarningText(
+      "DUALCAST_CACHE_MAX", text,
+      "is not a size (bytes with an optional K, M or G suffix; 0 for no cap)",
+      "the default of 1G"));
   return kDefaultMaxBytes;
 }
 

@@ -3,7 +3,7 @@
 // Compiling a kernel costs milliseconds to tens of milliseconds; a program
 // started again finds its objects here instead. One file per key under the
 // cache directory: $DUALCAST_CACHE_DIR, else $XDG_CACHE_HOME/dualcast, else
-// ~/.cache/dualcast (DUALCAST_CACHE_DIR=off turns it off). The file name is a
+// ~/.cache/dualcast (DUALCAST_CACHE_DIR=off, in any case, turns it off). The file name is a
 // hash of the key; the file holds
 //   magic "DUALCAST" | u32 version | u32 key size | key | u64 payload size |
 //   u64 FNV-1a checksum of the payload | payload            (little-endian)
@@ -81,7 +81,7 @@ class DiskCache : public ObjectStore {
 
   // The process-wide cache at the default directory and cap (see above).
   static DiskCache& Default();
-  // The default directory, "" when none can be determined or it is "off".
+  // The default directory, "" when none can be determined or it is "off" (any case).
   static std::string DefaultDirectory();
   // $DUALCAST_CACHE_MAX parsed; kDefaultMaxBytes (with a warning) when malformed.
   static uint64_t DefaultMaxBytes();
