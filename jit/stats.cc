@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "jit/env.h"
 
 namespace dualcast::jit {
 
@@ -145,11 +147,14 @@ void RecordLaunch(int64_t elements, double ms) {
 }
 
 size_t EnvCapacity(const char* name, size_t fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || v[0] == '\0') return fallback;
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(v, &end, 10);
-  if (*end != '\0' || n == 0) return fallback;
+  const std::string fallback_text = absl::StrCat("the default of ", fallback);
+  const uint64_t n = EnvInteger(
+      name, {.fallback = fallback,
+             .accepted = "a whole number of entries (0 for no cap)",
+             .fallback_text = fallback_text});
+  // 0 is "no cap", as for DUALCAST_CACHE_MAX: the LRU caches only compare
+  // their size with the capacity, so the largest size_t never evicts.
+  if (n == 0 || n > SIZE_MAX) return SIZE_MAX;
   return static_cast<size_t>(n);
 }
 

@@ -59,8 +59,10 @@ void RecordCacheHit();  // a kernel cache hit
 void RecordCacheLookup(Cache cache, bool hit);
 void RecordCacheEvictions(Cache cache, int64_t n);
 
-// A cache capacity: the environment variable `name` when it holds a positive
-// integer, else `fallback` (read on every call; callers read it once).
+// A cache capacity: the environment variable `name` when it holds a whole
+// non-negative decimal number, 0 meaning no cap (SIZE_MAX); `fallback` when
+// unset or empty, and when malformed with a warning on stderr (env.h). Read
+// on every call; callers read it once.
 size_t EnvCapacity(const char* name, size_t fallback);
 void RecordLaunch(int64_t elements, double ms);
 

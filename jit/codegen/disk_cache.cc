@@ -24,8 +24,10 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "jit/env.h"
 #include "jit/stats.h"
 
 namespace dualcast::jit {
@@ -215,7 +217,8 @@ uint64_t Fnv1a64(std::string_view bytes) {
 std::string DiskCache::DefaultDirectory() {
   const char* dir = std::getenv("DUALCAST_CACHE_DIR");
   if (dir != nullptr && dir[0] != '\0') {
-    return std::string(dir) == "off" ? std::string() : std::string(dir);
+    // Any case: OFF used to create a directory named OFF.
+    return absl::EqualsIgnoreCase(dir, "off") ? std::string() : std::string(dir);
   }
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   if (xdg != nullptr && xdg[0] != '\0') return std::string(xdg) + "/dualcast";
@@ -256,9 +259,10 @@ uint64_t DiskCache::DefaultMaxBytes() {
   const char* text = std::getenv("DUALCAST_CACHE_MAX");
   if (text == nullptr || text[0] == '\0') return kDefaultMaxBytes;
   if (std::optional<uint64_t> bytes = ParseSize(text)) return *bytes;
-  Warn(absl::StrCat("DUALCAST_CACHE_MAX='", text,
-                    "' is not a size (bytes with an optional K, M or G suffix; 0 for no cap); "
-                    "using the default of 1G"));
+  WarnEnvOnce(EnvWarningText(
+      "DUALCAST_CACHE_MAX", text,
+      "is not a size (bytes with an optional K, M or G suffix; 0 for no cap)",
+      "the default of 1G"));
   return kDefaultMaxBytes;
 }
 
@@ -319,13 +323,51 @@ DiskCache::Counters DiskCache::counters() const {
 
 std::optional<std::string> DiskCache::ReadObject(const std::string& key) {
   const std::string path = PathFor(key);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;  // absent: the common case
-  std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // POSIX reads, not an ifstream: libstdc++'s filebuf throws
+  // std::ios_base::failure from underflow on a read error (EIO on NFS, or a
+  // directory at this name) whatever the stream's exception mask, and that
+  // escaped every broadcast of the kernel. O_NONBLOCK: a FIFO at this name
+  // must not block the open.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0 && errno == ENOENT) return std::nullopt;  // absent: the common case
+  std::string file, read_error;
+  struct stat st {};
+  bool regular = false;
+  if (fd < 0) {
+    read_error = std::strerror(errno);
+  } else if (::fstat(fd, &st) != 0) {
+    read_error = std::strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    read_error = S_ISDIR(st.st_mode) ? std::strerror(EISDIR) : "not a regular file";
+  } else {
+    regular = true;
+    file.reserve(static_cast<size_t>(st.st_size));
+    char buf[1 << 16];
+    while (true) {
+      const ssize_t n = ::read(fd, buf, sizeof(buf));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) read_error = std::strerror(errno);
+      if (n <= 0) break;
+      file.append(buf, static_cast<size_t>(n));
+    }
+  }
+  if (fd >= 0) ::close(fd);
+  if (!read_error.empty()) {
+    // Not damage that a rewrite fixes by itself (a directory cannot be
+    // unlinked, EIO may persist), so say so on stderr even without
+    // DUALCAST_LOG: every process compiles this kernel until it is cleared.
+    corrupt_.fetch_add(1, std::memory_order_relaxed);
+    if (!warned_read_.exchange(true)) {
+      Warn(absl::StrCat("kernel disk cache: cannot read ", path, " (", read_error,
+                        "); ignoring it and compiling instead"));
+    }
+    // A regular file that failed to read is dropped like a damaged one; a
+    // directory or other non-file is left alone (not ours to delete).
+    if (regular) ::unlink(path.c_str());
+    return std::nullopt;
+  }
   std::string payload, why;
-  if (in.bad()) {
-    why = "read error";
-  } else if (Parse(file, key, &payload, &why)) {
+  if (Parse(file, key, &payload, &why)) {
     // A hit is a use: the mtime orders eviction (failure, e.g. another
     // user's file, only makes it look older).
     ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);

@@ -3,7 +3,7 @@
 // Compiling a kernel costs milliseconds to tens of milliseconds; a program
 // started again finds its objects here instead. One file per key under the
 // cache directory: $DUALCAST_CACHE_DIR, else $XDG_CACHE_HOME/dualcast, else
-// ~/.cache/dualcast (DUALCAST_CACHE_DIR=off turns it off). The file name is a
+// ~/.cache/dualcast (DUALCAST_CACHE_DIR=off, in any case, turns it off). The file name is a
 // hash of the key; the file holds
 //   magic "DUALCAST" | u32 version | u32 key size | key | u64 payload size |
 //   u64 FNV-1a checksum of the payload | payload            (little-endian)
@@ -11,7 +11,9 @@
 // over the final name, so readers see a whole file or none. A file whose
 // magic, version, key, size or checksum does not match (a torn write from an
 // older version, a hash collision, disk corruption) is treated as absent and
-// removed; the next Save rewrites it.
+// removed; the next Save rewrites it. A file that cannot be read (an I/O
+// error, a directory at its name) is also treated as absent, with one warning
+// on stderr per instance naming it: the kernel is compiled instead.
 //
 // Size cap: the objects' total size is kept under `max_bytes` (default 1 GiB,
 // $DUALCAST_CACHE_MAX: bytes with an optional K/M/G suffix, 0 for no cap) by
@@ -67,7 +69,7 @@ class DiskCache : public ObjectStore {
     int64_t hits = 0;        // Loads that returned an object
     int64_t misses = 0;      // Loads that returned nothing
     int64_t waited = 0;      // Loads that waited for another claim on their key
-    int64_t corrupt = 0;     // damaged files removed
+    int64_t corrupt = 0;     // damaged or unreadable files skipped (damaged ones removed)
     int64_t evicted = 0;     // objects deleted to respect the cap
     int64_t scans = 0;       // directory scans for the cap
   };
@@ -79,7 +81,7 @@ class DiskCache : public ObjectStore {
 
   // The process-wide cache at the default directory and cap (see above).
   static DiskCache& Default();
-  // The default directory, "" when none can be determined or it is "off".
+  // The default directory, "" when none can be determined or it is "off" (any case).
   static std::string DefaultDirectory();
   // $DUALCAST_CACHE_MAX parsed; kDefaultMaxBytes (with a warning) when malformed.
   static uint64_t DefaultMaxBytes();
@@ -122,6 +124,7 @@ class DiskCache : public ObjectStore {
   std::atomic<int64_t> estimate_{-1};  // bytes held by objects, -1 before the first scan
   std::mutex trim_mu_;                 // one trimming thread per process
   std::atomic<bool> warned_corrupt_{false};
+  std::atomic<bool> warned_read_{false};
   std::atomic<bool> warned_save_{false};
   std::atomic<bool> warned_lock_{false};
   std::atomic<int64_t> hits_{0}, misses_{0}, waited_{0}, corrupt_{0}, evicted_{0}, scans_{0};

@@ -11,7 +11,7 @@
 // for the CPU, a CudaKernel for CUDA) plus whatever object keeps it alive.
 //
 // Bounded: beyond `capacity()` compiled kernels (default 4096, the global
-// cache reads DUALCAST_KERNEL_CACHE_MAX) the least recently used one is
+// cache reads DUALCAST_KERNEL_CACHE_MAX, 0 there meaning no cap) the least recently used one is
 // dropped, so a program that builds kernels on the fly does not grow without
 // bound. Lookups hand out shared_ptrs, so a kernel evicted while a launch
 // still holds it stays alive until that launch lets go. Hits, misses

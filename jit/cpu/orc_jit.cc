@@ -45,9 +45,11 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "jit/cpu/vector_math.h"
 #include "jit/error.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
@@ -282,6 +284,11 @@ std::string SetLlvmOptions() {
       // Post-RA list scheduling: -1.5 ms, no measurable effect on the kernels.
       "-post-RA-scheduler=false",
   };
+  if (std::string word = LlvmArgThatExits(LlvmExtraArgs()); !word.empty()) {
+    return "DUALCAST_LLVM_ARGS='" + LlvmExtraArgs() + "' holds '" + word +
+           "', which makes LLVM print and end the process (unset or fix it; run `llc " + word +
+           "` to see that output)";
+  }
   for (absl::string_view word : absl::StrSplit(LlvmExtraArgs(), ' ', absl::SkipEmpty())) {
     words.emplace_back(word);
   }
@@ -427,6 +434,26 @@ std::string CpuFeaturesString() {
 }
 
 std::string LlvmVersionString() { return "LLVM " LLVM_VERSION_STRING; }
+
+std::string LlvmArgThatExits(std::string_view args) {
+  const absl::string_view all(args.data(), args.size());  // absl's may not be std's here
+  for (absl::string_view word : absl::StrSplit(all, ' ', absl::SkipEmpty())) {
+    // LLVM reads the words of @file as arguments too: they could hold any of the below.
+    if (absl::StartsWith(word, "@")) return std::string(word);
+    absl::string_view name = word;
+    if (!absl::ConsumePrefix(&name, "--")) absl::ConsumePrefix(&name, "-");
+    if (name == word) continue;  // a positional word: LLVM rejects it with an error
+    // -help, -help-hidden, -help-list..., -version: ParseCommandLineOptions
+    // prints and calls exit(0). -print-options/-print-all-options print the
+    // option values. -h is LLVM's alias of -help.
+    if (absl::StartsWith(name, "help") || absl::StartsWith(name, "version") ||
+        absl::StartsWith(name, "print-options") || absl::StartsWith(name, "print-all-options") ||
+        name == "h" || absl::StartsWith(name, "h=")) {
+      return std::string(word);
+    }
+  }
+  return "";
+}
 
 std::string LlvmExtraArgs() {
   static const std::string args = [] {

@@ -21,7 +21,10 @@
 // LLVM's command-line options are process-wide; the JIT sets its own once
 // (-disable-lsr, -post-RA-scheduler=false) and then DUALCAST_LLVM_ARGS, a
 // diagnostic knob (e.g. "-time-passes" prints where compile time goes). Its
-// text is part of CpuObjectKey, so objects built under it stay apart.
+// text is part of CpuObjectKey, so objects built under it stay apart. Words
+// that make LLVM print and exit(0) the host process (-help, -version, ...,
+// see LlvmArgThatExits) are refused like unknown ones: the JIT reports why
+// at the first compile instead of starting.
 //
 // Example:
 //   OrcJit& jit = OrcJit::Get();
@@ -35,6 +38,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "jit/codegen/object_store.h"
@@ -91,5 +95,11 @@ std::string CpuFeaturesString();
 std::string LlvmVersionString();
 // $DUALCAST_LLVM_ARGS as read once at first use ("" when unset).
 std::string LlvmExtraArgs();
+// The first word of `args` (DUALCAST_LLVM_ARGS) that would make LLVM's option
+// parser print and exit(0) the host process (-help*, -version*, -print-options,
+// -print-all-options, -h, with one or two dashes, or an @response file that
+// could hold them); "" when none. The JIT refuses to start on such args, with
+// the same error as for an option LLVM does not know.
+std::string LlvmArgThatExits(std::string_view args);
 
 }  // namespace dualcast::jit::cpu

@@ -12,6 +12,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "jit/env.h"
+
 namespace dualcast::jit {
 
 // One ParallelFor call. Lives on the caller's stack; the caller returns only
@@ -26,6 +29,10 @@ struct ThreadPool::Job {
 };
 
 namespace {
+
+// DUALCAST_NUM_THREADS above this is clamped (with a warning): far more
+// threads than any machine's cores only add contention.
+constexpr uint64_t kMaxThreads = 1024;
 
 // The cores this process may run on: an MPI rank pinned to 2 cores of a
 // 64-core node gets 2 threads, not 64 threads fighting over 2 cores.
@@ -50,13 +57,13 @@ int AvailableCores() {
 // How long a thread spins for work (or for a worker's last chunk) before it sleeps.
 std::chrono::nanoseconds SpinTime() {
   static const std::chrono::nanoseconds spin = [] {
-    long us = 100;
-    if (const char* env = std::getenv("DUALCAST_SPIN_US"); env != nullptr && env[0] != '\0') {
-      char* end = nullptr;
-      const long v = std::strtol(env, &end, 10);
-      if (end != env && *end == '\0' && v >= 0) us = std::min(v, 1000000L);
-    }
-    return std::chrono::nanoseconds(us * 1000);
+    // 0 turns spinning off; a second is already far past any use.
+    const uint64_t us = EnvInteger(
+        "DUALCAST_SPIN_US",
+        {.max = 1000000, .fallback = 100,
+         .accepted = "a whole number of microseconds (0 for no spinning)",
+         .fallback_text = "the default of 100"});
+    return std::chrono::nanoseconds(static_cast<int64_t>(us) * 1000);
   }();
   return spin;
 }
@@ -93,12 +100,14 @@ ThreadPool::~ThreadPool() {
 }
 
 int ThreadPool::DefaultNumThreads() {
-  if (const char* env = std::getenv("DUALCAST_NUM_THREADS"); env != nullptr && env[0] != '\0') {
-    char* end = nullptr;
-    long n = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && n >= 1) return static_cast<int>(std::min(n, 1024L));
-  }
-  return AvailableCores();
+  const int cores = AvailableCores();
+  // 0 is refused rather than read as "all cores": unset means that already.
+  const std::string fallback_text = absl::StrCat("the default of ", cores, " (the available cores)");
+  return static_cast<int>(EnvInteger(
+      "DUALCAST_NUM_THREADS",
+      {.min = 1, .max = kMaxThreads, .fallback = static_cast<uint64_t>(cores),
+       .accepted = "a whole number of threads from 1 to 1024",
+       .fallback_text = fallback_text}));
 }
 
 ThreadPool& ThreadPool::Global() {

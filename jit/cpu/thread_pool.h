@@ -17,13 +17,14 @@
 // Waking a sleeping thread costs tens of microseconds on a VM (a futex wake
 // and a reschedule), as much as a whole launch of 64K elements. So a worker
 // that runs out of work spins for DUALCAST_SPIN_US microseconds (default 100;
-// 0 turns spinning off) before it sleeps, and a caller waiting for a worker
+// 0 turns spinning off; at most 1000000) before it sleeps, and a caller waiting for a worker
 // to finish its last chunk spins for as long before it sleeps: back-to-back
 // launches (a training loop, a benchmark) find their workers awake. An idle
 // process stops spinning after that time (OpenMP's blocktime and Dr.Jit's
 // nanothread make the same trade, with longer spins).
 //
-// Size: DUALCAST_NUM_THREADS if set (>= 1), else the number of cores the
+// Size: DUALCAST_NUM_THREADS if set (1 to 1024; 0 or a malformed value warns
+// and uses the default, a larger one warns and uses 1024; see env.h), else the number of cores the
 // process may run on (its CPU affinity: `taskset`, an MPI rank's binding, a
 // container's cpuset), else the hardware concurrency; that count includes the
 // calling thread, so N means N - 1 workers.

@@ -128,6 +128,18 @@ TEST_CASE("invalid cache directory, corrupted object with a valid frame: never l
   }
 }
 
+// A read error on a cached object (here a directory at its name, as EIO on
+// NFS would be) used to escape as std::ios_base::failure at every compile.
+TEST_CASE("invalid cache directory, an unreadable object: the kernel is compiled instead") {
+  TempDir tmp;
+  jit::DiskCache cache(tmp.path);
+  REQUIRE(cache.enabled());
+  const std::string path = cache.PathFor(jit::CpuObjectKey(UniqueSpec(2.5)));
+  fs::create_directory(path);
+  CompileAndRun(2.5, &cache);  // warns once on stderr naming `path`
+  CHECK(cache.counters().corrupt >= 1);
+}
+
 TEST_CASE("NVRTC compile failure (injected): the compiler log is reported") {
 #if defined(DUALCAST_HAVE_NVRTC)
   // PENDING the CUDA backend: until jit/cuda exists, NVRTC is driven directly

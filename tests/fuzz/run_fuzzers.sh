@@ -25,7 +25,7 @@ flags="-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
 jit="$root/jit"
 ir_srcs="$jit/ir/ir.cc $jit/ir/print.cc $jit/ir/verify.cc $jit/ir/hash.cc $jit/error.cc $jit/passes/rewrite.cc
   $jit/passes/simplify.cc $jit/passes/dce.cc $jit/passes/optimize.cc $jit/ir/scalar_ops.cc $jit/ir/interpret.cc $jit/passes/jvp.cc"
-cache_srcs="$jit/codegen/disk_cache.cc $jit/error.cc $jit/stats.cc"
+cache_srcs="$jit/codegen/disk_cache.cc $jit/env.cc $jit/error.cc $jit/stats.cc"
 
 # build <target> <sources...>: rebuilds only when a source (or this script) is newer.
 build() {
