@@ -290,7 +290,7 @@ void Session::Command(std::string_view text) {
     const auto [end, ec] = std::from_chars(word1.data(), word1.data() + word1.size(), seed);
     if (word1.empty() || ec != std::errc() || end != word1.data() + word1.size()) {
       throw Error(ErrorKind::kInvalidArgument,
-                  "usage: :seed <n>, n a whole number from 0 to 18446744073709551615");
+                  "usage: :seed <n>, n a whole number from 0 to 2^64 - 1");
     }
     next_seed_ = seed;
     out_ << "the next random call uses seed " << seed << "\n";

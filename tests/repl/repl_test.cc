@@ -327,7 +327,7 @@ TEST_CASE("session: errors never end the session and leave its state as it was")
     CAPTURE(bad);
     CHECK_FALSE(s.Run(bad));
   }
-  CHECK(err.str().find("n a whole number from 0 to 18446744073709551615") != std::string::npos);
+  CHECK(err.str().find("n a whole number from 0 to 2^64 - 1") != std::string::npos);
   CHECK(s.Run(":seed 18446744073709551615"));
   CHECK(s.Run(":quit"));
   CHECK(s.quit_requested());
