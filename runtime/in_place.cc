@@ -92,7 +92,7 @@ VersionInfo VersionOf(const ArrayImpl& a, uint32_t version) {
 }
 
 VersionInfo InputSeenBy(const GradNode& reader, size_t j) {
-  return VersionOf(*reader.inputs[j], j < reader.input_versions.size() ? reader.input_versions[j] : 0);
+  return VersionOf(*reader.inputs[j], reader.seen(j).version);
 }
 
 uint64_t LastInPlaceWrite(const Storage* storage) {

@@ -13,7 +13,7 @@
 //     sets its Origin: none for user values, the kernel's for a destination),
 //     a new version of it: the array counts its writes and remembers the node
 //     that had computed each version written over. A node recorded before the
-//     write keeps the version it read (GradNode::input_versions), so its
+//     write keeps the version it read (GradNode::inputs_seen), so its
 //     adjoint still flows to what computed those values (it did not, once:
 //     `h = tanh(x); loss = sum(h * h) + sum(x); h.assign(...)` gave d/dx = 1),
 //     and a gradient with respect to the array is one with respect to its

@@ -158,8 +158,7 @@ bool PathBehindLeaves(const std::vector<std::shared_ptr<ArrayImpl>>& leaves,
         if (visit(node->inputs[j])) return true;
         // An input written in place since the node read it: what computed
         // the values the node read (in_place.h) is behind it too.
-        const uint32_t seen = j < node->input_versions.size() ? node->input_versions[j] : 0;
-        if (node->inputs[j] == nullptr || seen == WriteCount(*node->inputs[j])) continue;
+        if (node->inputs[j] == nullptr || node->seen(j).version == WriteCount(*node->inputs[j])) continue;
         VersionInfo then = InputSeenBy(*node, j);
         if (!then.known || next != nullptr) return true;  // let the sweep decide
         if (then.origin != nullptr) {

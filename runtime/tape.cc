@@ -83,11 +83,10 @@ Key KeyOf(const detail::ArrayImpl& a, const NodeIndex& on_tape) {
 // unless the input was written in place since.
 Key InputKey(const detail::GradNode& node, size_t j, const NodeIndex& on_tape) {
   const detail::ArrayImpl& a = *node.inputs[j];
-  const uint32_t seen = j < node.input_versions.size() ? node.input_versions[j] : 0;
-  const uint64_t epoch = j < node.input_epochs.size() ? node.input_epochs[j] : 0;
-  const detail::VersionInfo then = detail::VersionOf(a, seen);
+  const detail::GradNode::InputSeen seen = node.seen(j);
+  const detail::VersionInfo then = detail::VersionOf(a, seen.version);
   if (then.node != nullptr && on_tape.contains(then.node.get())) return Key{then.node.get(), then.output};
-  return Key{&a, -1, epoch};
+  return Key{&a, -1, seen.epoch};
 }
 
 // Whether nothing but `p` refers to this array or its memory, so adding into
@@ -138,20 +137,19 @@ void Record(std::shared_ptr<GradNode> node, const std::vector<std::shared_ptr<Ar
 
 namespace {
 
-// Fills node.input_versions and stale_inputs (grad_node.hpp) as the node
+// Fills node.inputs_seen (grad_node.hpp) as the node
 // reads its inputs: pending ones are computed later, unwritten (a write
 // first computes the pending results reading that memory), so the write
 // count they have now is the one the node reads.
 void NoteInputVersions(GradNode& node) {
-  node.input_versions.assign(node.inputs.size(), 0);
-  node.stale_inputs.assign(node.inputs.size(), false);
-  node.input_epochs.assign(node.inputs.size(), 0);
+  node.inputs_seen.assign(node.inputs.size(), {});
   for (size_t j = 0; j < node.inputs.size(); ++j) {
     const ArrayImpl* a = node.inputs[j].get();
     if (a == nullptr) continue;
-    node.input_versions[j] = WriteCount(*a);
-    node.input_epochs[j] = LastInPlaceWrite(a->storage.get());
-    node.stale_inputs[j] = a->grad_fn != nullptr && node.input_epochs[j] > RecordEpoch(a->grad_fn.get());
+    GradNode::InputSeen& seen = node.inputs_seen[j];
+    seen.version = WriteCount(*a);
+    seen.epoch = LastInPlaceWrite(a->storage.get());
+    seen.stale = a->grad_fn != nullptr && seen.epoch > RecordEpoch(a->grad_fn.get());
   }
 }
 
@@ -351,21 +349,15 @@ struct Step {
 // A part reads the node's inputs as the node read them; the node's outputs
 // it reads (the cut arrays) are computed by the parts before it.
 void InheritInputVersions(const detail::GradNode& node, detail::GradNode& part) {
-  part.input_versions.assign(part.inputs.size(), 0);
-  part.stale_inputs.assign(part.inputs.size(), false);
-  part.input_epochs.assign(part.inputs.size(), 0);
+  part.inputs_seen.assign(part.inputs.size(), {});
   for (size_t k = 0; k < part.inputs.size(); ++k) {
     const detail::ArrayImpl* a = part.inputs[k].get();
     if (a == nullptr) continue;
-    part.input_versions[k] = detail::WriteCount(*a);
-    part.input_epochs[k] = detail::LastInPlaceWrite(a->storage.get());
-    for (size_t j = 0; j < node.inputs.size(); ++j) {
-      if (node.inputs[j].get() != a) continue;
-      part.input_versions[k] = j < node.input_versions.size() ? node.input_versions[j] : 0;
-      part.stale_inputs[k] = j < node.stale_inputs.size() && node.stale_inputs[j];
-      part.input_epochs[k] = j < node.input_epochs.size() ? node.input_epochs[j] : 0;
-      break;
-    }
+    auto original = std::find_if(node.inputs.begin(), node.inputs.end(), [&](const auto& in) { return in.get() == a; });
+    part.inputs_seen[k] = original != node.inputs.end()
+                              ? node.seen(static_cast<size_t>(original - node.inputs.begin()))
+                              : detail::GradNode::InputSeen{detail::WriteCount(*a), false,
+                                                            detail::LastInPlaceWrite(a->storage.get())};
   }
 }
 
@@ -442,8 +434,7 @@ Behind BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeI
         const bool read = node.reads.empty() || (m < node.reads.size() && j < node.reads[m].size() &&
                                                  node.reads[m][j]);
         if (node.inputs[j] == nullptr || !read) continue;
-        const uint32_t version = j < node.input_versions.size() ? node.input_versions[j] : 0;
-        stack.push_back({node.inputs[j], marks.via, marks.constant, version});
+        stack.push_back({node.inputs[j], marks.via, marks.constant, node.seen(j).version});
       }
     };
     // What computed the values met: the array's own node and Origin, or, when
@@ -749,8 +740,8 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
     // it, or its adjoint would be credited to values it did not hold: one
     // written in place through itself was a new leaf (InputKey), one written
     // through a view of its memory is refused here.
-    for (size_t j = 0; j < node.stale_inputs.size(); ++j) {
-      if (!needed[j] || !node.stale_inputs[j]) continue;
+    for (size_t j = 0; j < node.inputs_seen.size(); ++j) {
+      if (!needed[j] || !node.inputs_seen[j].stale) continue;
       const std::shared_ptr<detail::GradNode> producer = detail::InputSeenBy(node, j).node;
       if (producer == nullptr || !on_tape.contains(producer.get())) continue;
       detail::ThrowWrittenInPlace(*node.inputs[j],

@@ -43,20 +43,24 @@ struct GradNode {
   // outputs need not read every leaf). Empty: every output reads every input.
   // The tape uses it to tell an unused input from a used one.
   std::vector<std::vector<bool>> reads;
-  // Each input as this node read it (Record fills them once any in-place
-  // write has happened in the process; empty: none had, so every input was
-  // at version 0 and held what computed it). input_versions[j]: the input's
-  // write count then (in_place.h), so that a later write, which makes the
-  // array a new leaf, does not cut this node's path to what computed the
-  // values it read. stale_inputs[j]: its memory had been written through
-  // another view since its producer was recorded, so its values were not
-  // that producer's result; the sweep refuses to credit the producer.
-  // input_epochs[j]: the epoch of the last write into its memory then,
-  // through any view (in_place.h): a leaf's values are a new variable after
-  // any write into them, also one through another view.
-  std::vector<uint32_t> input_versions;
-  std::vector<bool> stale_inputs;
-  std::vector<uint64_t> input_epochs;
+  // Each input as this node read it (in_place.h). Record fills one entry
+  // per input once any in-place write has happened in the process; empty:
+  // none had, so every input was at version 0 and held what computed it.
+  struct InputSeen {
+    // The input's write count then, so that a later write, which makes the
+    // array a new version, does not cut this node's path to what computed
+    // the values it read.
+    uint32_t version = 0;
+    // Its memory had been written through another view since its producer
+    // was recorded: its values were not that producer's result, and the
+    // sweep refuses to credit the producer.
+    bool stale = false;
+    // The epoch of the last write into its memory then, through any view:
+    // a leaf's values are a new variable after any write into them.
+    uint64_t epoch = 0;
+  };
+  std::vector<InputSeen> inputs_seen;
+  InputSeen seen(size_t j) const { return j < inputs_seen.size() ? inputs_seen[j] : InputSeen{}; }
   // Given the adjoint of each output (null where no gradient reached it),
   // returns each input's adjoint contribution, already reduced to that input's
   // shape (null where it has none).
