@@ -148,6 +148,19 @@ bool PathBehindLeaves(const std::vector<std::shared_ptr<ArrayImpl>>& leaves,
     stack.push_back(std::move(in));
     return false;
   };
+  // An untaped array's inputs may be gone (y = transpose(x) + 0 drops the
+  // view): its flattened ancestry still holds x. Past its cap it cannot tell.
+  auto visit_origin = [&](const Origin& o) {
+    if (o.truncated) return true;
+    for (const auto& weak : o.inputs) {
+      if (visit(weak.lock())) return true;
+    }
+    if (o.constant) return false;  // its ancestors are not recorded (no gradient flows)
+    for (const auto& weak : o.ancestors) {
+      if (visit(weak.lock())) return true;
+    }
+    return false;
+  };
   for (int budget = 10000; !stack.empty(); --budget) {
     if (budget == 0) return true;  // too deep to tell: let the sweep decide
     std::shared_ptr<ArrayImpl> a = std::move(stack.back());
@@ -161,20 +174,12 @@ bool PathBehindLeaves(const std::vector<std::shared_ptr<ArrayImpl>>& leaves,
         if (node->inputs[j] == nullptr || node->seen(j).version == WriteCount(*node->inputs[j])) continue;
         VersionInfo then = InputSeenBy(*node, j);
         if (!then.known || next != nullptr) return true;  // let the sweep decide
-        if (then.origin != nullptr) {
-          for (const auto& weak : then.origin->inputs) {
-            if (visit(weak.lock())) return true;
-          }
-        }
+        if (then.origin != nullptr && visit_origin(*then.origin)) return true;
         next = std::move(then.node);
       }
       node = std::move(next);
     }
-    if (a->origin != nullptr) {
-      for (const auto& weak : a->origin->inputs) {
-        if (visit(weak.lock())) return true;
-      }
-    }
+    if (a->origin != nullptr && visit_origin(*a->origin)) return true;
   }
   return false;
 }

@@ -420,6 +420,37 @@ TEST_CASE("one pass: never silent — unused inputs and paths through arrays com
   }
 }
 
+// The arrays between an untaped leaf and the input may be gone: y =
+// transpose(x) + 0 drops the transposed view once y is computed, and the path
+// from y back to x must still be seen (through y's Origin's flattened
+// ancestry). The one pass missed it and returned d/dx of sum(y * x) without
+// the path through y (found by the REPL bug hunt); every mode must refuse.
+TEST_CASE("one pass: a path through an untaped array whose view in between was dropped is refused") {
+  const Array<double> m = Array<double>::from({1, 2, 3, 4}, {2, 2});
+  const Array<double> b = Array<double>::from({1, 2}, {2});
+  const std::vector<std::pair<const char*, std::function<Array<double>()>>> ys = {
+      {"transpose(m) + 0", [&] { return m.transpose() + 0.0; }},
+      {"exp(transpose(m))", [&] { return exp(m.transpose()); }},
+      {"transpose(m * 1)", [&] { return (m * 1.0).transpose(); }},
+      {"transpose(transpose(m)) + 0", [&] { return m.transpose().transpose() + 0.0; }},
+  };
+  for (const PartialsMode mode : {PartialsMode::kAuto, PartialsMode::kCache, PartialsMode::kRecompute}) {
+    for (const auto& [what, make] : ys) {
+      CAPTURE(what);
+      Array<double> y = make();  // every temporary view is gone after this line
+      y.eval();
+      Tape tape(mode);
+      CHECK_THROWS_WITH_AS(tape.gradient(sum(y * m), {m}), doctest::Contains("would miss that path"),
+                           Error);
+    }
+    Array<double> r = b.reshape({2, 1}) + 0.0;
+    r.eval();
+    Tape tape(mode);
+    CHECK_THROWS_WITH_AS(tape.gradient(sum(r * b), {b}), doctest::Contains("would miss that path"),
+                         Error);
+  }
+}
+
 TEST_CASE("one pass: accumulate_gradient adds the one-pass gradients into the buffers") {
   auto x = Array<double>::uniform({7, 5}, 25, -1, 1);
   auto a = Array<double>::uniform({1, 5}, 26, -1, 1);
