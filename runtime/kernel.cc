@@ -1,6 +1,7 @@
 // Kernel: the per-(arity, dtype) trace cache behind a kernel handle.
 #include "dualcast/kernel.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <utility>
@@ -10,12 +11,62 @@
 #include "absl/strings/str_cat.h"
 #include <mutex>
 #include "jit/error.h"
+#include "jit/ir/hash.h"
+#include "jit/ir/print.h"
 #include "jit/passes/optimize.h"
 
 namespace dualcast {
 
 namespace {
 std::atomic<uint64_t> next_state_id{1};
+
+// One Function per distinct trace in the process. Every later cache (fusion's
+// composition, jvp, backward, launch plans) keys on the Function's address,
+// so a kernel made again with the same lambda (dc::kernel inside a loop, or
+// in a function called each step) would miss all of them on every step: a
+// taped step ran 10x slower, with the caches full of equal entries. Equal
+// means the same name (errors name it), hints and structure, the printed text
+// compared as well, so that a 64-bit hash collision cannot merge two traces.
+struct TraceKey {
+  std::string name;
+  uint64_t hash;
+  bool fast_math;
+  int vector_width;
+  bool operator==(const TraceKey&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const TraceKey& k) {
+    return H::combine(std::move(h), k.name, k.hash, k.fast_math, k.vector_width);
+  }
+};
+
+std::shared_ptr<const jit::Function> Interned(std::shared_ptr<const jit::Function> fn) {
+  static std::mutex mu;
+  struct Traced {
+    std::weak_ptr<const jit::Function> fn;
+    std::string text;  // jit::Print(*fn)
+  };
+  static auto* table = new absl::flat_hash_map<TraceKey, std::vector<Traced>>();
+  TraceKey key{fn->name, jit::StructuralHash(*fn), fn->hints.fast_math, fn->hints.vector_width};
+  std::string text = jit::Print(*fn);
+  std::lock_guard<std::mutex> lock(mu);
+  auto& same = (*table)[key];
+  std::erase_if(same, [](const Traced& t) { return t.fn.expired(); });
+  for (const Traced& t : same) {
+    if (t.text != text) continue;
+    if (auto old = t.fn.lock()) return old;
+  }
+  same.push_back({fn, std::move(text)});
+  // Traces that died leave empty lists behind: swept when the table doubles.
+  static size_t sweep_at = 1024;
+  if (table->size() > sweep_at) {
+    absl::erase_if(*table, [](const auto& entry) {
+      return std::all_of(entry.second.begin(), entry.second.end(),
+                         [](const auto& t) { return t.fn.expired(); });
+    });
+    sweep_at = 2 * table->size() + 1024;
+  }
+  return fn;
+}
 }  // namespace
 
 struct Kernel::State {
@@ -78,7 +129,7 @@ std::shared_ptr<const jit::Function> Kernel::function(int arity, jit::Type dtype
     } else {
       std::vector<jit::Type> types(static_cast<size_t>(arity), dtype);
       jit::Function traced = state_->trace(state_->name, types);
-      fn = std::make_shared<const jit::Function>(jit::Optimize(traced));
+      fn = Interned(std::make_shared<const jit::Function>(jit::Optimize(traced)));
       state_->traced.emplace(key, fn);
     }
   }
