@@ -122,10 +122,12 @@ Array<T> Join(const char* what, const std::vector<Array<T>>& arrays, int axis, b
   std::vector<int64_t> out_shape = shapes[0];
   out_shape[static_cast<size_t>(a)] = 0;
   for (const auto& s : shapes) out_shape[static_cast<size_t>(a)] += s[static_cast<size_t>(a)];
-  // -0.0, not 0.0: the inputs are added into it, and -0.0 is the IEEE
-  // additive identity (0.0 + -0.0 is +0.0, so a -0.0 input would lose its sign).
-  std::shared_ptr<ArrayImpl> out = detail::Filled(ins[0]->dtype, out_shape, -0.0);
+  // Each input copied into its region, which together cover the output: no
+  // fill first (adding into a filled output read and wrote it once per input:
+  // stack along the last axis ran 5.5x a plain interleaving loop).
+  std::shared_ptr<ArrayImpl> out = detail::NewArray(ins[0]->dtype, out_shape, ins[0]->device);
   int64_t start = 0;
+  std::vector<std::shared_ptr<ArrayImpl>> regions, srcs;
   for (size_t k = 0; k < ins.size(); ++k) {
     std::shared_ptr<ArrayImpl> region = detail::ViewOf(*out, shapes[k], out->strides);
     region->offset += start * out->strides[static_cast<size_t>(a)];
@@ -136,7 +138,17 @@ Array<T> Join(const char* what, const std::vector<Array<T>>& arrays, int axis, b
       strides.insert(strides.begin() + a, 0);
       src = detail::ViewOf(*ins[k], shapes[k], std::move(strides));
     }
-    detail::AddInto(*region, *src);
+    regions.push_back(std::move(region));
+    srcs.push_back(std::move(src));
+  }
+  // Stacked along the last axis, the inputs interleave element by element:
+  // one pass writing all of them (stack({x, y}, -1) was 4.5x a plain loop,
+  // each copy writing every cache line of the output). Other regions are
+  // runs of whole rows, and copied one input at a time.
+  if (new_axis && a == rank - 1) {
+    detail::CopyEachInto(regions, srcs);
+  } else {
+    for (size_t k = 0; k < ins.size(); ++k) detail::CopyInto(*regions[k], *srcs[k]);
   }
   detail::NoteOrigin(what, ins, {out});  // for the tape's errors, taped or not
   if (detail::TapeActive()) {

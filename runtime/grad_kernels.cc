@@ -1,5 +1,6 @@
 // Strided elementwise helpers of the reverse sweep (views; copies, in-place adds, scaling and fills as generated kernels).
 #include <memory>
+#include <mutex>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -119,6 +120,52 @@ void AddInto(ArrayImpl& dst, const ArrayImpl& src) {
   options.destinations = {Borrow(dst)};
   options.accumulate = {true};
   Execute("add_into", ElementwiseFunction(Elementwise::kCopy, dst.dtype), {Borrow(src)}, options);
+}
+
+void CopyInto(ArrayImpl& dst, const ArrayImpl& src) {
+  CheckSameShape(dst, src, "copy into");
+  CheckComputed(dst, "copy into");
+  CheckComputed(src, "copy into");
+  ExecuteOptions options;
+  options.destinations = {Borrow(dst)};
+  Execute("copy_into", ElementwiseFunction(Elementwise::kCopy, dst.dtype), {Borrow(src)}, options);
+}
+
+void CopyEachInto(const std::vector<std::shared_ptr<ArrayImpl>>& dsts,
+                  const std::vector<std::shared_ptr<ArrayImpl>>& srcs) {
+  constexpr size_t kMaxTogether = 16;
+  bool together = dsts.size() >= 2 && dsts.size() <= kMaxTogether;
+  for (size_t k = 0; together && k < dsts.size(); ++k) {
+    together = dsts[k]->shape == dsts[0]->shape && srcs[k]->shape == dsts[0]->shape &&
+               srcs[k]->dtype == dsts[0]->dtype;
+  }
+  if (!together) {
+    for (size_t k = 0; k < dsts.size(); ++k) CopyInto(*dsts[k], *srcs[k]);
+    return;
+  }
+  // k inputs to k outputs unchanged: built once per count and type.
+  static std::mutex mu;
+  static std::shared_ptr<const jit::Function> identities[2][kMaxTogether + 1];
+  std::shared_ptr<const jit::Function> fn;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto& slot = identities[dsts[0]->dtype == DType::kF32 ? 0 : 1][dsts.size()];
+    if (slot == nullptr) {
+      auto f = std::make_shared<jit::Function>("copy_into");
+      jit::Builder b(*f);
+      std::vector<jit::ValueId> values;
+      for (size_t k = 0; k < dsts.size(); ++k) values.push_back(b.Input(dsts[0]->dtype == DType::kF32 ? jit::Type::kF32 : jit::Type::kF64));
+      b.Return(values);
+      slot = std::move(f);
+    }
+    fn = slot;
+  }
+  ExecuteOptions options;
+  for (size_t k = 0; k < dsts.size(); ++k) {
+    CheckComputed(*srcs[k], "copy into");
+    options.destinations.push_back(dsts[k]);
+  }
+  Execute("copy_into", fn, srcs, options);
 }
 
 std::shared_ptr<ArrayImpl> AddArrays(const ArrayImpl& a, const ArrayImpl& b) {

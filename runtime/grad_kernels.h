@@ -67,6 +67,17 @@ std::shared_ptr<ArrayImpl> BroadcastView(const ArrayImpl& a, const std::vector<i
 // dst += src elementwise; same shape, dst may be any writable strided layout.
 void AddInto(ArrayImpl& dst, const ArrayImpl& src);
 
+// dst = src elementwise; same shape, dst may be any writable strided layout.
+void CopyInto(ArrayImpl& dst, const ArrayImpl& src);
+
+// dsts[k] = srcs[k] for every k, in one pass over the shape when all have one
+// shape (stack's interleaved regions of one output: a pass per input would
+// write every cache line of it), else one copy each. Destinations must not
+// overlap, as Execute judges it (element grids that interleave pass; row
+// blocks that alternate do not: copy those one at a time).
+void CopyEachInto(const std::vector<std::shared_ptr<ArrayImpl>>& dsts,
+                  const std::vector<std::shared_ptr<ArrayImpl>>& srcs);
+
 // A new contiguous array a + b (same shapes).
 std::shared_ptr<ArrayImpl> AddArrays(const ArrayImpl& a, const ArrayImpl& b);
 

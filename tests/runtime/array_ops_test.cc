@@ -374,6 +374,26 @@ TEST_CASE("array ops: concat and stack values, errors and gradients") {
     D t = D::from({1, 2}, {2});
     CHECK(tape.gradient(sum(concat<double>({t, t * 3.0}, 0)), {t})[0].to_vector() == std::vector<double>{4, 4});
   }
+  {  // Along the last axis the inputs are written in one pass (up to 16), else one by one.
+    const D t = D::from({1, 2, 3, 4, 5, 6}, {3, 2});
+    const D row = D::from({7, 8, 9}, {3});
+    std::vector<D> many;
+    for (int k = 0; k < 17; ++k) many.push_back(t * static_cast<double>(k));
+    for (const size_t count : {size_t{3}, size_t{17}}) {
+      std::vector<D> ins = {t.transpose(), row.reshape({1, 3}) * D::from({1, 1}, {2, 1}), t.transpose() * -1.0};
+      for (size_t k = 3; k < count; ++k) ins.push_back(many[k].transpose());
+      const std::vector<double> got = stack<double>(ins, -1).to_vector();
+      REQUIRE(got.size() == 6 * count);
+      for (size_t e = 0; e < 6; ++e) {  // element e of the (2, 3) inputs
+        const size_t i = e / 3, j = e % 3;
+        const double tv = 1 + static_cast<double>(j * 2 + i);  // t.transpose()[i][j] = t[j][i]
+        CHECK(got[e * count + 0] == tv);
+        CHECK(got[e * count + 1] == 7 + static_cast<double>(j));
+        CHECK(got[e * count + 2] == -tv);
+        for (size_t k = 3; k < count; ++k) CHECK(got[e * count + k] == tv * static_cast<double>(k));
+      }
+    }
+  }
   const D x = D::uniform({2, 3}, 9, -1, 1);
   CheckGradient("concat", [](const D& t) { return concat<double>({t * t, exp(t)}, 1); }, x);
   CheckGradient("stack", [](const D& t) { return stack<double>({t, sin(t)}, 1); }, x);
