@@ -33,6 +33,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -140,14 +141,20 @@ HandGradients ByHand(int64_t rows, int64_t cols, const std::vector<float>& bias_
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   const mpi_example::World world;
-  const int64_t rows = mpi_example::IntFlag(argc, argv, "--rows", 64);
-  const int64_t cols = mpi_example::IntFlag(argc, argv, "--cols", 48);
-  const int steps = static_cast<int>(mpi_example::IntFlag(argc, argv, "--steps", 3));
+  int64_t rows = 64, cols = 48, steps = 3;
   bool check = false;
-  for (int a = 1; a < argc; ++a) check = check || std::string(argv[a]) == "--check";
-  if (rows < 3 * world.size || cols < 1 || steps < 1) {
-    mpi_example::Fail("need --rows >= 3 per rank, --cols >= 1, --steps >= 1");
-  }
+  mpi_example::Options options("dualcast-mpi-hmlstm",
+                              "[--rows N (64)] [--cols N (48)] [--steps N (3)] [--check]");
+  options.Int("--rows", &rows, 3, INT64_MAX);
+  options.Int("--cols", &cols, 1, INT64_MAX);
+  options.Int("--steps", &steps, 1, INT_MAX);
+  options.Flag("--check", &check);
+  options.Parse(argc, argv);
+  mpi_example::ExitIfAnyError(
+      rows < 3 * world.size
+          ? "--rows " + std::to_string(rows) + " is too few for " + std::to_string(world.size) +
+                " ranks: each rank needs at least 3 rows (at least " + std::to_string(3 * world.size) + ")"
+          : "");
   const Block mine = mpi_example::Partition(rows, world.rank, world.size);
   const int64_t n = mine.count();
 
@@ -170,11 +177,11 @@ int main(int argc, char** argv) {
   double worst = 0;
 
   if (world.root()) {
-    std::printf("hmlstm data-parallel: rows %lld cols %lld steps %d\n", static_cast<long long>(rows),
-                static_cast<long long>(cols), steps);
+    std::printf("hmlstm data-parallel: rows %lld cols %lld steps %lld\n", static_cast<long long>(rows),
+                static_cast<long long>(cols), static_cast<long long>(steps));
   }
   double best_ms = 1e300, total_ms = 0, best_cpu_ms = 1e300, best_cpu_sum_ms = 1e300;
-  for (int step = 0; step < steps; ++step) {
+  for (int64_t step = 0; step < steps; ++step) {
     MPI_Barrier(MPI_COMM_WORLD);
     const auto start = std::chrono::steady_clock::now();
     const double cpu_start = mpi_example::CpuMs();
@@ -217,7 +224,8 @@ int main(int argc, char** argv) {
       }
     }
     if (world.root()) {
-      std::printf("step %d loss %.9g grad_bf[0] %.9g grad_bi[0] %.9g\n", step, loss, gbf[0], gbi[0]);
+      std::printf("step %lld loss %.9g grad_bf[0] %.9g grad_bi[0] %.9g\n", static_cast<long long>(step), loss,
+                  gbf[0], gbi[0]);
     }
     // SGD on the parameters: identical on every rank (same summed gradient).
     for (int64_t k = 0; k < cols; ++k) {
