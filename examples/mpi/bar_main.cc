@@ -27,6 +27,9 @@
 #include "bar.hpp"
 #include "bar_subdomains.hpp"
 
+// The most elements sim::Bar{.elements} (an int) and sim::BarSolver (nodes 0 .. elements in an int) hold.
+constexpr int64_t kMaxElements = INT_MAX - 1;
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   const mpi_example::World world;
@@ -35,7 +38,7 @@ int main(int argc, char** argv) {
   double tolerance = 1e-12;
   mpi_example::Options options("dualcast-mpi-bar",
                                "[--elements N (2000)] [--steps N (4)] [--check] [--tolerance X (1e-12)]");
-  options.Int("--elements", &elements, 2, INT64_MAX);
+  options.Int("--elements", &elements, 2, kMaxElements, "the node count, elements + 1, must fit in an int");
   options.Int("--steps", &steps, 1, INT_MAX);
   options.Flag("--check", &check);
   options.Real("--tolerance", &tolerance, 0, DBL_MAX);
