@@ -85,18 +85,25 @@ Array<float> View(std::vector<float>& v, dualcast::Shape shape) {
   return Array<float>::view(v.data(), std::move(shape));
 }
 
-// Rank 0 gets the rows of every rank, in row order.
-std::vector<float> GatherRows(const std::vector<float>& local, int64_t rows, int64_t cols,
+// Rank 0 gets the rows of every rank, in row order. The counts and offsets
+// are in rows (an MPI type of `width` contiguous floats), not in floats: they
+// stay ints for any rows x width once rows and width each fit in an int
+// (main refuses more), where float counts overflowed past 2^31 elements.
+std::vector<float> GatherRows(const std::vector<float>& local, int64_t rows, int64_t width,
                               const mpi_example::World& world) {
+  MPI_Datatype row;
+  MPI_Type_contiguous(static_cast<int>(width), MPI_FLOAT, &row);
+  MPI_Type_commit(&row);
   std::vector<int> counts(world.size), offsets(world.size);
   for (int p = 0; p < world.size; ++p) {
     const Block b = mpi_example::Partition(rows, p, world.size);
-    counts[p] = static_cast<int>(b.count() * cols);
-    offsets[p] = static_cast<int>(b.begin * cols);
+    counts[p] = static_cast<int>(b.count());
+    offsets[p] = static_cast<int>(b.begin);
   }
-  std::vector<float> all(world.root() ? static_cast<size_t>(rows * cols) : 0);
-  MPI_Gatherv(local.data(), static_cast<int>(local.size()), MPI_FLOAT, all.data(), counts.data(),
-              offsets.data(), MPI_FLOAT, 0, MPI_COMM_WORLD);
+  std::vector<float> all(world.root() ? static_cast<size_t>(rows * width) : 0);
+  const int mine = static_cast<int>(static_cast<int64_t>(local.size()) / width);
+  MPI_Gatherv(local.data(), mine, row, all.data(), counts.data(), offsets.data(), row, 0, MPI_COMM_WORLD);
+  MPI_Type_free(&row);
   return all;
 }
 
@@ -145,8 +152,9 @@ int main(int argc, char** argv) {
   bool check = false;
   mpi_example::Options options("dualcast-mpi-hmlstm",
                               "[--rows N (64)] [--cols N (48)] [--steps N (3)] [--check]");
-  options.Int("--rows", &rows, 3, INT64_MAX);
-  options.Int("--cols", &cols, 1, INT64_MAX);
+  // MPI counts are ints: the gather counts rows, the allreduces and the row type count columns.
+  options.Int("--rows", &rows, 3, INT_MAX, "MPI counts rows in an int");
+  options.Int("--cols", &cols, 1, INT_MAX, "MPI counts columns in an int");
   options.Int("--steps", &steps, 1, INT_MAX);
   options.Flag("--check", &check);
   options.Parse(argc, argv);
@@ -200,7 +208,8 @@ int main(int argc, char** argv) {
            View(gi, {n, cols}), View(gg, {n, cols}), View(gbf, {1, cols}), View(gbi, {1, cols})});
       loss = local_loss.item();
     }
-    // The shared parameters' gradients: summed in place, in the buffers the tape wrote.
+    // The shared parameters' gradients: summed in place, in the buffers the tape wrote (cols fits in
+    // an int: the --cols limit).
     MPI_Allreduce(MPI_IN_PLACE, gbf.data(), static_cast<int>(cols), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, gbi.data(), static_cast<int>(cols), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
