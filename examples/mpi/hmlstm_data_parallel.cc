@@ -25,9 +25,10 @@
 // step's loss and bias gradients over all rows from the derivative formulas
 // by hand, in double (∂c/∂b_f = σ'(f + b_f)·c_prev on UPDATE; ∂c/∂b_i =
 // σ'(i + b_i)·tanh(g) on FLUSH and UPDATE; 0 on COPY), and exits non-zero
-// beyond 1e-5 relative (float32 terms, all >= 0).
+// beyond 1e-5 relative (float32 terms, all >= 0) or on a NaN in any of them.
 //
 // Usage: mpirun -np P dualcast-mpi-hmlstm [--rows 64] [--cols 48] [--steps 3] [--check]
+// (--inject-nan, for the tests: step 0's last b_i gradient is replaced by NaN, which --check must reject.)
 // Lines starting with '#' are timings and checks (not compared); the rest is the result.
 #include <mpi.h>
 
@@ -149,14 +150,15 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   const mpi_example::World world;
   int64_t rows = 64, cols = 48, steps = 3;
-  bool check = false;
+  bool check = false, inject_nan = false;
   mpi_example::Options options("dualcast-mpi-hmlstm",
-                              "[--rows N (64)] [--cols N (48)] [--steps N (3)] [--check]");
+                              "[--rows N (64)] [--cols N (48)] [--steps N (3)] [--check] [--inject-nan]");
   // MPI counts are ints: the gather counts rows, the allreduces and the row type count columns.
   options.Int("--rows", &rows, 3, INT_MAX, "MPI counts rows in an int");
   options.Int("--cols", &cols, 1, INT_MAX, "MPI counts columns in an int");
   options.Int("--steps", &steps, 1, INT_MAX);
   options.Flag("--check", &check);
+  options.Flag("--inject-nan", &inject_nan);  // tests: a step-0 bias gradient becomes NaN, --check must fail
   options.Parse(argc, argv);
   mpi_example::ExitIfAnyError(
       rows < 3 * world.size
@@ -213,6 +215,7 @@ int main(int argc, char** argv) {
     MPI_Allreduce(MPI_IN_PLACE, gbf.data(), static_cast<int>(cols), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, gbi.data(), static_cast<int>(cols), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    if (inject_nan && step == 0) gbi[cols - 1] = std::nanf("");
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     double cpu_ms = mpi_example::CpuMs() - cpu_start, cpu_sum_ms = cpu_ms;
     MPI_Allreduce(MPI_IN_PLACE, &ms, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -229,7 +232,8 @@ int main(int argc, char** argv) {
       worst = rel(loss, hand.loss);
       for (int64_t k = 0; k < cols; ++k) {
         // COPY-only columns do not exist (rows 0..2 cover every branch), so no reference is 0.
-        worst = std::max({worst, rel(gbf[k], hand.bf[k]), rel(gbi[k], hand.bi[k])});
+        worst = mpi_example::MaxKeepNan(worst, rel(gbf[k], hand.bf[k]));
+        worst = mpi_example::MaxKeepNan(worst, rel(gbi[k], hand.bi[k]));  // a NaN stays
       }
     }
     if (world.root()) {

@@ -207,6 +207,13 @@ class Options {
   std::vector<Option> options_;
 };
 
+// The larger of a and b, NaN when either is: for a self-check's worst
+// difference, where std::max(worst, NaN) would return worst and pass.
+inline double MaxKeepNan(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::nan("");
+  return a < b ? b : a;
+}
+
 // CPU time of this process (all its threads) in ms: with more ranks than
 // free cores the wall time stops falling, the work per rank still does.
 inline double CpuMs() {

@@ -5,7 +5,7 @@ Modes:
   compare (default)  every output line not starting with '#' must match the
                      one-rank run: words equal, integers equal, other numbers
                      within --rtol relative (the examples say why theirs is
-                     not bitwise).
+                     not bitwise); a NaN fails, even where both print it.
   --expect-error RE  the command must fail cleanly on every rank count: exit
                      status 1..127 (not 0, not a signal), output matching
                      the regular expression RE, and done within
@@ -82,6 +82,17 @@ def run_expecting_error(mpiexec, np, command, cache_dir, pattern, timeout):
 
 def is_int(word):
     return re.fullmatch(r"[-+]?\d+", word) is not None
+
+
+def is_nan(word):
+    return re.fullmatch(r"[-+]?nan(\(.*\))?", word, re.IGNORECASE) is not None
+
+
+def check_no_nan(output, np):
+    """A NaN in a result line is a failure, even where every rank count prints it."""
+    for line in output.splitlines():
+        if not line.startswith("#") and any(is_nan(w) for w in line.split()):
+            sys.exit(f"FAIL: {np} ranks printed NaN: {line}")
 
 
 def compare(reference, other, np, rtol):
@@ -165,8 +176,10 @@ def main():
         cache = os.path.join(tmp, "cache")
         reference, _ = run(mpiexec, ranks[0], command, cache, log=False)
         sys.stdout.write(reference)
+        check_no_nan(reference, ranks[0])
         for np in ranks[1:]:
             out, _ = run(mpiexec, np, command, cache, log=False)
+            check_no_nan(out, np)
             worst = compare(reference, out, np, args.rtol)
             print(f"OK: {np} ranks match {ranks[0]} (largest relative difference {worst:.3g}, rtol {args.rtol})")
     return 0
