@@ -14,12 +14,15 @@
 // Array::view, no copy), and every rank takes the same SGD step.
 //
 // Same result as one rank: per-row values and gradients are computed
-// element by element, so they do not depend on the partition; the loss and
-// the bias gradients are sums over rows, which P ranks associate differently
-// (P partial sums added by MPI) than one rank does. With cbar >= 0 and the
-// inputs in [0, 1) every term is >= 0, so the float32 rounding difference is
-// relative to the value itself: the ctest allows 2e-5 relative (float32 eps
-// 6e-8 times a few hundred additions of one row block), see docs/scaling.md.
+// element by element, so for given biases they do not depend on the
+// partition (bitwise equal in step 0); the loss and the bias gradients are
+// sums over rows, which P ranks associate differently (P partial sums added
+// by MPI) than one rank does, so from step 1 on the biases, and with them
+// the rows' values and gradients, differ in the last bits. With cbar >= 0
+// and the inputs in [0, 1) every term is >= 0, so the float32 rounding
+// difference is relative to the value itself: the ctest allows 2e-5
+// relative (float32 eps 6e-8 times a few hundred additions of one row
+// block), see docs/scaling.md.
 //
 // Right, not only consistent: with --check, rank 0 recomputes the first
 // step's loss and bias gradients over all rows from the derivative formulas
