@@ -4,42 +4,53 @@
 // displacement at the quarter points. With --check, rank 0 also solves the
 // whole bar with the one-process sim::BarSolver (examples/simulation) and
 // exits non-zero when the reaction or a displacement differs by more than
-// --tolerance relative. Default 1e-12: the subdomain solve eliminates in
+// --tolerance relative, or either side is NaN. Default 1e-12: the subdomain solve eliminates in
 // another order, so its iterates differ from the one-process ones by
 // rounding (measured: 6e-16 with 2 and 4 ranks; one rank is bitwise equal);
 // Newton damps such differences rather than amplifying them, as long as both
 // take the same iterations (checked: the counts are printed and compared).
 //
-// Usage: mpirun -np P dualcast-mpi-bar [--elements 2000] [--steps 4] [--check]
+// Usage: mpirun -np P dualcast-mpi-bar [--elements 2000] [--steps 4] [--check] [--tolerance 1e-12]
+// (--inject-nan, for the tests: the last step's reaction is replaced by NaN, which --check must reject.)
 // Lines starting with '#' are diagnostics and timings (not compared).
 #include <mpi.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cfloat>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "bar.hpp"
 #include "bar_subdomains.hpp"
 
+// The most elements sim::Bar{.elements} (an int) and sim::BarSolver (nodes 0 .. elements in an int) hold.
+constexpr int64_t kMaxElements = INT_MAX - 1;
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   const mpi_example::World world;
-  const int64_t elements = mpi_example::IntFlag(argc, argv, "--elements", 2000);
-  const int steps = static_cast<int>(mpi_example::IntFlag(argc, argv, "--steps", 4));
-  bool check = false;
+  int64_t elements = 2000, steps = 4;
+  bool check = false, inject_nan = false;
   double tolerance = 1e-12;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--check")) check = true;
-    if (!std::strcmp(argv[i], "--tolerance") && i + 1 < argc) tolerance = std::atof(argv[i + 1]);
-  }
-  if (elements < 2 * world.size || steps < 1) {
-    mpi_example::Fail("need --elements >= 2 per rank and --steps >= 1");
-  }
+  mpi_example::Options options("dualcast-mpi-bar", "[--elements N (2000)] [--steps N (4)] [--check] "
+                                                   "[--tolerance X (1e-12)] [--inject-nan]");
+  options.Int("--elements", &elements, 2, kMaxElements, "the node count, elements + 1, must fit in an int");
+  options.Int("--steps", &steps, 1, INT_MAX);
+  options.Flag("--check", &check);
+  options.Real("--tolerance", &tolerance, 0, DBL_MAX);
+  options.Flag("--inject-nan", &inject_nan);  // tests: the last reaction becomes NaN, --check must fail
+  options.Parse(argc, argv);
+  mpi_example::ExitIfAnyError(
+      elements < 2 * world.size
+          ? "--elements " + std::to_string(elements) + " is too few for " + std::to_string(world.size) +
+                " ranks: each rank needs at least 2 elements (at least " +
+                std::to_string(2 * world.size) + ")"
+          : "");
   const sim::Bar bar{.elements = static_cast<int>(elements)};
   const sim::Material material;
   const double u_max = 4e-3;
@@ -47,13 +58,14 @@ int main(int argc, char** argv) {
 
   mpi_example::SubdomainBar solver(bar, material, MPI_COMM_WORLD);
   if (world.root()) {
-    std::printf("bar subdomains: elements %lld steps %d\n", static_cast<long long>(elements), steps);
+    std::printf("bar subdomains: elements %lld steps %lld\n", static_cast<long long>(elements),
+                static_cast<long long>(steps));
   }
   // Rank 0's independent reference: the one-process solver on the whole bar.
   std::vector<double> reference_reactions, reference_u;
   if (check && world.root()) {
     sim::BarSolver serial(bar, material);
-    for (int s = 1; s <= steps; ++s) {
+    for (int64_t s = 1; s <= steps; ++s) {
       serial.Step(u_max * s / steps);
       serial.Commit();
       reference_reactions.push_back(serial.Reaction());
@@ -62,7 +74,7 @@ int main(int argc, char** argv) {
   }
   double worst = 0, solve_ms = 0, cpu_ms = 0;
   bool converged = true;
-  for (int s = 1; s <= steps; ++s) {
+  for (int64_t s = 1; s <= steps; ++s) {
     MPI_Barrier(MPI_COMM_WORLD);
     const auto start = std::chrono::steady_clock::now();
     const double cpu_start = mpi_example::CpuMs();
@@ -71,21 +83,23 @@ int main(int argc, char** argv) {
     solve_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     cpu_ms += mpi_example::CpuMs() - cpu_start;
     converged = converged && log.converged;
-    const double reaction = solver.Reaction();
+    double reaction = solver.Reaction();
+    if (inject_nan && s == steps) reaction = std::nan("");
     std::vector<double> u;
     for (int64_t p : probes) u.push_back(solver.Displacement(p));
     if (!world.root()) continue;
-    std::printf("step %d iterations %zu converged %d plastic %d reaction %.17g u", s,
-                log.residuals.size() - 1, log.converged ? 1 : 0, log.plastic_points, reaction);
+    std::printf("step %lld iterations %zu converged %d plastic %d reaction %.17g u",
+                static_cast<long long>(s), log.residuals.size() - 1, log.converged ? 1 : 0,
+                log.plastic_points, reaction);
     for (double v : u) std::printf(" %.17g", v);
     std::printf("\n#   residuals");
     for (double r : log.residuals) std::printf(" %.2e", r);
     std::printf("\n");
     if (check) {
       auto rel = [](double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-300); };
-      worst = std::max(worst, rel(reaction, reference_reactions[s - 1]));
+      worst = mpi_example::MaxKeepNan(worst, rel(reaction, reference_reactions[s - 1]));
       for (size_t k = 0; k < u.size(); ++k) {
-        worst = std::max(worst, rel(u[k], reference_u[(s - 1) * probes.size() + k]));
+        worst = mpi_example::MaxKeepNan(worst, rel(u[k], reference_u[(s - 1) * probes.size() + k]));
       }
     }
   }
@@ -101,7 +115,7 @@ int main(int argc, char** argv) {
     if (check) {
       std::printf("# largest relative difference from the one-process solver: %.3g (tolerance %.3g)\n",
                   worst, tolerance);
-      failed = worst > tolerance || !converged;
+      failed = !(worst <= tolerance) || !converged;  // a NaN anywhere fails
       if (failed) std::fprintf(stderr, "error: the subdomain solve differs from the one-process solver\n");
     }
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <string>
 
 #include "elastoplastic_law.hpp"
 #include "vector_views.hpp"
@@ -197,6 +198,11 @@ double SubdomainBar::Reaction() const {
 }
 
 double SubdomainBar::Displacement(int64_t node) const {
+  // The same node on every rank (a collective), so every rank fails alike.
+  if (node < 0 || node > n_) {
+    Fail("SubdomainBar::Displacement: node " + std::to_string(node) + " is outside 0 .. " +
+         std::to_string(n_));
+  }
   // The owner: the rank whose block starts at or before it (the last one for node n).
   const bool owner = (node >= block_.begin && node < block_.end) || (node == n_ && rank_ == size_ - 1);
   double v = owner ? u_[node - block_.begin] : 0.0;

@@ -53,7 +53,8 @@ class SubdomainBar {
 
   // Collective: the end reaction at x = L, on every rank.
   double Reaction() const;
-  // Collective: u at global node `node` (0 .. elements), on every rank.
+  // Collective: u at global node `node` (0 .. elements), on every rank; any
+  // other node aborts the job with a message (it has no owner).
   double Displacement(int64_t node) const;
   const Block& elements() const { return block_; }
 

@@ -14,25 +14,30 @@
 // Array::view, no copy), and every rank takes the same SGD step.
 //
 // Same result as one rank: per-row values and gradients are computed
-// element by element, so they do not depend on the partition; the loss and
-// the bias gradients are sums over rows, which P ranks associate differently
-// (P partial sums added by MPI) than one rank does. With cbar >= 0 and the
-// inputs in [0, 1) every term is >= 0, so the float32 rounding difference is
-// relative to the value itself: the ctest allows 2e-5 relative (float32 eps
-// 6e-8 times a few hundred additions of one row block), see docs/scaling.md.
+// element by element, so for given biases they do not depend on the
+// partition (bitwise equal in step 0); the loss and the bias gradients are
+// sums over rows, which P ranks associate differently (P partial sums added
+// by MPI) than one rank does, so from step 1 on the biases, and with them
+// the rows' values and gradients, differ in the last bits. With cbar >= 0
+// and the inputs in [0, 1) every term is >= 0, so the float32 rounding
+// difference is relative to the value itself: the ctest allows 2e-5
+// relative (float32 eps 6e-8 times a few hundred additions of one row
+// block), see docs/scaling.md.
 //
 // Right, not only consistent: with --check, rank 0 recomputes the first
 // step's loss and bias gradients over all rows from the derivative formulas
 // by hand, in double (∂c/∂b_f = σ'(f + b_f)·c_prev on UPDATE; ∂c/∂b_i =
 // σ'(i + b_i)·tanh(g) on FLUSH and UPDATE; 0 on COPY), and exits non-zero
-// beyond 1e-5 relative (float32 terms, all >= 0).
+// beyond 1e-5 relative (float32 terms, all >= 0) or on a NaN in any of them.
 //
 // Usage: mpirun -np P dualcast-mpi-hmlstm [--rows 64] [--cols 48] [--steps 3] [--check]
+// (--inject-nan, for the tests: step 0's last b_i gradient is replaced by NaN, which --check must reject.)
 // Lines starting with '#' are timings and checks (not compared); the rest is the result.
 #include <mpi.h>
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -84,18 +89,25 @@ Array<float> View(std::vector<float>& v, dualcast::Shape shape) {
   return Array<float>::view(v.data(), std::move(shape));
 }
 
-// Rank 0 gets the rows of every rank, in row order.
-std::vector<float> GatherRows(const std::vector<float>& local, int64_t rows, int64_t cols,
+// Rank 0 gets the rows of every rank, in row order. The counts and offsets
+// are in rows (an MPI type of `width` contiguous floats), not in floats: they
+// stay ints for any rows x width once rows and width each fit in an int
+// (main refuses more), where float counts overflowed past 2^31 elements.
+std::vector<float> GatherRows(const std::vector<float>& local, int64_t rows, int64_t width,
                               const mpi_example::World& world) {
+  MPI_Datatype row;
+  MPI_Type_contiguous(static_cast<int>(width), MPI_FLOAT, &row);
+  MPI_Type_commit(&row);
   std::vector<int> counts(world.size), offsets(world.size);
   for (int p = 0; p < world.size; ++p) {
     const Block b = mpi_example::Partition(rows, p, world.size);
-    counts[p] = static_cast<int>(b.count() * cols);
-    offsets[p] = static_cast<int>(b.begin * cols);
+    counts[p] = static_cast<int>(b.count());
+    offsets[p] = static_cast<int>(b.begin);
   }
-  std::vector<float> all(world.root() ? static_cast<size_t>(rows * cols) : 0);
-  MPI_Gatherv(local.data(), static_cast<int>(local.size()), MPI_FLOAT, all.data(), counts.data(),
-              offsets.data(), MPI_FLOAT, 0, MPI_COMM_WORLD);
+  std::vector<float> all(world.root() ? static_cast<size_t>(rows * width) : 0);
+  const int mine = static_cast<int>(static_cast<int64_t>(local.size()) / width);
+  MPI_Gatherv(local.data(), mine, row, all.data(), counts.data(), offsets.data(), row, 0, MPI_COMM_WORLD);
+  MPI_Type_free(&row);
   return all;
 }
 
@@ -140,14 +152,22 @@ HandGradients ByHand(int64_t rows, int64_t cols, const std::vector<float>& bias_
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   const mpi_example::World world;
-  const int64_t rows = mpi_example::IntFlag(argc, argv, "--rows", 64);
-  const int64_t cols = mpi_example::IntFlag(argc, argv, "--cols", 48);
-  const int steps = static_cast<int>(mpi_example::IntFlag(argc, argv, "--steps", 3));
-  bool check = false;
-  for (int a = 1; a < argc; ++a) check = check || std::string(argv[a]) == "--check";
-  if (rows < 3 * world.size || cols < 1 || steps < 1) {
-    mpi_example::Fail("need --rows >= 3 per rank, --cols >= 1, --steps >= 1");
-  }
+  int64_t rows = 64, cols = 48, steps = 3;
+  bool check = false, inject_nan = false;
+  mpi_example::Options options("dualcast-mpi-hmlstm",
+                              "[--rows N (64)] [--cols N (48)] [--steps N (3)] [--check] [--inject-nan]");
+  // MPI counts are ints: the gather counts rows, the allreduces and the row type count columns.
+  options.Int("--rows", &rows, 3, INT_MAX, "MPI counts rows in an int");
+  options.Int("--cols", &cols, 1, INT_MAX, "MPI counts columns in an int");
+  options.Int("--steps", &steps, 1, INT_MAX);
+  options.Flag("--check", &check);
+  options.Flag("--inject-nan", &inject_nan);  // tests: a step-0 bias gradient becomes NaN, --check must fail
+  options.Parse(argc, argv);
+  mpi_example::ExitIfAnyError(
+      rows < 3 * world.size
+          ? "--rows " + std::to_string(rows) + " is too few for " + std::to_string(world.size) +
+                " ranks: each rank needs at least 3 rows (at least " + std::to_string(3 * world.size) + ")"
+          : "");
   const Block mine = mpi_example::Partition(rows, world.rank, world.size);
   const int64_t n = mine.count();
 
@@ -170,11 +190,11 @@ int main(int argc, char** argv) {
   double worst = 0;
 
   if (world.root()) {
-    std::printf("hmlstm data-parallel: rows %lld cols %lld steps %d\n", static_cast<long long>(rows),
-                static_cast<long long>(cols), steps);
+    std::printf("hmlstm data-parallel: rows %lld cols %lld steps %lld\n", static_cast<long long>(rows),
+                static_cast<long long>(cols), static_cast<long long>(steps));
   }
   double best_ms = 1e300, total_ms = 0, best_cpu_ms = 1e300, best_cpu_sum_ms = 1e300;
-  for (int step = 0; step < steps; ++step) {
+  for (int64_t step = 0; step < steps; ++step) {
     MPI_Barrier(MPI_COMM_WORLD);
     const auto start = std::chrono::steady_clock::now();
     const double cpu_start = mpi_example::CpuMs();
@@ -193,10 +213,12 @@ int main(int argc, char** argv) {
            View(gi, {n, cols}), View(gg, {n, cols}), View(gbf, {1, cols}), View(gbi, {1, cols})});
       loss = local_loss.item();
     }
-    // The shared parameters' gradients: summed in place, in the buffers the tape wrote.
+    // The shared parameters' gradients: summed in place, in the buffers the tape wrote (cols fits in
+    // an int: the --cols limit).
     MPI_Allreduce(MPI_IN_PLACE, gbf.data(), static_cast<int>(cols), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, gbi.data(), static_cast<int>(cols), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    if (inject_nan && step == 0) gbi[cols - 1] = std::nanf("");
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     double cpu_ms = mpi_example::CpuMs() - cpu_start, cpu_sum_ms = cpu_ms;
     MPI_Allreduce(MPI_IN_PLACE, &ms, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -213,11 +235,13 @@ int main(int argc, char** argv) {
       worst = rel(loss, hand.loss);
       for (int64_t k = 0; k < cols; ++k) {
         // COPY-only columns do not exist (rows 0..2 cover every branch), so no reference is 0.
-        worst = std::max({worst, rel(gbf[k], hand.bf[k]), rel(gbi[k], hand.bi[k])});
+        worst = mpi_example::MaxKeepNan(worst, rel(gbf[k], hand.bf[k]));
+        worst = mpi_example::MaxKeepNan(worst, rel(gbi[k], hand.bi[k]));  // a NaN stays
       }
     }
     if (world.root()) {
-      std::printf("step %d loss %.9g grad_bf[0] %.9g grad_bi[0] %.9g\n", step, loss, gbf[0], gbi[0]);
+      std::printf("step %lld loss %.9g grad_bf[0] %.9g grad_bi[0] %.9g\n", static_cast<long long>(step), loss,
+                  gbf[0], gbi[0]);
     }
     // SGD on the parameters: identical on every rank (same summed gradient).
     for (int64_t k = 0; k < cols; ++k) {

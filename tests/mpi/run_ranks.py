@@ -5,7 +5,12 @@ Modes:
   compare (default)  every output line not starting with '#' must match the
                      one-rank run: words equal, integers equal, other numbers
                      within --rtol relative (the examples say why theirs is
-                     not bitwise).
+                     not bitwise); a NaN fails, even where both print it.
+  --expect-error RE  the command must fail cleanly on every rank count: exit
+                     status 1..127 (not 0, not a signal), output matching
+                     the regular expression RE, and done within
+                     --error-timeout seconds (a rank left waiting for one
+                     that failed would hang the job).
   --shared-cache     each rank count starts from an empty kernel cache
                      directory shared by its ranks (DUALCAST_LOG=1 makes every
                      rank print its compile/disk-hit counts at exit): the ranks
@@ -21,6 +26,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -50,8 +56,43 @@ def run(mpiexec, np, command, cache_dir, log):
     return p.stdout, p.stderr
 
 
+def run_expecting_error(mpiexec, np, command, cache_dir, pattern, timeout):
+    env = dict(os.environ, **MPI_ENV, DUALCAST_CACHE_DIR=cache_dir)
+    argv = [mpiexec, "-np", str(np)] + command
+    print("$", " ".join(argv), flush=True)
+    # Own process group: on a timeout the ranks go with mpiexec.
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        sys.stdout.write(out)
+        sys.exit(f"FAIL: {np} ranks still running after {timeout} s (a rank waiting for one that failed?)")
+    sys.stdout.write(out)
+    if p.returncode == 0:
+        sys.exit(f"FAIL: {np} ranks exited 0; expected an error matching {pattern!r}")
+    if p.returncode < 0 or p.returncode >= 128:
+        sys.exit(f"FAIL: {np} ranks crashed (exit status {p.returncode}); expected a clean error")
+    if re.search(pattern, out) is None:
+        sys.exit(f"FAIL: {np} ranks exited {p.returncode} without a message matching {pattern!r}")
+    print(f"OK: {np} ranks exited {p.returncode} with the expected message")
+
+
 def is_int(word):
     return re.fullmatch(r"[-+]?\d+", word) is not None
+
+
+def is_nan(word):
+    return re.fullmatch(r"[-+]?nan(\(.*\))?", word, re.IGNORECASE) is not None
+
+
+def check_no_nan(output, np):
+    """A NaN in a result line is a failure, even where every rank count prints it."""
+    for line in output.splitlines():
+        if not line.startswith("#") and any(is_nan(w) for w in line.split()):
+            sys.exit(f"FAIL: {np} ranks printed NaN: {line}")
 
 
 def compare(reference, other, np, rtol):
@@ -100,6 +141,8 @@ def main():
     parser.add_argument("--rtol", type=float, default=0.0)
     parser.add_argument("--np", default="1,2,4")
     parser.add_argument("--shared-cache", action="store_true")
+    parser.add_argument("--expect-error", metavar="RE")
+    parser.add_argument("--error-timeout", type=float, default=120)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = [c for c in args.command if c != "--"]
@@ -109,6 +152,11 @@ def main():
         return 77
     ranks = [int(n) for n in args.np.split(",")]
     with tempfile.TemporaryDirectory(prefix="dualcast_mpi_") as tmp:
+        if args.expect_error is not None:
+            for np in ranks:
+                run_expecting_error(mpiexec, np, command, os.path.join(tmp, "cache"), args.expect_error,
+                                    args.error_timeout)
+            return 0
         if args.shared_cache:
             baseline = None
             for np in ranks:
@@ -128,8 +176,10 @@ def main():
         cache = os.path.join(tmp, "cache")
         reference, _ = run(mpiexec, ranks[0], command, cache, log=False)
         sys.stdout.write(reference)
+        check_no_nan(reference, ranks[0])
         for np in ranks[1:]:
             out, _ = run(mpiexec, np, command, cache, log=False)
+            check_no_nan(out, np)
             worst = compare(reference, out, np, args.rtol)
             print(f"OK: {np} ranks match {ranks[0]} (largest relative difference {worst:.3g}, rtol {args.rtol})")
     return 0
