@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 #include <numeric>
+#include <optional>
 #include <ostream>
 
 #include "absl/strings/str_cat.h"
@@ -24,6 +25,8 @@
 #include "dualcast/detail/execute.hpp"
 #include "dualcast/detail/grad_node.hpp"
 #include "jit/codegen/broadcast_layout.h"
+#include "jit/codegen/disk_cache.h"
+#include "jit/env.h"
 #include "jit/error.h"
 #include "runtime/layout_grad.h"
 #include "runtime/pending_readers.h"
@@ -38,7 +41,8 @@ namespace {
 // page fault each on first touch (~21 K faults, several ms, for the 80 MB an
 // HM-LSTM n=2048 gradient step allocates), and such steps repeat with the
 // same sizes. Freed blocks >= kMinCached are kept, keyed by their rounded
-// size, up to kMaxCachedBytes in all, and handed out again. Thread-safe.
+// size, up to MaxCachedBytes() in all (DUALCAST_ARRAY_CACHE_MAX, default 1G),
+// and handed out again. Thread-safe.
 //
 // Why 32 KiB and not 1 MiB (as until 2026-11-27): glibc hands out blocks above
 // its mmap threshold (128 KiB at first, raised by each free of such a block)
@@ -49,10 +53,15 @@ namespace {
 // sixteenth of their power of two (at most 6.25% unused), so steps whose sizes
 // differ slightly still share blocks. Off under AddressSanitizer, like the
 // small blocks: it must see every free.
+//
+// When full, the block cached longest ago goes back to the system to make
+// room: a simulation whose mesh grows each step frees sizes it never asks for
+// again, and those (not the newest) are what to drop. Until then a full cache
+// refused every new block and kept the stale ones for good.
 class BlockCache {
  public:
   static constexpr size_t kMinCached = size_t{32} << 10;
-  static constexpr size_t kMaxCachedBytes = size_t{1} << 30;
+  static constexpr uint64_t kDefaultMaxBytes = uint64_t{1} << 30;
 
   static BlockCache& Global() {
     static BlockCache* cache = new BlockCache;  // leaked: outlives every Storage
@@ -65,32 +74,65 @@ class BlockCache {
   void* Take(size_t rounded) {
     if (!kPoolBlocks || rounded < kMinCached) return nullptr;
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = free_.find(rounded);
-    if (it == free_.end()) return nullptr;
-    void* p = it->second;
-    free_.erase(it);
+    auto it = by_size_.find(rounded);
+    if (it == by_size_.end()) return nullptr;
+    auto age = by_age_.find(it->second);
+    void* p = age->second.second;
+    by_age_.erase(age);
+    by_size_.erase(it);
     cached_bytes_ -= rounded;
     return p;
   }
   // Returns false when the block should go back to the system instead.
   bool Give(void* p, size_t rounded) {
-    if (!kPoolBlocks || rounded < kMinCached) return false;
+    if (!kPoolBlocks || rounded < kMinCached || rounded > max_bytes_) return false;
     std::lock_guard<std::mutex> lock(mu_);
-    if (cached_bytes_ + rounded > kMaxCachedBytes) return false;
-    free_.emplace(rounded, p);
+    while (cached_bytes_ + rounded > max_bytes_ && !by_age_.empty()) {
+      auto oldest = by_age_.begin();
+      const auto [size, block] = oldest->second;
+      std::free(block);
+      cached_bytes_ -= size;
+      auto range = by_size_.equal_range(size);
+      for (auto it = range.first; it != range.second; ++it) {
+        if (it->second == oldest->first) {
+          by_size_.erase(it);
+          break;
+        }
+      }
+      by_age_.erase(oldest);
+    }
+    const uint64_t seq = next_seq_++;
+    by_size_.emplace(rounded, seq);
+    by_age_.emplace(seq, std::pair<size_t, void*>(rounded, p));
     cached_bytes_ += rounded;
     return true;
   }
   void Clear() {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [size, p] : free_) std::free(p);
-    free_.clear();
+    for (auto& [seq, block] : by_age_) std::free(block.second);
+    by_age_.clear();
+    by_size_.clear();
     cached_bytes_ = 0;
   }
 
  private:
+  // DUALCAST_ARRAY_CACHE_MAX: bytes with an optional K, M or G suffix; 0 caches nothing.
+  static uint64_t MaxCachedBytes() {
+    const char* text = std::getenv("DUALCAST_ARRAY_CACHE_MAX");
+    if (text == nullptr || text[0] == '\0') return kDefaultMaxBytes;
+    if (std::optional<uint64_t> bytes = jit::DiskCache::ParseSize(text)) return *bytes;
+    jit::WarnEnvOnce(jit::EnvWarningText(
+        "DUALCAST_ARRAY_CACHE_MAX", text,
+        "is not a size (bytes with an optional K, M or G suffix; 0 to cache nothing)",
+        "the default of 1G"));
+    return kDefaultMaxBytes;
+  }
+
   std::mutex mu_;
-  std::multimap<size_t, void*> free_;
+  const uint64_t max_bytes_ = MaxCachedBytes();
+  std::multimap<size_t, uint64_t> by_size_;                 // rounded size -> when cached
+  std::map<uint64_t, std::pair<size_t, void*>> by_age_;     // when cached -> (size, block)
+  uint64_t next_seq_ = 0;
   size_t cached_bytes_ = 0;
 };
 

@@ -1,0 +1,51 @@
+// runtime/array.cc's BlockCache: freed blocks are reused, and a full cache drops its oldest blocks, not the newest.
+//
+// Blocks are told apart by address: a block the cache holds is not freed, so
+// no other allocation can return its address. The cap comes from
+// DUALCAST_ARRAY_CACHE_MAX; ctest runs this file once more with 256K
+// (runtime_block_cache_cap), where the eviction order is checked.
+#include <cstdlib>
+#include <string>
+
+#include "doctest/doctest.h"
+#include "dualcast/dualcast.hpp"
+#include "runtime/array_pool.h"
+
+namespace dualcast {
+namespace {
+
+const void* Block(const Array<float>& a) { return a.data(); }
+
+TEST_CASE("block cache: freed blocks come back oldest first; a full cache drops its oldest") {
+  if (!detail::kPoolBlocks) return;  // off under AddressSanitizer
+  const char* cap = std::getenv("DUALCAST_ARRAY_CACHE_MAX");
+  const bool small_cap = cap != nullptr && std::string(cap) == "256K";
+  release_cached_memory();
+  constexpr int64_t k64K = 16384;  // floats: 64 KiB, a size class of its own
+  auto a = Array<float>::zeros({k64K}), b = Array<float>::zeros({k64K});
+  auto c = Array<float>::zeros({k64K}), d = Array<float>::zeros({k64K});
+  const void* pa = Block(a);
+  const void* pb = Block(b);
+  const void* pc = Block(c);
+  const void* pd = Block(d);
+  a = Array<float>(), b = Array<float>(), c = Array<float>(), d = Array<float>();  // cached: a, b, c, d
+  {
+    auto e = Array<float>::zeros({2 * k64K});  // another size class: not from the cache
+    (void)Block(e);
+  }  // freed: with a 256 KiB cap, a and b (the oldest) make room for it
+  auto x = Array<float>::zeros({k64K}), y = Array<float>::zeros({k64K});
+  if (small_cap) {
+    CHECK(Block(x) == pc);
+    CHECK(Block(y) == pd);
+  } else {
+    CHECK(Block(x) == pa);
+    CHECK(Block(y) == pb);
+  }
+  x = Array<float>(), y = Array<float>();
+  release_cached_memory();  // later allocations are fresh; arrays in use are untouched
+  auto z = Array<float>::from({1, 2, 3}, {3});
+  CHECK(z.to_vector() == std::vector<float>{1, 2, 3});
+}
+
+}  // namespace
+}  // namespace dualcast
