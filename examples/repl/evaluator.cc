@@ -563,12 +563,13 @@ Value Evaluator::PartialsCall(const Expr& e) {
 A Evaluator::Literal(const Expr& e) {
   // Shape from the first element at each level; every element must agree.
   std::vector<int64_t> shape;
-  std::vector<double> values;
+  std::vector<A> items;
+  bool all_numbers = true;  // every element written as a number (the parser folds "-3")
   std::function<void(const Expr&, size_t)> walk = [&](const Expr& node, size_t depth) {
     if (node.kind == Expr::kArray) {
       const int64_t count = static_cast<int64_t>(node.args.size());
       if (depth == shape.size()) {
-        if (!values.empty()) {
+        if (!items.empty()) {
           throw SourceError(ErrorCategory::kValue, node.span,
                             "ragged array literal: a list where the others have numbers");
         }
@@ -590,10 +591,27 @@ A Evaluator::Literal(const Expr& e) {
       throw SourceError(ErrorCategory::kValue, node.span,
                         "an array literal holds numbers; this is an array of shape " + ShapeText(item));
     }
-    values.push_back(item.item());
+    all_numbers = all_numbers && node.kind == Expr::kNumber;
+    items.push_back(std::move(item));
   };
   walk(e, 0);
-  return AtSpan(e.span, [&] { return A::from(values, shape); });
+  if (all_numbers) {
+    std::vector<double> values;
+    for (const A& item : items) values.push_back(item.item());
+    return AtSpan(e.span, [&] { return A::from(values, shape); });
+  }
+  // An element computed from something (a variable, a call) may be on a
+  // grad's tape, or be a value computed from one before it: build the array
+  // with the runtime's recorded stack and reshape, so grad follows the path
+  // through each element (a constant made of their numbers would drop it,
+  // silently), and so does the check for values computed before a grad.
+  return AtSpan(e.span, [&] {
+    for (A& item : items) {
+      if (item.rank() != 0) item = dualcast::reshape(item, Shape{});
+    }
+    A flat = dualcast::stack(items);
+    return shape.size() == 1 ? flat : dualcast::reshape(flat, shape);
+  });
 }
 
 A Evaluator::Unary(const Expr& e) {

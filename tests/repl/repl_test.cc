@@ -488,3 +488,35 @@ TEST_CASE("where vs if: the untaken branch's NaN leaks into the unfused reverse 
   CHECK(with_where[2] == 0.25);
   REQUIRE(s.Run(":fusion on"));
 }
+
+TEST_CASE("an array literal with computed elements is recorded: grad follows the path through each element") {
+  std::ostringstream out, err;
+  Session s(out, err);
+  REQUIRE(s.Run("x = 2"));
+  REQUIRE(s.Run("v = [1, 2]"));
+  auto values = [&](const char* text) { return s.Evaluate(text).parts[0].to_vector(); };
+  for (const char* fusion : {":fusion on", ":fusion off"}) {
+    CAPTURE(fusion);
+    REQUIRE(s.Run(fusion));
+    // By hand at x = 2. A literal made of the elements' numbers was a constant: the
+    // first two gave 1 and 4, silently, and the third said x was not used.
+    CHECK(values("grad(sum([x, x]) + x, x)") == std::vector<double>{3});                    // d(3x)
+    CHECK(values("grad(sum([x, 2 * x] * v) + x * x, x)") == std::vector<double>{9});        // 1 + 4 + 2x
+    CHECK(values("grad(sum([x, 3]), x)") == std::vector<double>{1});                        // d(x + 3)
+    CHECK(values("grad(sum([[x, 1], [x * x, 4]] * [[1, 2], [3, 4]]), x)") == std::vector<double>{13});  // 1 + 3 * 2x
+  }
+  // An element may be any one-element array; its gradient keeps its shape: d(u + u^2) = 1 + 2u.
+  REQUIRE(s.Run("u = [5]"));
+  const Value du = s.Evaluate("grad(sum([u, u * u]), u)");
+  CHECK(du.parts[0].shape() == std::vector<int64_t>{1});
+  CHECK(du.parts[0].to_vector() == std::vector<double>{11});
+  // The values and shape are the plain literal's.
+  const Value m = s.Evaluate("[[x, 1], [2, x]]");
+  CHECK(m.parts[0].shape() == std::vector<int64_t>{2, 2});
+  CHECK(m.parts[0].to_vector() == std::vector<double>{2, 1, 2, 2});
+  // A literal assigned before the grad is a value computed from x, and grad says so
+  // (as for y = x * 1) instead of treating it as a constant and returning 1.
+  REQUIRE(s.Run("y = [x, 1]"));
+  CHECK_FALSE(s.Run("grad(sum(y) + x, x)"));
+  CHECK(err.str().find("also through a variable computed before this grad") != std::string::npos);
+}
