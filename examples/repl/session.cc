@@ -136,48 +136,61 @@ void Session::Statement(std::string_view text) {
 }
 
 void Session::Execute(const Stmt& s, std::string_view text) {
-  switch (s.kind) {
-    case Stmt::kDef:
-      Define(s, text);
-      return;
-    case Stmt::kAssign: {
-      Evaluator ev(*this);
-      Value v = ev.Eval(*s.body);
-      Materialize(v);
-      for (size_t k = 0; k < s.targets.size(); ++k) {
-        const std::string& name = s.targets[k];
-        if (IsReservedName(name)) {
-          throw SourceError(ErrorCategory::kValue, s.target_spans[k],
-                            "'" + name + "' is a built-in name; choose another variable name");
-        }
-        if (functions_.count(name)) {
-          throw SourceError(ErrorCategory::kValue, s.target_spans[k],
-                            "'" + name + "' is a function; choose another variable name");
-        }
-      }
-      if (s.targets.size() > 1 && v.parts.size() != s.targets.size()) {
-        throw SourceError(ErrorCategory::kArity, s.body->span,
-                          std::to_string(s.targets.size()) + " names on the left but the value has " +
-                              std::to_string(v.parts.size()));
-      }
-      if (s.targets.size() == 1) {
-        variables_[s.targets[0]] = Value{v.parts, {}};
-        if (!s.quiet) Print(s.targets[0], variables_[s.targets[0]]);
-      } else {
-        for (size_t k = 0; k < s.targets.size(); ++k) {
-          variables_[s.targets[k]] = Value{{v.parts[k]}, {}};
-          if (!s.quiet) Print(s.targets[k], variables_[s.targets[k]]);
-        }
-      }
-      return;
+  if (s.kind == Stmt::kDef) {
+    Define(s, text);
+    return;
+  }
+  CheckTargets(s);  // before the value: a refused name costs no evaluation and draws no seed
+  const uint64_t seed = next_seed_;
+  try {
+    Evaluator ev(*this);
+    Value v = ev.Eval(*s.body);
+    Materialize(v);
+    CheckArity(s, v);
+    Bind(s, std::move(v), !s.quiet);
+  } catch (...) {
+    // A failed statement leaves the state as before it, the seed counter included,
+    // so fixing a typo gives the numbers the script would have given.
+    next_seed_ = seed;
+    throw;
+  }
+}
+
+void Session::CheckTargets(const Stmt& s) const {
+  for (size_t k = 0; k < s.targets.size(); ++k) {
+    const std::string& name = s.targets[k];
+    if (IsReservedName(name)) {
+      throw SourceError(ErrorCategory::kValue, s.target_spans[k],
+                        "'" + name + "' is a built-in name; choose another variable name");
     }
-    case Stmt::kExpr: {
-      Evaluator ev(*this);
-      Value v = ev.Eval(*s.body);
-      Materialize(v);
-      if (!s.quiet) Print("", v);
-      return;
+    if (functions_.count(name)) {
+      throw SourceError(ErrorCategory::kValue, s.target_spans[k],
+                        "'" + name + "' is a function; choose another variable name");
     }
+  }
+}
+
+void Session::CheckArity(const Stmt& s, const Value& v) const {
+  if (s.targets.size() > 1 && v.parts.size() != s.targets.size()) {
+    throw SourceError(ErrorCategory::kArity, s.body->span,
+                      std::to_string(s.targets.size()) + " names on the left but the value has " +
+                          std::to_string(v.parts.size()));
+  }
+}
+
+void Session::Bind(const Stmt& s, Value v, bool print) {
+  if (s.kind == Stmt::kExpr) {
+    if (print) Print("", v);
+    return;
+  }
+  if (s.targets.size() == 1) {
+    variables_[s.targets[0]] = Value{std::move(v.parts), {}};
+    if (print) Print(s.targets[0], variables_[s.targets[0]]);
+    return;
+  }
+  for (size_t k = 0; k < s.targets.size(); ++k) {
+    variables_[s.targets[k]] = Value{{v.parts[k]}, {}};
+    if (print) Print(s.targets[k], variables_[s.targets[k]]);
   }
 }
 

@@ -95,7 +95,12 @@ class Session {
   void Execute(const Stmt& s, std::string_view text);  // `text`: the whole line, which s's spans index
   void Command(std::string_view text);
   void Define(const Stmt& s, std::string_view text);
-  void Assign(const Stmt& s, Value value);
+  // The parts of an assignment or expression statement, shared with `:time`:
+  // refuse a target name (before evaluating), refuse a value with the wrong
+  // number of parts, then assign (and print when `print`).
+  void CheckTargets(const Stmt& s) const;
+  void CheckArity(const Stmt& s, const Value& v) const;
+  void Bind(const Stmt& s, Value v, bool print);
   void Print(const std::string& name, const Value& value);
   void TimeCommand(std::string_view statement);
   void LoadCommand(const std::string& path);

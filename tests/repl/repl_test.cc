@@ -520,3 +520,28 @@ TEST_CASE("an array literal with computed elements is recorded: grad follows the
   CHECK_FALSE(s.Run("grad(sum(y) + x, x)"));
   CHECK(err.str().find("also through a variable computed before this grad") != std::string::npos);
 }
+
+TEST_CASE("a statement that fails draws no random seed; a refused name is refused before the value is computed") {
+  std::ostringstream out, err;
+  Session s(out, err);
+  auto seeded = [](uint64_t seed) { return Array<double>::uniform({2}, seed).to_vector(); };
+  auto var = [&](const char* name) { return s.variable(name)->parts[0].to_vector(); };
+  REQUIRE(s.Run(":seed 1"));
+  CHECK_FALSE(s.Run("r = rand(2) + [1, 2, 3]"));  // a shape error after rand ran
+  CHECK_FALSE(s.Run("a, b = rand(2)"));           // one value for two names
+  CHECK_FALSE(s.Run("sum = rand(2)"));            // a built-in name
+  REQUIRE(s.Run("def sq(x) = x * x"));
+  CHECK_FALSE(s.Run("sq = rand(2)"));             // a function's name
+  REQUIRE(s.Run("r = rand(2)"));
+  CHECK(var("r") == seeded(1));  // the k-th random call of the statements that ran
+  // The name is refused first: not "unknown name 'nosuch'".
+  CHECK_FALSE(s.Run("sum = nosuch"));
+  CHECK(err.str().find("'sum' is a built-in name") != std::string::npos);
+  CHECK(err.str().find("unknown name 'nosuch'") == std::string::npos);
+  // On a line, the statements before the failing one ran, with their seeds.
+  REQUIRE(s.Run(":seed 1"));
+  CHECK_FALSE(s.Run("p = rand(2); q = rand(2) + [1, 2, 3]"));
+  CHECK(var("p") == seeded(1));
+  REQUIRE(s.Run("q = rand(2)"));
+  CHECK(var("q") == seeded(2));
+}
