@@ -56,12 +56,6 @@ bool IsReservedName(const std::string& name) {
   return IsScalarBuiltin(name) || BuiltinConstant(name, &ignored);
 }
 
-// The statement-level work shared by plain statements and `:time`.
-struct Outcome {
-  Value value;
-  bool has_value = false;
-};
-
 void Materialize(const Value& v) {
   for (const A& a : v.parts) a.eval();
 }
@@ -373,6 +367,8 @@ std::vector<std::string> Session::CompletionNames() const {
 void Session::TimeCommand(std::string_view statement) {
   Stmt s = ParseStatement(statement);
   if (s.kind == Stmt::kDef) throw Error(ErrorKind::kInvalidArgument, ":time runs a statement, not a def");
+  // The statement is checked and assigned as without :time (Execute); only its printing is the timing.
+  CheckTargets(s);
   const uint64_t seed = next_seed_;
   auto run_once = [&] {
     next_seed_ = seed;  // every run sees the same random numbers
@@ -382,30 +378,33 @@ void Session::TimeCommand(std::string_view statement) {
     return v;
   };
   using Clock = std::chrono::steady_clock;
-  const jit::Stats before = jit::GetStats();
-  auto t0 = Clock::now();
-  Value first = run_once();
-  const double first_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  const jit::Stats after = jit::GetStats();
-  std::vector<double> times;
-  double total = 0;
-  while (times.size() < 100 && (times.size() < 5 || total < 1000.0)) {
-    ThrowIfInterrupted();
-    t0 = Clock::now();
-    run_once();
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    times.push_back(ms);
-    total += ms;
-  }
-  std::sort(times.begin(), times.end());
-  const double median = times[times.size() / 2];
-  out_ << absl::StrFormat("median %.4g ms over %d runs; first run %.4g ms, of which compiling %.4g ms (%d kernel%s)\n",
-                          median, times.size(), first_ms, after.compile_ms - before.compile_ms,
-                          after.compiles - before.compiles,
-                          after.compiles - before.compiles == 1 ? "" : "s");
-  if (s.kind == Stmt::kAssign && s.targets.size() == 1 && !IsReservedName(s.targets[0]) &&
-      !functions_.count(s.targets[0])) {
-    variables_[s.targets[0]] = Value{first.parts, {}};
+  try {
+    const jit::Stats before = jit::GetStats();
+    auto t0 = Clock::now();
+    Value first = run_once();
+    const double first_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    const jit::Stats after = jit::GetStats();
+    CheckArity(s, first);  // before the runs: a statement that cannot assign is not timed
+    std::vector<double> times;
+    double total = 0;
+    while (times.size() < 100 && (times.size() < 5 || total < 1000.0)) {
+      ThrowIfInterrupted();
+      t0 = Clock::now();
+      run_once();
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      times.push_back(ms);
+      total += ms;
+    }
+    std::sort(times.begin(), times.end());
+    const double median = times[times.size() / 2];
+    out_ << absl::StrFormat("median %.4g ms over %d runs; first run %.4g ms, of which compiling %.4g ms (%d kernel%s)\n",
+                            median, times.size(), first_ms, after.compile_ms - before.compile_ms,
+                            after.compiles - before.compiles,
+                            after.compiles - before.compiles == 1 ? "" : "s");
+    Bind(s, std::move(first), /*print=*/false);
+  } catch (...) {
+    next_seed_ = seed;  // as a failed plain statement: no seed used
+    throw;
   }
 }
 

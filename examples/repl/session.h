@@ -16,7 +16,9 @@
 // generator (Array::uniform/normal, xoshiro256**). The k-th random call of a
 // session uses seed k (1, 2, 3, ...), so a script always sees the same
 // numbers and the C++ API reproduces them with Array<double>::uniform(shape,
-// k); `:seed n` makes the next call use seed n. `:time` does not advance it.
+// k); `:seed n` makes the next call use seed n. `:time stmt` advances it as
+// one run of stmt does (every run sees the same numbers); a statement that
+// fails does not advance it.
 //
 // Example:
 //   Session s(std::cout, std::cerr);

@@ -545,3 +545,29 @@ TEST_CASE("a statement that fails draws no random seed; a refused name is refuse
   REQUIRE(s.Run("q = rand(2)"));
   CHECK(var("q") == seeded(2));
 }
+
+TEST_CASE(":time runs a statement as without it: the same assignments, the same errors, one run's seeds") {
+  std::ostringstream out, err;
+  Session s(out, err);
+  auto seeded = [](uint64_t seed) { return Array<double>::uniform({2}, seed).to_vector(); };
+  auto var = [&](const char* name) { return s.variable(name)->parts[0].to_vector(); };
+  REQUIRE(s.Run("x = 1"));
+  REQUIRE(s.Run(":time a, b = (x, 2 * x)"));  // assigned nothing, silently
+  CHECK(out.str().find("median") != std::string::npos);
+  REQUIRE(s.variable("a") != nullptr);
+  REQUIRE(s.variable("b") != nullptr);
+  CHECK(var("a") == std::vector<double>{1});
+  CHECK(var("b") == std::vector<double>{2});
+  CHECK_FALSE(s.Run(":time sum = 3"));  // was accepted (and ignored), though `sum = 3` is an error
+  CHECK(err.str().find("'sum' is a built-in name") != std::string::npos);
+  CHECK_FALSE(s.Run(":time c, d = x"));
+  CHECK(err.str().find("2 names on the left but the value has 1") != std::string::npos);
+  CHECK(s.variable("c") == nullptr);
+  // Seeds: a timed random statement draws what one run draws; a failed one draws nothing.
+  REQUIRE(s.Run(":seed 1"));
+  REQUIRE(s.Run(":time r = rand(2)"));
+  CHECK(var("r") == seeded(1));
+  CHECK_FALSE(s.Run(":time w = rand(2) + [1, 2, 3]"));
+  REQUIRE(s.Run("t = rand(2)"));
+  CHECK(var("t") == seeded(2));
+}
