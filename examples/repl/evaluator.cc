@@ -237,6 +237,28 @@ int64_t Evaluator::Integer(const Expr& e, const std::string& what, bool allow_ne
   return static_cast<int64_t>(v);
 }
 
+int Evaluator::Axis(const Expr& e, const A& x) {
+  A a = Array(e);
+  if (a.size() != 1) {
+    throw SourceError(ErrorCategory::kValue, e.span, "an axis must be a number, not an array of shape " + ShapeText(a));
+  }
+  // The range is checked on the double, before any conversion to int: inf or 1e10 do
+  // not fit (the conversion is undefined), and the runtime would report some other number.
+  const double v = a.item();
+  if (v != std::floor(v) || std::isinf(v)) {
+    throw SourceError(ErrorCategory::kValue, e.span, "an axis must be a whole number, got " + FormatArray(a));
+  }
+  const int rank = x.rank();
+  if (v < -rank || v >= rank) {
+    throw SourceError(ErrorCategory::kValue, e.span,
+                      "axis " + FormatArray(a) + " is out of range for an array of shape " + ShapeText(x) +
+                          (rank == 0 ? std::string(" (it has no axes)")
+                                     : " (valid axes are " + std::to_string(-rank) + ".." +
+                                           std::to_string(rank - 1) + "; negative ones count from the end)"));
+  }
+  return static_cast<int>(v);
+}
+
 std::vector<int64_t> Evaluator::Dims(const Expr& call, size_t first, size_t count) {
   std::vector<int64_t> dims;
   double total = 1;
@@ -315,13 +337,7 @@ Value Evaluator::Builtin(const Expr& e, bool* found) {
     arity(1, SIZE_MAX, "sum(x) or sum(x, axis, ...)");
     A x = Array(*e.args[0]);
     std::vector<int> axes;
-    for (size_t k = 1; k < argc; ++k) {
-      A ax = Array(*e.args[k]);
-      if (ax.size() != 1 || ax.item() != std::floor(ax.item())) {
-        throw SourceError(ErrorCategory::kValue, e.args[k]->span, "an axis must be a whole number");
-      }
-      axes.push_back(static_cast<int>(ax.item()));
-    }
+    for (size_t k = 1; k < argc; ++k) axes.push_back(Axis(*e.args[k], x));
     Value result = one(AtSpan(e.span, [&] {
       if (axes.empty()) return n == "sum" ? dualcast::sum(x) : dualcast::mean(x);
       return n == "sum" ? dualcast::sum(x, axes) : dualcast::mean(x, axes);
@@ -339,7 +355,7 @@ Value Evaluator::Builtin(const Expr& e, bool* found) {
     arity(1, SIZE_MAX, (n + "(x) or " + n + "(x, axis, ...)").c_str());
     A x = Array(*e.args[0]);
     std::vector<int> axes;
-    for (size_t k = 1; k < argc; ++k) axes.push_back(static_cast<int>(Integer(*e.args[k], "an axis")));
+    for (size_t k = 1; k < argc; ++k) axes.push_back(Axis(*e.args[k], x));
     return one(AtSpan(e.span, [&] {
       if (axes.empty()) {  // every axis; an empty list would reduce over none
         if (n == "max") return dualcast::max(x);
@@ -362,7 +378,7 @@ Value Evaluator::Builtin(const Expr& e, bool* found) {
     A x = Array(*e.args[0]);
     return one(AtSpan(e.span, [&] {
       if (argc == 1) return n == "argmax" ? dualcast::argmax(x) : dualcast::argmin(x);
-      const int axis = static_cast<int>(Integer(*e.args[1], "an axis"));
+      const int axis = Axis(*e.args[1], x);
       return n == "argmax" ? dualcast::argmax(x, axis) : dualcast::argmin(x, axis);
     }));
   }
