@@ -571,3 +571,37 @@ TEST_CASE(":time runs a statement as without it: the same assignments, the same 
   REQUIRE(s.Run("t = rand(2)"));
   CHECK(var("t") == seeded(2));
 }
+
+TEST_CASE("parser: the nesting limit is the stated 200 levels of the source, whatever their kind") {
+  // A level is one bracket, parenthesis, call, if, let or unary operator. The limit
+  // used to count parser frames: it fired at about 100 parentheses and 67 brackets.
+  struct Kind {
+    const char* open;
+    const char* inner;
+    const char* close;
+  };
+  const Kind kinds[] = {{"(", "1", ")"},       {"[", "1", "]"},         {"sin(", "x", ")"},
+                        {"f.(", "x", ")"},     {"not ", "x", ""},       {"- ", "x", ""},
+                        {"if 1 then ", "x", " else 0"}, {"let a = 1 in ", "a", ""}};
+  auto nested = [](const Kind& k, int levels) {
+    std::string text;
+    for (int i = 0; i < levels; ++i) text += k.open;
+    text += k.inner;
+    for (int i = 0; i < levels; ++i) text += k.close;
+    return text;
+  };
+  for (const Kind& k : kinds) {
+    CAPTURE(k.open);
+    CHECK_NOTHROW(ParseExpression(nested(k, 200)));
+    const SourceError e = CatchError([&] { ParseExpression(nested(k, 201)); });
+    CHECK(std::string(e.what()) == "expression nested too deeply (more than 200 levels)");
+  }
+  // 200 levels also evaluate and lower (their recursion is within the stack).
+  std::ostringstream out, err;
+  Session s(out, err);
+  REQUIRE(s.Run("x = 0.5"));
+  CHECK(s.Evaluate(nested(kinds[2], 200)).parts[0].item() > 0);
+  REQUIRE(s.Run("def deep(x) = " + nested(kinds[2], 200)));
+  CHECK(s.Evaluate("deep(x)").parts[0].item() == doctest::Approx(s.Evaluate(nested(kinds[2], 200)).parts[0].item()));
+  CHECK(s.Evaluate("sum(" + nested(kinds[1], 199) + ")").parts[0].item() == 1);
+}
