@@ -56,6 +56,12 @@ bool IsReservedName(const std::string& name) {
   return IsScalarBuiltin(name) || BuiltinConstant(name, &ignored);
 }
 
+// A failure whose error is already printed: a :load inside a loaded file
+// whose file stopped at an error (the outermost :load says it stopped, once).
+struct AlreadyReported : std::exception {
+  const char* what() const noexcept override { return "already reported"; }
+};
+
 void Materialize(const Value& v) {
   for (const A& a : v.parts) a.eval();
 }
@@ -114,6 +120,8 @@ bool Session::Run(std::string_view text, int first_line) {
     out_.flush();
     err_ << (options_.origin.empty() ? "" : options_.origin + ":" + std::to_string(first_line) + ": ")
          << "error: " << error.what() << "\n";
+  } catch (const AlreadyReported&) {
+    out_.flush();
   } catch (const std::exception& error) {
     out_.flush();
     err_ << (options_.origin.empty() ? "" : options_.origin + ":" + std::to_string(first_line) + ": ")
@@ -342,6 +350,7 @@ void Session::LoadCommand(const std::string& path) {
   --load_depth_;
   options_.origin = outer_origin;
   if (status != 0) {
+    if (load_depth_ > 0) throw AlreadyReported();  // a file loading this one says it, once
     throw Error(ErrorKind::kInvalidArgument,
                 ":load " + path + " stopped at its first error (above); the statements before it "
                 "took effect");
