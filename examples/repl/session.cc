@@ -267,21 +267,30 @@ void Session::Command(std::string_view text) {
   const std::string name = line.substr(1, space == std::string::npos ? std::string::npos : space - 1);
   const std::string rest = space == std::string::npos ? "" : Trim(line.substr(space));
   std::istringstream words(rest);
-  std::string word1, word2;
-  words >> word1 >> word2;
+  std::string word1, word2, word3;
+  words >> word1 >> word2 >> word3;
+  // A word the command does not take is an error, never ignored (`:seed 1 2` is not seed 1).
+  auto at_most = [&](int count, const char* usage) {
+    if ((count < 3 && !word3.empty()) || (count < 2 && !word2.empty()) || (count < 1 && !word1.empty())) {
+      throw Error(ErrorKind::kInvalidArgument, std::string("usage: ") + usage);
+    }
+  };
 
   if (name == "quit" || name == "q" || name == "exit") {
     quit_ = true;
   } else if (name == "help" || name == "h" || name == "?") {
     out_ << HelpText();
   } else if (name == "ir") {
+    at_most(1, ":ir f");
     IrCommand(word1);
   } else if (name == "code") {
+    at_most(2, ":code f [jvp]");
     if (!word2.empty() && word2 != "jvp") {
       throw Error(ErrorKind::kInvalidArgument, "usage: :code f [jvp]");
     }
     CodeCommand(word1, word2 == "jvp");
   } else if (name == "device") {
+    at_most(1, ":device cpu|cuda");
     DeviceCommand(word1);
   } else if (name == "time") {
     if (rest.empty()) throw Error(ErrorKind::kInvalidArgument, "usage: :time <statement>");
@@ -301,6 +310,7 @@ void Session::Command(std::string_view text) {
     VarsCommand();
   } else if (name == "seed") {
     // from_chars, not strtoull: that takes "-1" as 2^64 - 1 and saturates past 2^64, silently.
+    at_most(1, ":seed <n>, n a whole number from 0 to 2^64 - 1");
     unsigned long long seed = 0;
     const auto [end, ec] = std::from_chars(word1.data(), word1.data() + word1.size(), seed);
     if (word1.empty() || ec != std::errc() || end != word1.data() + word1.size()) {
@@ -310,6 +320,7 @@ void Session::Command(std::string_view text) {
     next_seed_ = seed;
     out_ << "the next random call uses seed " << seed << "\n";
   } else if (name == "fusion") {
+    at_most(1, ":fusion on|off");
     if (word1 == "off") {
       if (!unfused_) unfused_.emplace();
       out_ << "fusion off: every array operation is its own kernel and tape node (pure reverse mode)\n";
