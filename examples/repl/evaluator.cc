@@ -205,19 +205,19 @@ Value Evaluator::UserCall(const Expr& e, const UserFunction& f) {
     std::string params;
     for (const auto& p : f.def->params) params += (params.empty() ? "" : ", ") + p;
     throw SourceError(ErrorCategory::kArity, e.op_span,
-                      "'" + e.name + "' takes " + std::to_string(arity) + " argument" +
-                          (arity == 1 ? "" : "s") + " (" + params + "), got " +
-                          std::to_string(e.args.size()));
+                      "'" + e.name + "' takes " +
+                          (arity == 0 ? std::string("no arguments")
+                                      : std::to_string(arity) + " argument" + (arity == 1 ? "" : "s") + " (" +
+                                            params + ")") +
+                          ", got " + std::to_string(e.args.size()));
   }
   std::vector<A> args;
   for (const auto& a : e.args) args.push_back(Array(*a));
-  if (args.empty()) {
-    // A function of no arguments is a constant: broadcast it against a scalar.
-    throw SourceError(ErrorCategory::kArity, e.op_span,
-                      "'" + e.name + "' takes no arguments; a function needs at least one to be "
-                      "broadcast");
-  }
   Value out;
+  if (args.empty()) {  // a constant: its one-input form on a scalar gives one number
+    out.parts = AtSpan(e.span, [&] { return broadcast_n(f.as_constant, std::vector<A>{A::scalar(0)}); });
+    return out;
+  }
   out.parts = AtSpan(e.span, [&] { return broadcast_n(f.kernel, args); });
   return out;
 }

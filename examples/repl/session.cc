@@ -23,6 +23,7 @@
 #include "jit/error.h"
 #include "jit/ir/print.h"
 #include "jit/passes/jvp.h"
+#include "jit/passes/compose.h"
 #include "jit/passes/optimize.h"
 #include "jit/stats.h"
 
@@ -219,8 +220,18 @@ void Session::Define(const Stmt& s, std::string_view text) {
     }
     return LowerFunction(*def, dtype);
   });
+  Kernel as_constant;
+  if (def->params.empty()) {
+    as_constant = Kernel(def->name, [def](const std::string& name, std::span<const jit::Type> types) {
+      jit::Function f(name);
+      jit::Builder b(f);
+      b.Input(types[0]);  // unused: it only gives the broadcast its (rank-0) shape
+      b.Return(jit::Inline(b, LowerFunction(*def, types[0]), {}));
+      return f;
+    });
+  }
   const bool redefined = functions_.count(def->name) > 0;
-  functions_[def->name] = UserFunction{def, kernel};
+  functions_[def->name] = UserFunction{def, kernel, as_constant};
   defs_[def->name] = def;
   out_ << (redefined ? "redefined " : "defined ") << def->name << "("
        << absl::StrJoin(def->params, ", ") << ")";

@@ -58,6 +58,10 @@ struct Value {
 struct UserFunction {
   std::shared_ptr<const FunctionDef> def;
   Kernel kernel;
+  // Only for a function of no parameters (a constant, `def eps() = 1e-8`): the
+  // same body with one unused input, since a broadcast needs an argument;
+  // eps() runs it on a scalar.
+  Kernel as_constant;
 };
 
 class Session {

@@ -605,3 +605,23 @@ TEST_CASE("parser: the nesting limit is the stated 200 levels of the source, wha
   CHECK(s.Evaluate("deep(x)").parts[0].item() == doctest::Approx(s.Evaluate(nested(kinds[2], 200)).parts[0].item()));
   CHECK(s.Evaluate("sum(" + nested(kinds[1], 199) + ")").parts[0].item() == 1);
 }
+
+TEST_CASE("a function of no parameters is a constant: callable at the top level as in a def") {
+  std::ostringstream out, err;
+  Session s(out, err);
+  REQUIRE(s.Run("def eps() = 0.5"));  // was accepted, but eps() was refused ("takes no arguments")
+  for (const char* call : {"eps()", "eps.()"}) {
+    CAPTURE(call);
+    const Value v = s.Evaluate(call);
+    CHECK(v.parts[0].rank() == 0);
+    CHECK(v.parts[0].item() == 0.5);
+  }
+  REQUIRE(s.Run("def twice(x) = 2 * x * eps()"));
+  CHECK(s.Evaluate("twice.([1, 3])").parts[0].to_vector() == std::vector<double>{1, 3});
+  REQUIRE(s.Run("def pair() = (1, eps())"));
+  CHECK(s.Evaluate("pair()[2]").parts[0].item() == 0.5);
+  REQUIRE(s.Run("x = [1, 2]"));
+  CHECK(s.Evaluate("grad(sum(x * eps()), x)").parts[0].to_vector() == std::vector<double>{0.5, 0.5});
+  CHECK_FALSE(s.Run("eps(1)"));
+  CHECK(err.str().find("'eps' takes no arguments, got 1") != std::string::npos);
+}
