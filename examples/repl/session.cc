@@ -74,7 +74,15 @@ std::string FormatArray(const A& a) {
     const double x = a.item();
     return std::isnan(x) ? std::string("nan") : absl::StrFormat("%.6g", x);  // as NumPy: no sign on nan
   }
-  return a.str();
+  std::string text = a.str();
+  if (a.size() == 0 && a.rank() > 1) {
+    // "array([], ...)" alone would read as shape (0,): say the shape, as NumPy does.
+    const size_t rest = text.find(", dtype=");
+    std::string dims;
+    for (int64_t d : a.shape()) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+    text = "array([], shape=(" + dims + ")" + text.substr(rest);
+  }
+  return text;
 }
 
 Session::Session(std::ostream& out, std::ostream& err, Options options)
