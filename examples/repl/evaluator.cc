@@ -205,19 +205,19 @@ Value Evaluator::UserCall(const Expr& e, const UserFunction& f) {
     std::string params;
     for (const auto& p : f.def->params) params += (params.empty() ? "" : ", ") + p;
     throw SourceError(ErrorCategory::kArity, e.op_span,
-                      "'" + e.name + "' takes " + std::to_string(arity) + " argument" +
-                          (arity == 1 ? "" : "s") + " (" + params + "), got " +
-                          std::to_string(e.args.size()));
+                      "'" + e.name + "' takes " +
+                          (arity == 0 ? std::string("no arguments")
+                                      : std::to_string(arity) + " argument" + (arity == 1 ? "" : "s") + " (" +
+                                            params + ")") +
+                          ", got " + std::to_string(e.args.size()));
   }
   std::vector<A> args;
   for (const auto& a : e.args) args.push_back(Array(*a));
-  if (args.empty()) {
-    // A function of no arguments is a constant: broadcast it against a scalar.
-    throw SourceError(ErrorCategory::kArity, e.op_span,
-                      "'" + e.name + "' takes no arguments; a function needs at least one to be "
-                      "broadcast");
-  }
   Value out;
+  if (args.empty()) {  // a constant: its one-input form on a scalar gives one number
+    out.parts = AtSpan(e.span, [&] { return broadcast_n(f.as_constant, std::vector<A>{A::scalar(0)}); });
+    return out;
+  }
   out.parts = AtSpan(e.span, [&] { return broadcast_n(f.kernel, args); });
   return out;
 }
@@ -235,6 +235,28 @@ int64_t Evaluator::Integer(const Expr& e, const std::string& what, bool allow_ne
                           ", got " + FormatArray(a));
   }
   return static_cast<int64_t>(v);
+}
+
+int Evaluator::Axis(const Expr& e, const A& x) {
+  A a = Array(e);
+  if (a.size() != 1) {
+    throw SourceError(ErrorCategory::kValue, e.span, "an axis must be a number, not an array of shape " + ShapeText(a));
+  }
+  // The range is checked on the double, before any conversion to int: inf or 1e10 do
+  // not fit (the conversion is undefined), and the runtime would report some other number.
+  const double v = a.item();
+  if (v != std::floor(v) || std::isinf(v)) {
+    throw SourceError(ErrorCategory::kValue, e.span, "an axis must be a whole number, got " + FormatArray(a));
+  }
+  const int rank = x.rank();
+  if (v < -rank || v >= rank) {
+    throw SourceError(ErrorCategory::kValue, e.span,
+                      "axis " + FormatArray(a) + " is out of range for an array of shape " + ShapeText(x) +
+                          (rank == 0 ? std::string(" (it has no axes)")
+                                     : " (valid axes are " + std::to_string(-rank) + ".." +
+                                           std::to_string(rank - 1) + "; negative ones count from the end)"));
+  }
+  return static_cast<int>(v);
 }
 
 std::vector<int64_t> Evaluator::Dims(const Expr& call, size_t first, size_t count) {
@@ -315,13 +337,7 @@ Value Evaluator::Builtin(const Expr& e, bool* found) {
     arity(1, SIZE_MAX, "sum(x) or sum(x, axis, ...)");
     A x = Array(*e.args[0]);
     std::vector<int> axes;
-    for (size_t k = 1; k < argc; ++k) {
-      A ax = Array(*e.args[k]);
-      if (ax.size() != 1 || ax.item() != std::floor(ax.item())) {
-        throw SourceError(ErrorCategory::kValue, e.args[k]->span, "an axis must be a whole number");
-      }
-      axes.push_back(static_cast<int>(ax.item()));
-    }
+    for (size_t k = 1; k < argc; ++k) axes.push_back(Axis(*e.args[k], x));
     Value result = one(AtSpan(e.span, [&] {
       if (axes.empty()) return n == "sum" ? dualcast::sum(x) : dualcast::mean(x);
       return n == "sum" ? dualcast::sum(x, axes) : dualcast::mean(x, axes);
@@ -339,7 +355,7 @@ Value Evaluator::Builtin(const Expr& e, bool* found) {
     arity(1, SIZE_MAX, (n + "(x) or " + n + "(x, axis, ...)").c_str());
     A x = Array(*e.args[0]);
     std::vector<int> axes;
-    for (size_t k = 1; k < argc; ++k) axes.push_back(static_cast<int>(Integer(*e.args[k], "an axis")));
+    for (size_t k = 1; k < argc; ++k) axes.push_back(Axis(*e.args[k], x));
     return one(AtSpan(e.span, [&] {
       if (axes.empty()) {  // every axis; an empty list would reduce over none
         if (n == "max") return dualcast::max(x);
@@ -362,7 +378,7 @@ Value Evaluator::Builtin(const Expr& e, bool* found) {
     A x = Array(*e.args[0]);
     return one(AtSpan(e.span, [&] {
       if (argc == 1) return n == "argmax" ? dualcast::argmax(x) : dualcast::argmin(x);
-      const int axis = static_cast<int>(Integer(*e.args[1], "an axis"));
+      const int axis = Axis(*e.args[1], x);
       return n == "argmax" ? dualcast::argmax(x, axis) : dualcast::argmin(x, axis);
     }));
   }
@@ -563,12 +579,13 @@ Value Evaluator::PartialsCall(const Expr& e) {
 A Evaluator::Literal(const Expr& e) {
   // Shape from the first element at each level; every element must agree.
   std::vector<int64_t> shape;
-  std::vector<double> values;
+  std::vector<A> items;
+  bool all_numbers = true;  // every element written as a number (the parser folds "-3")
   std::function<void(const Expr&, size_t)> walk = [&](const Expr& node, size_t depth) {
     if (node.kind == Expr::kArray) {
       const int64_t count = static_cast<int64_t>(node.args.size());
       if (depth == shape.size()) {
-        if (!values.empty()) {
+        if (!items.empty()) {
           throw SourceError(ErrorCategory::kValue, node.span,
                             "ragged array literal: a list where the others have numbers");
         }
@@ -590,10 +607,27 @@ A Evaluator::Literal(const Expr& e) {
       throw SourceError(ErrorCategory::kValue, node.span,
                         "an array literal holds numbers; this is an array of shape " + ShapeText(item));
     }
-    values.push_back(item.item());
+    all_numbers = all_numbers && node.kind == Expr::kNumber;
+    items.push_back(std::move(item));
   };
   walk(e, 0);
-  return AtSpan(e.span, [&] { return A::from(values, shape); });
+  if (all_numbers) {
+    std::vector<double> values;
+    for (const A& item : items) values.push_back(item.item());
+    return AtSpan(e.span, [&] { return A::from(values, shape); });
+  }
+  // An element computed from something (a variable, a call) may be on a
+  // grad's tape, or be a value computed from one before it: build the array
+  // with the runtime's recorded stack and reshape, so grad follows the path
+  // through each element (a constant made of their numbers would drop it,
+  // silently), and so does the check for values computed before a grad.
+  return AtSpan(e.span, [&] {
+    for (A& item : items) {
+      if (item.rank() != 0) item = dualcast::reshape(item, Shape{});
+    }
+    A flat = dualcast::stack(items);
+    return shape.size() == 1 ? flat : dualcast::reshape(flat, shape);
+  });
 }
 
 A Evaluator::Unary(const Expr& e) {

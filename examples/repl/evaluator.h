@@ -46,6 +46,8 @@ class Evaluator {
   A Binary(const Expr& e);
   std::vector<int64_t> Dims(const Expr& call, size_t first, size_t count);
   int64_t Integer(const Expr& e, const std::string& what, bool allow_negative = false);
+  // An axis of x (negative ones count from the end), range-checked.
+  int Axis(const Expr& e, const A& x);
 
   Session& s_;
   std::vector<std::pair<std::string, Value>> locals_;  // 'let' bindings, innermost last

@@ -9,7 +9,9 @@ namespace dualcast::repl {
 namespace {
 
 // Deep enough for any real expression, shallow enough that a pathological
-// input ("((((((...") ends in an error instead of a stack overflow.
+// input ("((((((...") ends in an error instead of a stack overflow. A level is
+// what the message says: one bracket, parenthesis, call, if, let or unary
+// operator (or '^') of the source, whatever number of parser frames it takes.
 constexpr int kMaxNesting = 200;
 // The same for operator chains ("1+1+1+..."), which build a deep tree without nesting.
 constexpr int kMaxChain = 2000;
@@ -105,13 +107,13 @@ class Parser {
   }
 
   std::unique_ptr<Expr> Expression() {
-    Nest guard(*this);
     if (Peek().kind == Tok::kIf) return IfExpr();
     if (Peek().kind == Tok::kLet) return LetExpr();
     return Or();
   }
 
   std::unique_ptr<Expr> IfExpr() {
+    Nest guard(*this);
     auto e = Node(Expr::kIf, Next().span);
     e->args.push_back(Expression());
     Expect(Tok::kThen, "'then' after the condition of 'if'");
@@ -127,6 +129,7 @@ class Parser {
   }
 
   std::unique_ptr<Expr> LetExpr() {
+    Nest guard(*this);
     auto e = Node(Expr::kLet, Next().span);
     do {
       const Token& t = Expect(Tok::kIdent, "a name after 'let'");
@@ -249,6 +252,7 @@ class Parser {
       case Tok::kIdent: {
         Next();
         if (Peek().kind == Tok::kLParen || Peek().kind == Tok::kDotParen) {
+          Nest guard(*this);
           const bool dot = Next().kind == Tok::kDotParen;
           auto e = Node(Expr::kCall, t.span);
           e->name = t.text;
@@ -290,7 +294,6 @@ class Parser {
   // number may index: arrays are not sliced here.
   std::unique_ptr<Expr> Postfix(std::unique_ptr<Expr> base) {
     while (Peek().kind == Tok::kLBracket) {
-      Nest guard(*this);
       const Token& open = Next();
       const Token& index = Peek();
       if (index.kind != Tok::kNumber || index.number != std::floor(index.number) || index.number < 1) {
@@ -310,7 +313,6 @@ class Parser {
 
   // Comma-separated expressions up to `close` (already past the opener).
   void Arguments(Expr& e, Tok close, const char* close_name) {
-    Nest guard(*this);
     if (!Accept(close)) {
       do {
         e.args.push_back(Expression());

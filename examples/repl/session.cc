@@ -23,6 +23,7 @@
 #include "jit/error.h"
 #include "jit/ir/print.h"
 #include "jit/passes/jvp.h"
+#include "jit/passes/compose.h"
 #include "jit/passes/optimize.h"
 #include "jit/stats.h"
 
@@ -56,10 +57,10 @@ bool IsReservedName(const std::string& name) {
   return IsScalarBuiltin(name) || BuiltinConstant(name, &ignored);
 }
 
-// The statement-level work shared by plain statements and `:time`.
-struct Outcome {
-  Value value;
-  bool has_value = false;
+// A failure whose error is already printed: a :load inside a loaded file
+// whose file stopped at an error (the outermost :load says it stopped, once).
+struct AlreadyReported : std::exception {
+  const char* what() const noexcept override { return "already reported"; }
 };
 
 void Materialize(const Value& v) {
@@ -73,7 +74,15 @@ std::string FormatArray(const A& a) {
     const double x = a.item();
     return std::isnan(x) ? std::string("nan") : absl::StrFormat("%.6g", x);  // as NumPy: no sign on nan
   }
-  return a.str();
+  std::string text = a.str();
+  if (a.size() == 0 && a.rank() > 1) {
+    // "array([], ...)" alone would read as shape (0,): say the shape, as NumPy does.
+    const size_t rest = text.find(", dtype=");
+    std::string dims;
+    for (int64_t d : a.shape()) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+    text = "array([], shape=(" + dims + ")" + text.substr(rest);
+  }
+  return text;
 }
 
 Session::Session(std::ostream& out, std::ostream& err, Options options)
@@ -120,6 +129,8 @@ bool Session::Run(std::string_view text, int first_line) {
     out_.flush();
     err_ << (options_.origin.empty() ? "" : options_.origin + ":" + std::to_string(first_line) + ": ")
          << "error: " << error.what() << "\n";
+  } catch (const AlreadyReported&) {
+    out_.flush();
   } catch (const std::exception& error) {
     out_.flush();
     err_ << (options_.origin.empty() ? "" : options_.origin + ":" + std::to_string(first_line) + ": ")
@@ -136,48 +147,61 @@ void Session::Statement(std::string_view text) {
 }
 
 void Session::Execute(const Stmt& s, std::string_view text) {
-  switch (s.kind) {
-    case Stmt::kDef:
-      Define(s, text);
-      return;
-    case Stmt::kAssign: {
-      Evaluator ev(*this);
-      Value v = ev.Eval(*s.body);
-      Materialize(v);
-      for (size_t k = 0; k < s.targets.size(); ++k) {
-        const std::string& name = s.targets[k];
-        if (IsReservedName(name)) {
-          throw SourceError(ErrorCategory::kValue, s.target_spans[k],
-                            "'" + name + "' is a built-in name; choose another variable name");
-        }
-        if (functions_.count(name)) {
-          throw SourceError(ErrorCategory::kValue, s.target_spans[k],
-                            "'" + name + "' is a function; choose another variable name");
-        }
-      }
-      if (s.targets.size() > 1 && v.parts.size() != s.targets.size()) {
-        throw SourceError(ErrorCategory::kArity, s.body->span,
-                          std::to_string(s.targets.size()) + " names on the left but the value has " +
-                              std::to_string(v.parts.size()));
-      }
-      if (s.targets.size() == 1) {
-        variables_[s.targets[0]] = Value{v.parts, {}};
-        if (!s.quiet) Print(s.targets[0], variables_[s.targets[0]]);
-      } else {
-        for (size_t k = 0; k < s.targets.size(); ++k) {
-          variables_[s.targets[k]] = Value{{v.parts[k]}, {}};
-          if (!s.quiet) Print(s.targets[k], variables_[s.targets[k]]);
-        }
-      }
-      return;
+  if (s.kind == Stmt::kDef) {
+    Define(s, text);
+    return;
+  }
+  CheckTargets(s);  // before the value: a refused name costs no evaluation and draws no seed
+  const uint64_t seed = next_seed_;
+  try {
+    Evaluator ev(*this);
+    Value v = ev.Eval(*s.body);
+    Materialize(v);
+    CheckArity(s, v);
+    Bind(s, std::move(v), !s.quiet);
+  } catch (...) {
+    // A failed statement leaves the state as before it, the seed counter included,
+    // so fixing a typo gives the numbers the script would have given.
+    next_seed_ = seed;
+    throw;
+  }
+}
+
+void Session::CheckTargets(const Stmt& s) const {
+  for (size_t k = 0; k < s.targets.size(); ++k) {
+    const std::string& name = s.targets[k];
+    if (IsReservedName(name)) {
+      throw SourceError(ErrorCategory::kValue, s.target_spans[k],
+                        "'" + name + "' is a built-in name; choose another variable name");
     }
-    case Stmt::kExpr: {
-      Evaluator ev(*this);
-      Value v = ev.Eval(*s.body);
-      Materialize(v);
-      if (!s.quiet) Print("", v);
-      return;
+    if (functions_.count(name)) {
+      throw SourceError(ErrorCategory::kValue, s.target_spans[k],
+                        "'" + name + "' is a function; choose another variable name");
     }
+  }
+}
+
+void Session::CheckArity(const Stmt& s, const Value& v) const {
+  if (s.targets.size() > 1 && v.parts.size() != s.targets.size()) {
+    throw SourceError(ErrorCategory::kArity, s.body->span,
+                      std::to_string(s.targets.size()) + " names on the left but the value has " +
+                          std::to_string(v.parts.size()));
+  }
+}
+
+void Session::Bind(const Stmt& s, Value v, bool print) {
+  if (s.kind == Stmt::kExpr) {
+    if (print) Print("", v);
+    return;
+  }
+  if (s.targets.size() == 1) {
+    variables_[s.targets[0]] = Value{std::move(v.parts), {}};
+    if (print) Print(s.targets[0], variables_[s.targets[0]]);
+    return;
+  }
+  for (size_t k = 0; k < s.targets.size(); ++k) {
+    variables_[s.targets[k]] = Value{{v.parts[k]}, {}};
+    if (print) Print(s.targets[k], variables_[s.targets[k]]);
   }
 }
 
@@ -204,8 +228,18 @@ void Session::Define(const Stmt& s, std::string_view text) {
     }
     return LowerFunction(*def, dtype);
   });
+  Kernel as_constant;
+  if (def->params.empty()) {
+    as_constant = Kernel(def->name, [def](const std::string& name, std::span<const jit::Type> types) {
+      jit::Function f(name);
+      jit::Builder b(f);
+      b.Input(types[0]);  // unused: it only gives the broadcast its (rank-0) shape
+      b.Return(jit::Inline(b, LowerFunction(*def, types[0]), {}));
+      return f;
+    });
+  }
   const bool redefined = functions_.count(def->name) > 0;
-  functions_[def->name] = UserFunction{def, kernel};
+  functions_[def->name] = UserFunction{def, kernel, as_constant};
   defs_[def->name] = def;
   out_ << (redefined ? "redefined " : "defined ") << def->name << "("
        << absl::StrJoin(def->params, ", ") << ")";
@@ -252,21 +286,30 @@ void Session::Command(std::string_view text) {
   const std::string name = line.substr(1, space == std::string::npos ? std::string::npos : space - 1);
   const std::string rest = space == std::string::npos ? "" : Trim(line.substr(space));
   std::istringstream words(rest);
-  std::string word1, word2;
-  words >> word1 >> word2;
+  std::string word1, word2, word3;
+  words >> word1 >> word2 >> word3;
+  // A word the command does not take is an error, never ignored (`:seed 1 2` is not seed 1).
+  auto at_most = [&](int count, const char* usage) {
+    if ((count < 3 && !word3.empty()) || (count < 2 && !word2.empty()) || (count < 1 && !word1.empty())) {
+      throw Error(ErrorKind::kInvalidArgument, std::string("usage: ") + usage);
+    }
+  };
 
   if (name == "quit" || name == "q" || name == "exit") {
     quit_ = true;
   } else if (name == "help" || name == "h" || name == "?") {
     out_ << HelpText();
   } else if (name == "ir") {
+    at_most(1, ":ir f");
     IrCommand(word1);
   } else if (name == "code") {
+    at_most(2, ":code f [jvp]");
     if (!word2.empty() && word2 != "jvp") {
       throw Error(ErrorKind::kInvalidArgument, "usage: :code f [jvp]");
     }
     CodeCommand(word1, word2 == "jvp");
   } else if (name == "device") {
+    at_most(1, ":device cpu|cuda");
     DeviceCommand(word1);
   } else if (name == "time") {
     if (rest.empty()) throw Error(ErrorKind::kInvalidArgument, "usage: :time <statement>");
@@ -286,6 +329,7 @@ void Session::Command(std::string_view text) {
     VarsCommand();
   } else if (name == "seed") {
     // from_chars, not strtoull: that takes "-1" as 2^64 - 1 and saturates past 2^64, silently.
+    at_most(1, ":seed <n>, n a whole number from 0 to 2^64 - 1");
     unsigned long long seed = 0;
     const auto [end, ec] = std::from_chars(word1.data(), word1.data() + word1.size(), seed);
     if (word1.empty() || ec != std::errc() || end != word1.data() + word1.size()) {
@@ -295,6 +339,7 @@ void Session::Command(std::string_view text) {
     next_seed_ = seed;
     out_ << "the next random call uses seed " << seed << "\n";
   } else if (name == "fusion") {
+    at_most(1, ":fusion on|off");
     if (word1 == "off") {
       if (!unfused_) unfused_.emplace();
       out_ << "fusion off: every array operation is its own kernel and tape node (pure reverse mode)\n";
@@ -335,6 +380,7 @@ void Session::LoadCommand(const std::string& path) {
   --load_depth_;
   options_.origin = outer_origin;
   if (status != 0) {
+    if (load_depth_ > 0) throw AlreadyReported();  // a file loading this one says it, once
     throw Error(ErrorKind::kInvalidArgument,
                 ":load " + path + " stopped at its first error (above); the statements before it "
                 "took effect");
@@ -360,6 +406,8 @@ std::vector<std::string> Session::CompletionNames() const {
 void Session::TimeCommand(std::string_view statement) {
   Stmt s = ParseStatement(statement);
   if (s.kind == Stmt::kDef) throw Error(ErrorKind::kInvalidArgument, ":time runs a statement, not a def");
+  // The statement is checked and assigned as without :time (Execute); only its printing is the timing.
+  CheckTargets(s);
   const uint64_t seed = next_seed_;
   auto run_once = [&] {
     next_seed_ = seed;  // every run sees the same random numbers
@@ -369,30 +417,33 @@ void Session::TimeCommand(std::string_view statement) {
     return v;
   };
   using Clock = std::chrono::steady_clock;
-  const jit::Stats before = jit::GetStats();
-  auto t0 = Clock::now();
-  Value first = run_once();
-  const double first_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  const jit::Stats after = jit::GetStats();
-  std::vector<double> times;
-  double total = 0;
-  while (times.size() < 100 && (times.size() < 5 || total < 1000.0)) {
-    ThrowIfInterrupted();
-    t0 = Clock::now();
-    run_once();
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    times.push_back(ms);
-    total += ms;
-  }
-  std::sort(times.begin(), times.end());
-  const double median = times[times.size() / 2];
-  out_ << absl::StrFormat("median %.4g ms over %d runs; first run %.4g ms, of which compiling %.4g ms (%d kernel%s)\n",
-                          median, times.size(), first_ms, after.compile_ms - before.compile_ms,
-                          after.compiles - before.compiles,
-                          after.compiles - before.compiles == 1 ? "" : "s");
-  if (s.kind == Stmt::kAssign && s.targets.size() == 1 && !IsReservedName(s.targets[0]) &&
-      !functions_.count(s.targets[0])) {
-    variables_[s.targets[0]] = Value{first.parts, {}};
+  try {
+    const jit::Stats before = jit::GetStats();
+    auto t0 = Clock::now();
+    Value first = run_once();
+    const double first_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    const jit::Stats after = jit::GetStats();
+    CheckArity(s, first);  // before the runs: a statement that cannot assign is not timed
+    std::vector<double> times;
+    double total = 0;
+    while (times.size() < 100 && (times.size() < 5 || total < 1000.0)) {
+      ThrowIfInterrupted();
+      t0 = Clock::now();
+      run_once();
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      times.push_back(ms);
+      total += ms;
+    }
+    std::sort(times.begin(), times.end());
+    const double median = times[times.size() / 2];
+    out_ << absl::StrFormat("median %.4g ms over %d runs; first run %.4g ms, of which compiling %.4g ms (%d kernel%s)\n",
+                            median, times.size(), first_ms, after.compile_ms - before.compile_ms,
+                            after.compiles - before.compiles,
+                            after.compiles - before.compiles == 1 ? "" : "s");
+    Bind(s, std::move(first), /*print=*/false);
+  } catch (...) {
+    next_seed_ = seed;  // as a failed plain statement: no seed used
+    throw;
   }
 }
 

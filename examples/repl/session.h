@@ -16,7 +16,9 @@
 // generator (Array::uniform/normal, xoshiro256**). The k-th random call of a
 // session uses seed k (1, 2, 3, ...), so a script always sees the same
 // numbers and the C++ API reproduces them with Array<double>::uniform(shape,
-// k); `:seed n` makes the next call use seed n. `:time` does not advance it.
+// k); `:seed n` makes the next call use seed n. `:time stmt` advances it as
+// one run of stmt does (every run sees the same numbers); a statement that
+// fails does not advance it.
 //
 // Example:
 //   Session s(std::cout, std::cerr);
@@ -56,6 +58,10 @@ struct Value {
 struct UserFunction {
   std::shared_ptr<const FunctionDef> def;
   Kernel kernel;
+  // Only for a function of no parameters (a constant, `def eps() = 1e-8`): the
+  // same body with one unused input, since a broadcast needs an argument;
+  // eps() runs it on a scalar.
+  Kernel as_constant;
 };
 
 class Session {
@@ -95,7 +101,12 @@ class Session {
   void Execute(const Stmt& s, std::string_view text);  // `text`: the whole line, which s's spans index
   void Command(std::string_view text);
   void Define(const Stmt& s, std::string_view text);
-  void Assign(const Stmt& s, Value value);
+  // The parts of an assignment or expression statement, shared with `:time`:
+  // refuse a target name (before evaluating), refuse a value with the wrong
+  // number of parts, then assign (and print when `print`).
+  void CheckTargets(const Stmt& s) const;
+  void CheckArity(const Stmt& s, const Value& v) const;
+  void Bind(const Stmt& s, Value v, bool print);
   void Print(const std::string& name, const Value& value);
   void TimeCommand(std::string_view statement);
   void LoadCommand(const std::string& path);

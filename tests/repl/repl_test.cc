@@ -488,3 +488,140 @@ TEST_CASE("where vs if: the untaken branch's NaN leaks into the unfused reverse 
   CHECK(with_where[2] == 0.25);
   REQUIRE(s.Run(":fusion on"));
 }
+
+TEST_CASE("an array literal with computed elements is recorded: grad follows the path through each element") {
+  std::ostringstream out, err;
+  Session s(out, err);
+  REQUIRE(s.Run("x = 2"));
+  REQUIRE(s.Run("v = [1, 2]"));
+  auto values = [&](const char* text) { return s.Evaluate(text).parts[0].to_vector(); };
+  for (const char* fusion : {":fusion on", ":fusion off"}) {
+    CAPTURE(fusion);
+    REQUIRE(s.Run(fusion));
+    // By hand at x = 2. A literal made of the elements' numbers was a constant: the
+    // first two gave 1 and 4, silently, and the third said x was not used.
+    CHECK(values("grad(sum([x, x]) + x, x)") == std::vector<double>{3});                    // d(3x)
+    CHECK(values("grad(sum([x, 2 * x] * v) + x * x, x)") == std::vector<double>{9});        // 1 + 4 + 2x
+    CHECK(values("grad(sum([x, 3]), x)") == std::vector<double>{1});                        // d(x + 3)
+    CHECK(values("grad(sum([[x, 1], [x * x, 4]] * [[1, 2], [3, 4]]), x)") == std::vector<double>{13});  // 1 + 3 * 2x
+  }
+  // An element may be any one-element array; its gradient keeps its shape: d(u + u^2) = 1 + 2u.
+  REQUIRE(s.Run("u = [5]"));
+  const Value du = s.Evaluate("grad(sum([u, u * u]), u)");
+  CHECK(du.parts[0].shape() == std::vector<int64_t>{1});
+  CHECK(du.parts[0].to_vector() == std::vector<double>{11});
+  // The values and shape are the plain literal's.
+  const Value m = s.Evaluate("[[x, 1], [2, x]]");
+  CHECK(m.parts[0].shape() == std::vector<int64_t>{2, 2});
+  CHECK(m.parts[0].to_vector() == std::vector<double>{2, 1, 2, 2});
+  // A literal assigned before the grad is a value computed from x, and grad says so
+  // (as for y = x * 1) instead of treating it as a constant and returning 1.
+  REQUIRE(s.Run("y = [x, 1]"));
+  CHECK_FALSE(s.Run("grad(sum(y) + x, x)"));
+  CHECK(err.str().find("also through a variable computed before this grad") != std::string::npos);
+}
+
+TEST_CASE("a statement that fails draws no random seed; a refused name is refused before the value is computed") {
+  std::ostringstream out, err;
+  Session s(out, err);
+  auto seeded = [](uint64_t seed) { return Array<double>::uniform({2}, seed).to_vector(); };
+  auto var = [&](const char* name) { return s.variable(name)->parts[0].to_vector(); };
+  REQUIRE(s.Run(":seed 1"));
+  CHECK_FALSE(s.Run("r = rand(2) + [1, 2, 3]"));  // a shape error after rand ran
+  CHECK_FALSE(s.Run("a, b = rand(2)"));           // one value for two names
+  CHECK_FALSE(s.Run("sum = rand(2)"));            // a built-in name
+  REQUIRE(s.Run("def sq(x) = x * x"));
+  CHECK_FALSE(s.Run("sq = rand(2)"));             // a function's name
+  REQUIRE(s.Run("r = rand(2)"));
+  CHECK(var("r") == seeded(1));  // the k-th random call of the statements that ran
+  // The name is refused first: not "unknown name 'nosuch'".
+  CHECK_FALSE(s.Run("sum = nosuch"));
+  CHECK(err.str().find("'sum' is a built-in name") != std::string::npos);
+  CHECK(err.str().find("unknown name 'nosuch'") == std::string::npos);
+  // On a line, the statements before the failing one ran, with their seeds.
+  REQUIRE(s.Run(":seed 1"));
+  CHECK_FALSE(s.Run("p = rand(2); q = rand(2) + [1, 2, 3]"));
+  CHECK(var("p") == seeded(1));
+  REQUIRE(s.Run("q = rand(2)"));
+  CHECK(var("q") == seeded(2));
+}
+
+TEST_CASE(":time runs a statement as without it: the same assignments, the same errors, one run's seeds") {
+  std::ostringstream out, err;
+  Session s(out, err);
+  auto seeded = [](uint64_t seed) { return Array<double>::uniform({2}, seed).to_vector(); };
+  auto var = [&](const char* name) { return s.variable(name)->parts[0].to_vector(); };
+  REQUIRE(s.Run("x = 1"));
+  REQUIRE(s.Run(":time a, b = (x, 2 * x)"));  // assigned nothing, silently
+  CHECK(out.str().find("median") != std::string::npos);
+  REQUIRE(s.variable("a") != nullptr);
+  REQUIRE(s.variable("b") != nullptr);
+  CHECK(var("a") == std::vector<double>{1});
+  CHECK(var("b") == std::vector<double>{2});
+  CHECK_FALSE(s.Run(":time sum = 3"));  // was accepted (and ignored), though `sum = 3` is an error
+  CHECK(err.str().find("'sum' is a built-in name") != std::string::npos);
+  CHECK_FALSE(s.Run(":time c, d = x"));
+  CHECK(err.str().find("2 names on the left but the value has 1") != std::string::npos);
+  CHECK(s.variable("c") == nullptr);
+  // Seeds: a timed random statement draws what one run draws; a failed one draws nothing.
+  REQUIRE(s.Run(":seed 1"));
+  REQUIRE(s.Run(":time r = rand(2)"));
+  CHECK(var("r") == seeded(1));
+  CHECK_FALSE(s.Run(":time w = rand(2) + [1, 2, 3]"));
+  REQUIRE(s.Run("t = rand(2)"));
+  CHECK(var("t") == seeded(2));
+}
+
+TEST_CASE("parser: the nesting limit is the stated 200 levels of the source, whatever their kind") {
+  // A level is one bracket, parenthesis, call, if, let or unary operator. The limit
+  // used to count parser frames: it fired at about 100 parentheses and 67 brackets.
+  struct Kind {
+    const char* open;
+    const char* inner;
+    const char* close;
+  };
+  const Kind kinds[] = {{"(", "1", ")"},       {"[", "1", "]"},         {"sin(", "x", ")"},
+                        {"f.(", "x", ")"},     {"not ", "x", ""},       {"- ", "x", ""},
+                        {"if 1 then ", "x", " else 0"}, {"let a = 1 in ", "a", ""}};
+  auto nested = [](const Kind& k, int levels) {
+    std::string text;
+    for (int i = 0; i < levels; ++i) text += k.open;
+    text += k.inner;
+    for (int i = 0; i < levels; ++i) text += k.close;
+    return text;
+  };
+  for (const Kind& k : kinds) {
+    CAPTURE(k.open);
+    CHECK_NOTHROW(ParseExpression(nested(k, 200)));
+    const SourceError e = CatchError([&] { ParseExpression(nested(k, 201)); });
+    CHECK(std::string(e.what()) == "expression nested too deeply (more than 200 levels)");
+  }
+  // 200 levels also evaluate and lower (their recursion is within the stack).
+  std::ostringstream out, err;
+  Session s(out, err);
+  REQUIRE(s.Run("x = 0.5"));
+  CHECK(s.Evaluate(nested(kinds[2], 200)).parts[0].item() > 0);
+  REQUIRE(s.Run("def deep(x) = " + nested(kinds[2], 200)));
+  CHECK(s.Evaluate("deep(x)").parts[0].item() == doctest::Approx(s.Evaluate(nested(kinds[2], 200)).parts[0].item()));
+  CHECK(s.Evaluate("sum(" + nested(kinds[1], 199) + ")").parts[0].item() == 1);
+}
+
+TEST_CASE("a function of no parameters is a constant: callable at the top level as in a def") {
+  std::ostringstream out, err;
+  Session s(out, err);
+  REQUIRE(s.Run("def eps() = 0.5"));  // was accepted, but eps() was refused ("takes no arguments")
+  for (const char* call : {"eps()", "eps.()"}) {
+    CAPTURE(call);
+    const Value v = s.Evaluate(call);
+    CHECK(v.parts[0].rank() == 0);
+    CHECK(v.parts[0].item() == 0.5);
+  }
+  REQUIRE(s.Run("def twice(x) = 2 * x * eps()"));
+  CHECK(s.Evaluate("twice.([1, 3])").parts[0].to_vector() == std::vector<double>{1, 3});
+  REQUIRE(s.Run("def pair() = (1, eps())"));
+  CHECK(s.Evaluate("pair()[2]").parts[0].item() == 0.5);
+  REQUIRE(s.Run("x = [1, 2]"));
+  CHECK(s.Evaluate("grad(sum(x * eps()), x)").parts[0].to_vector() == std::vector<double>{0.5, 0.5});
+  CHECK_FALSE(s.Run("eps(1)"));
+  CHECK(err.str().find("'eps' takes no arguments, got 1") != std::string::npos);
+}
