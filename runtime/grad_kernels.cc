@@ -112,24 +112,23 @@ std::shared_ptr<ArrayImpl> Contiguous(const std::shared_ptr<ArrayImpl>& a) {
   return Dense(*a) ? a : CopyArray(*a);
 }
 
-void AddInto(ArrayImpl& dst, const ArrayImpl& src) {
-  CheckSameShape(dst, src, "gradient accumulation");
-  CheckComputed(dst, "gradient accumulation");
-  CheckComputed(src, "gradient accumulation");
+namespace {
+// dst = src, or dst += src: one strided pass either way.
+void WriteInto(ArrayImpl& dst, const ArrayImpl& src, bool add, const char* what) {
+  CheckSameShape(dst, src, what);
+  CheckComputed(dst, what);
+  CheckComputed(src, what);
   ExecuteOptions options;
   options.destinations = {Borrow(dst)};
-  options.accumulate = {true};
-  Execute("add_into", ElementwiseFunction(Elementwise::kCopy, dst.dtype), {Borrow(src)}, options);
+  options.accumulate = {add};
+  Execute(add ? "add_into" : "copy_into", ElementwiseFunction(Elementwise::kCopy, dst.dtype),
+          {Borrow(src)}, options);
 }
+}  // namespace
 
-void CopyInto(ArrayImpl& dst, const ArrayImpl& src) {
-  CheckSameShape(dst, src, "copy into");
-  CheckComputed(dst, "copy into");
-  CheckComputed(src, "copy into");
-  ExecuteOptions options;
-  options.destinations = {Borrow(dst)};
-  Execute("copy_into", ElementwiseFunction(Elementwise::kCopy, dst.dtype), {Borrow(src)}, options);
-}
+void AddInto(ArrayImpl& dst, const ArrayImpl& src) { WriteInto(dst, src, true, "gradient accumulation"); }
+
+void CopyInto(ArrayImpl& dst, const ArrayImpl& src) { WriteInto(dst, src, false, "copy into"); }
 
 void CopyEachInto(const std::vector<std::shared_ptr<ArrayImpl>>& dsts,
                   const std::vector<std::shared_ptr<ArrayImpl>>& srcs) {
