@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 #include <numeric>
+#include <optional>
 #include <ostream>
 
 #include "absl/strings/str_cat.h"
@@ -24,6 +25,7 @@
 #include "dualcast/detail/execute.hpp"
 #include "dualcast/detail/grad_node.hpp"
 #include "jit/codegen/broadcast_layout.h"
+#include "jit/codegen/element_count.h"
 #include "jit/error.h"
 #include "runtime/layout_grad.h"
 #include "runtime/pending_readers.h"
@@ -214,12 +216,9 @@ std::shared_ptr<ArrayImpl> NewContiguousArray(DType dtype, std::span<const int64
   CheckShape(shape, "new array");
   // The element count and byte size must not wrap: {2^40, 2^40} would
   // otherwise become a 0-byte "array" of 2^80 elements.
-  int64_t elements = 1, bytes = 0;
-  bool overflow = false;
-  for (int64_t s : shape) overflow = overflow || __builtin_mul_overflow(elements, s, &elements);
-  overflow = overflow ||
-             __builtin_mul_overflow(elements, static_cast<int64_t>(SizeOf(dtype)), &bytes);
-  if (overflow) {
+  const std::optional<int64_t> elements = jit::ElementCount(shape);
+  int64_t bytes = 0;
+  if (!elements || !jit::CheckedMul(*elements, static_cast<int64_t>(SizeOf(dtype)), &bytes)) {
     throw Error(ErrorKind::kMemory,
                 absl::StrFormat("out of memory: an array of shape [%s] would need more than "
                                 "2^63 bytes; use smaller sizes",

@@ -180,5 +180,52 @@ TEST_CASE("aliasing an output view with an input: kInvalidArgument; nothing writ
   CHECK(p1.untouched());
 }
 
+// Found by the bad-input hunt: concat summed the lengths along the axis
+// unchecked, so MAX + MAX + 4 wrapped to 2; the result was allocated for 2
+// elements and the inputs written far past its end (a segfault). Two 2^62
+// views wrapped negative instead, and the error named an internal kernel
+// ("fill: argument 2 has a negative size") and a shape nobody passed.
+TEST_CASE("concat whose length along the axis overflows int64: kShape naming concat, the shapes and the axis") {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  static double one = 1.0;  // static: the forked child reads it too
+  std::optional<Error> e = CatchInChild([&] {
+    auto a = Array<double>::view(&one, {max}, {0});  // one element, stride 0
+    auto b = Array<double>::from({1, 2, 3, 4}, {4});
+    concat({a, a, b});
+  });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kShape);
+  CHECK(Contains(e->what(), "concat"));
+  CHECK(Contains(e->what(), "[9223372036854775807], [9223372036854775807], [4]"));
+  CHECK(Contains(e->what(), "axis 0"));
+
+  e = CatchInChild([&] {
+    auto h = Array<double>::view(&one, {int64_t{1} << 62}, {0});
+    concat({h, h});
+  });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kShape);
+  CHECK(Contains(e->what(), "concat"));
+  CHECK(Contains(e->what(), "[4611686018427387904], [4611686018427387904]"));
+  CHECK_FALSE(Contains(e->what(), "fill"));
+
+  // The lengths fit but the element count does not (2^62 rows of 2), along a negative axis.
+  auto rows = Array<double>::view(&one, {int64_t{1} << 61, 2}, {0, 0});
+  e = Catch([&] { concat({rows, rows}, -2); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kShape);
+  CHECK(Contains(e->what(), "concat"));
+  CHECK(Contains(e->what(), "axis 0"));
+  // stack, which joins along a new axis, is checked the same way.
+  auto half = Array<double>::view(&one, {int64_t{1} << 62}, {0});
+  e = Catch([&] { stack({half, half}); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kShape);
+  CHECK(Contains(e->what(), "stack"));
+  // Joins that fit are unchanged.
+  auto x = Array<double>::from({1, 2}, {2});
+  CHECK(concat({x, x}).to_vector() == std::vector<double>{1, 2, 1, 2});
+}
+
 }  // namespace
 }  // namespace dualcast::bad_inputs
