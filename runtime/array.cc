@@ -559,7 +559,6 @@ Array<T> Array<T>::to(Device device) const {
 template <ElementType T>
 Array<T> Array<T>::reshape(Shape shape) const {
   const ArrayImpl& self = checked();
-  int64_t known = 1;
   int infer = -1;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == -1 && infer < 0) {
@@ -567,18 +566,29 @@ Array<T> Array<T>::reshape(Shape shape) const {
     } else if (shape[d] < 0) {
       throw Error(ErrorKind::kShape, absl::StrFormat("reshape: invalid target shape %s",
                                                      ShapeText(shape)));
-    } else {
-      known *= shape[d];
     }
   }
-  if (infer >= 0) shape[infer] = known == 0 ? 0 : self.size() / known;
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  if (n != self.size() || (infer >= 0 && known != 0 && self.size() % known != 0)) {
-    throw Error(ErrorKind::kShape,
-                absl::StrFormat("reshape: cannot reshape an array of shape %s (%d elements) into "
-                                "shape %s", ShapeText(self.shape), self.size(), ShapeText(shape)));
+  auto mismatch = [&](const std::string& why) {
+    return Error(ErrorKind::kShape,
+                 absl::StrFormat("reshape: cannot reshape an array of shape %s (%d elements) into "
+                                 "shape %s%s", ShapeText(self.shape), self.size(), ShapeText(shape),
+                                 why));
+  };
+  // Counted with overflow checks: {3, 6148914691236517206} has 2^64 + 2
+  // elements, which a plain product wraps to 2.
+  if (infer >= 0) {
+    Shape others = shape;
+    others.erase(others.begin() + infer);
+    const std::optional<int64_t> known = jit::ElementCount(others);
+    if (!known) throw mismatch(", whose other sizes multiply to more than 2^63 - 1");
+    // As NumPy: with a 0 among the other sizes, every size fits the -1.
+    if (*known == 0) throw mismatch("; the -1 cannot be inferred when another size is 0");
+    if (self.size() % *known != 0) throw mismatch("");
+    shape[infer] = self.size() / *known;
   }
+  const std::optional<int64_t> n = jit::ElementCount(shape);
+  if (!n) throw mismatch(", which has more than 2^63 - 1 elements");
+  if (*n != self.size()) throw mismatch("");
   detail::Materialize(*impl_);
   if (!self.contiguous()) {
     Array out = copy().reshape(std::move(shape));

@@ -227,5 +227,45 @@ TEST_CASE("concat whose length along the axis overflows int64: kShape naming con
   CHECK(concat({x, x}).to_vector() == std::vector<double>{1, 2, 1, 2});
 }
 
+// Found by the bad-input hunt: reshape multiplied the target sizes unchecked,
+// so {3, 6148914691236517206} (2^64 + 2 elements) passed the size check of a
+// 2-element array; the result read through wrapped offsets (and crashed).
+TEST_CASE("reshape into a shape whose element count overflows int64: kShape, as NumPy") {
+  const int64_t third = 6148914691236517206;  // 3 * third = 2^64 + 2
+  auto x = Array<double>::from({1, 2}, {2});
+  for (const Shape& target : {Shape{3, third}, Shape{-1, 3, third}, Shape{third, 3, -1}}) {
+    CAPTURE(target.size());
+    std::optional<Error> e = Catch([&] { x.reshape(target); });
+    REQUIRE(e);
+    CHECK(e->kind() == ErrorKind::kShape);
+    CHECK(Contains(e->what(), "reshape"));
+    CHECK(Contains(e->what(), "6148914691236517206"));
+    CHECK(Contains(e->what(), "2^63"));
+  }
+  // Through a copy (a transposed array) too, and through dualcast::reshape.
+  auto m = Array<double>::from({1, 2, 3, 4, 5, 6}, {2, 3}).transpose();
+  std::optional<Error> e = Catch([&] { reshape(m, {int64_t{1} << 62, 4, 6}); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kShape);
+  CHECK(x.reshape({2, 1}).shape() == Shape{2, 1});
+}
+
+// NumPy: np.zeros((0, 3)).reshape(-1, 0) is a ValueError (any size fits the -1);
+// dualcast gave shape (0, 0).
+TEST_CASE("reshape with -1 and another size 0: the -1 cannot be inferred, kShape") {
+  auto z = Array<double>::zeros({0, 3});
+  std::optional<Error> e = Catch([&] { z.reshape({-1, 0}); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kShape);
+  CHECK(Contains(e->what(), "[-1, 0]"));
+  CHECK(Contains(e->what(), "-1 cannot be inferred"));
+  e = Catch([&] { Array<double>::zeros({2, 3}).reshape({0, -1}); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kShape);
+  // Without a -1, size-0 reshapes stay valid.
+  CHECK(z.reshape({3, 0}).shape() == Shape{3, 0});
+  CHECK(z.reshape({-1}).shape() == Shape{0});
+}
+
 }  // namespace
 }  // namespace dualcast::bad_inputs
