@@ -267,5 +267,54 @@ TEST_CASE("reshape with -1 and another size 0: the -1 cannot be inferred, kShape
   CHECK(z.reshape({-1}).shape() == Shape{0});
 }
 
+// Found by the bad-input hunt: (3, 1) x (1, 1) x (1, THIRD) broadcast to
+// 2^64 + 2 elements, counted as 2. Without a tape the allocation failed
+// (kMemory); under a tape the one-pass plan, which never allocates the
+// product, returned loss and gradient 2 (the true value is 3 * THIRD).
+TEST_CASE("a broadcast whose element count overflows int64: kShape naming the kernel and every shape, on every path") {
+  const int64_t third = 6148914691236517206;
+  static double one = 1.0;
+  auto a = Array<double>::view(&one, {3, 1}, {0, 0});
+  auto c = Array<double>::view(&one, {1, third}, {0, 0});
+  auto refused = [](const std::optional<Error>& e) {
+    REQUIRE(e);
+    CHECK(e->kind() == ErrorKind::kShape);
+    CHECK(Contains(e->what(), "[3, 1]"));
+    CHECK(Contains(e->what(), "[1, 6148914691236517206]"));
+    CHECK(Contains(e->what(), "to shape [3, 6148914691236517206]"));
+  };
+  // Lazy: refused when the pending result is made (its size() said 2).
+  refused(Catch([&] { broadcast(Cell(), a, c); }));
+  std::optional<Error> e = Catch([&] { broadcast(Cell(), a, c); });
+  REQUIRE(e);
+  CHECK(Contains(e->what(), "cell"));
+  // Eager, and through the operators.
+  {
+    Unfused eager;
+    refused(Catch([&] { broadcast(Cell(), a, c); }));
+  }
+  refused(Catch([&] { sum(a * c).item(); }));
+  // Under a tape: the gradient was 2.
+  {
+    Tape tape;
+    auto b = Array<double>::from({1}, {1, 1});
+    e = Catch([&] {
+      auto loss = sum(a * b * c);
+      tape.gradient(loss, {b});
+    });
+    REQUIRE(e);
+    CHECK(e->kind() == ErrorKind::kShape);
+    CHECK(Contains(e->what(), "[3, 6148914691236517206]"));
+    e = Catch([&] { tape.value_and_gradient(sum(a * b * c), {b}); });
+    REQUIRE(e);
+    CHECK(e->kind() == ErrorKind::kShape);
+  }
+  // partials would write the wrapped count's buffers out of bounds: in a child.
+  refused(CatchInChild([&] { partials(Cell(), {a, c}); }));
+  // A broadcast whose count fits is unchanged.
+  auto small = Array<double>::view(&one, {1, 4}, {0, 0});
+  CHECK(broadcast(Cell(), a, small).shape() == Shape{3, 4});
+}
+
 }  // namespace
 }  // namespace dualcast::bad_inputs
