@@ -374,21 +374,36 @@ std::shared_ptr<ArrayImpl> MakeView(const T* data, Shape shape, Shape strides, b
                                                    what, strides.size(), ShapeText(shape),
                                                    shape.size()));
   }
-  int64_t n = 1, extent = 0;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] < 0 || strides[d] < 0) {
       throw Error(ErrorKind::kShape,
                   absl::StrFormat("%s: shape %s with strides %s: sizes and strides must be >= 0",
                                   what, ShapeText(shape), ShapeText(strides)));
     }
+  }
+  // The element count, the offset of the last element (`extent`) and the
+  // bytes from `data` to the end of that element must all fit: a (2,) view
+  // with stride 2^61 reaches 2^64 + 8 bytes, past the end of any address space.
+  const std::optional<int64_t> count = jit::ElementCount(shape);
+  const int64_t n = count.value_or(0);
+  int64_t extent = 0, bytes = 0;
+  bool fits = count.has_value();
+  for (size_t d = 0; fits && n > 0 && d < shape.size(); ++d) {
     int64_t reach = 0;
-    if (__builtin_mul_overflow(n, shape[d], &n) ||
-        (shape[d] > 0 && (__builtin_mul_overflow(shape[d] - 1, strides[d], &reach) ||
-                          __builtin_add_overflow(extent, reach, &extent)))) {
-      throw Error(ErrorKind::kShape,
-                  absl::StrFormat("%s: shape %s with strides %s addresses more than 2^63 "
-                                  "elements", what, ShapeText(shape), ShapeText(strides)));
-    }
+    fits = jit::CheckedMul(shape[d] - 1, strides[d], &reach) && jit::CheckedAdd(extent, reach, &extent);
+  }
+  if (!fits) {
+    throw Error(ErrorKind::kShape,
+                absl::StrFormat("%s: shape %s with strides %s addresses more than 2^63 "
+                                "elements", what, ShapeText(shape), ShapeText(strides)));
+  }
+  if (n > 0 && (!jit::CheckedAdd(extent, 1, &bytes) ||
+                !jit::CheckedMul(bytes, static_cast<int64_t>(sizeof(T)), &bytes) ||
+                reinterpret_cast<uintptr_t>(data) > UINTPTR_MAX - static_cast<uintptr_t>(bytes))) {
+    throw Error(ErrorKind::kShape,
+                absl::StrFormat("%s: shape %s with strides %s reaches element %d from the pointer, "
+                                "beyond the end of the address space (%d-byte elements)",
+                                what, ShapeText(shape), ShapeText(strides), extent, sizeof(T)));
   }
   if (n > 0 && data == nullptr) {
     throw Error(ErrorKind::kInvalidArgument,
@@ -407,7 +422,7 @@ std::shared_ptr<ArrayImpl> MakeView(const T* data, Shape shape, Shape strides, b
   impl->strides = std::move(strides);
   impl->storage = std::make_shared<detail::Storage>();
   impl->storage->data = const_cast<T*>(data);
-  impl->storage->bytes = n > 0 ? static_cast<size_t>(extent + 1) * sizeof(T) : 0;
+  impl->storage->bytes = static_cast<size_t>(bytes);
   impl->storage->owning = false;
   detail::RegisterAliasable(*impl->storage);  // another view of this memory may be made
   impl->read_only = read_only;

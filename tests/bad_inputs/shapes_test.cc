@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "bad_inputs/bad_inputs.h"
@@ -314,6 +315,29 @@ TEST_CASE("a broadcast whose element count overflows int64: kShape naming the ke
   // A broadcast whose count fits is unchanged.
   auto small = Array<double>::view(&one, {1, 4}, {0, 0});
   CHECK(broadcast(Cell(), a, small).shape() == Shape{3, 4});
+}
+
+// Found by the bad-input hunt: views were checked in elements, so a (2,) view
+// with stride 2^61 (its last element 2^64 bytes past the pointer) was accepted.
+TEST_CASE("a view whose byte extent passes the end of the address space: kShape") {
+  double cell[2] = {1, 2};
+  for (const auto& [shape, strides] : {std::pair{Shape{2}, Shape{int64_t{1} << 61}},
+                                       std::pair{Shape{16}, Shape{int64_t{1} << 59}},
+                                       std::pair{Shape{2, 2}, Shape{1, int64_t{1} << 60}}}) {
+    CAPTURE(strides.back());
+    std::optional<Error> e = Catch([&] { Array<double>::view(cell, shape, strides); });
+    REQUIRE(e);
+    CHECK(e->kind() == ErrorKind::kShape);
+    CHECK(Contains(e->what(), "Array::view"));
+    CHECK(Contains(e->what(), "address space"));
+  }
+  // float: 4-byte elements, so stride 2^61 is 2^63 bytes: still too far.
+  float fcell[2] = {1, 2};
+  CHECK(Catch([&] { Array<float>::view(fcell, {2}, {int64_t{1} << 61}); }).has_value());
+  // Stride 0 addresses one element however many there are; a plain view is fine.
+  CHECK(Array<double>::view(cell, {std::numeric_limits<int64_t>::max()}, {0}).size() ==
+        std::numeric_limits<int64_t>::max());
+  CHECK(Array<double>::view(cell, {2}).to_vector() == std::vector<double>{1, 2});
 }
 
 }  // namespace
