@@ -627,10 +627,21 @@ Array<T> Array<T>::transpose(std::vector<int> perm) const {
   if (perm.empty()) {
     for (int d = r - 1; d >= 0; --d) perm.push_back(d);
   }
+  // Negative axes count from the end, as in NumPy (and in sum, concat, argmax...).
+  const std::vector<int> given = perm;
+  for (int& p : perm) {
+    if (p < -r || p >= r) {
+      throw Error(ErrorKind::kShape,
+                  absl::StrFormat("transpose: axis %d in [%s] is out of range for an array of "
+                                  "shape %s (valid axes are %d..%d)",
+                                  p, absl::StrJoin(given, ", "), ShapeText(self.shape), -r, r - 1));
+    }
+    if (p < 0) p += r;
+  }
   std::vector<bool> seen(static_cast<size_t>(r), false);
   bool ok = static_cast<int>(perm.size()) == r;
   for (int p : perm) {
-    if (!ok || p < 0 || p >= r || seen[static_cast<size_t>(p)]) {
+    if (!ok || seen[static_cast<size_t>(p)]) {
       ok = false;
       break;
     }
@@ -639,7 +650,7 @@ Array<T> Array<T>::transpose(std::vector<int> perm) const {
   if (!ok) {
     throw Error(ErrorKind::kShape, absl::StrFormat("transpose: [%s] is not a permutation of the %d "
                                                    "axes of an array of shape %s",
-                                                   absl::StrJoin(perm, ", "), r,
+                                                   absl::StrJoin(given, ", "), r,
                                                    ShapeText(self.shape)));
   }
   detail::Materialize(*impl_);

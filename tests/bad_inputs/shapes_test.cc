@@ -340,5 +340,34 @@ TEST_CASE("a view whose byte extent passes the end of the address space: kShape"
   CHECK(Array<double>::view(cell, {2}).to_vector() == std::vector<double>{1, 2});
 }
 
+// reductions, concat, stack and argmax accept negative axes (NumPy), and so
+// does np.transpose; dualcast's transpose refused them.
+TEST_CASE("transpose accepts negative axes; one out of range is kShape naming it") {
+  auto a = Array<double>::from({1, 2, 3, 4, 5, 6}, {2, 3});
+  CHECK(a.transpose({-1, 0}).shape() == Shape{3, 2});
+  CHECK(a.transpose({-1, -2}).to_vector() == a.transpose().to_vector());
+  CHECK(transpose(a, {1, -2}).to_vector() == std::vector<double>{1, 4, 2, 5, 3, 6});
+  auto c = Array<double>::zeros({2, 3, 4});
+  CHECK(c.transpose({-1, 0, -2}).shape() == Shape{4, 2, 3});
+  std::optional<Error> e = Catch([&] { a.transpose({-3, 0}); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kShape);
+  CHECK(Contains(e->what(), "axis -3"));
+  CHECK(Contains(e->what(), "-2..1"));
+  e = Catch([&] { a.transpose({-1, 1}); });  // both name axis 1
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kShape);
+  CHECK(Contains(e->what(), "[-1, 1] is not a permutation"));
+  e = Catch([&] { a.transpose({std::numeric_limits<int>::min(), 0}); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kShape);
+  // The gradient flows back through a negative-axis transpose.
+  Tape tape;
+  auto x = Array<double>::from({1, 2, 3, 4, 5, 6}, {2, 3});
+  auto w = Array<double>::from({1, 10, 100, 1000, 1e4, 1e5}, {3, 2});
+  auto g = tape.gradient(sum(x.transpose({-1, -2}) * w), {x});
+  CHECK(g[0].to_vector() == std::vector<double>{1, 100, 1e4, 10, 1000, 1e5});
+}
+
 }  // namespace
 }  // namespace dualcast::bad_inputs
