@@ -342,6 +342,12 @@ Array<T> Array<T>::uniform(Shape shape, uint64_t seed, T lo, T hi, Device device
 
 template <ElementType T>
 Array<T> Array<T>::normal(Shape shape, uint64_t seed, T mean, T stddev, Device device) {
+  // As NumPy ("scale < 0"): a negative stddev would give mirrored samples, a NaN one NaNs.
+  if (!(stddev >= 0)) {
+    throw Error(ErrorKind::kInvalidArgument,
+                absl::StrFormat("Array::normal: stddev %g must be >= 0 (and not NaN)",
+                                static_cast<double>(stddev)));
+  }
   if (!device.is_cpu()) return normal(std::move(shape), seed, mean, stddev, Device::cpu()).to(device);
   auto impl = detail::NewArray(detail::DTypeOf<T>(), std::move(shape), device);
   Xoshiro rng(seed);
