@@ -38,5 +38,44 @@ TEST_CASE("Tape with a PartialsMode outside the enum: kInvalidArgument, and the 
   CHECK(tape.gradient(sum(x * x), {x})[0].to_vector() == std::vector<double>{2, 4});
 }
 
+// kernel.hpp says using an empty handle throws; name() returned "<empty kernel>".
+TEST_CASE("an empty Kernel handle: name() throws kInvalidArgument like every other use") {
+  Kernel empty;
+  CHECK_FALSE(empty.valid());
+  std::optional<Error> e = Catch([&] { (void)empty.name(); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kInvalidArgument);
+  CHECK(Contains(e->what(), "empty dualcast::Kernel handle"));
+  auto a = Array<double>::from({1, 2}, {2});
+  for (auto use : {+[](const Kernel& k, const Array<double>& x) { broadcast(k, x); },
+                   +[](const Kernel& k, const Array<double>& x) { partials(k, {x}); }}) {
+    e = Catch([&] { use(empty, a); });
+    REQUIRE(e);
+    CHECK(e->kind() == ErrorKind::kInvalidArgument);
+    CHECK(Contains(e->what(), "empty dualcast::Kernel handle"));
+  }
+}
+
+// The message began with the (empty) kernel name: ": output 0 does not exist".
+TEST_CASE("a default-constructed Partials: kInvalidArgument saying it is empty") {
+  Partials<double> p;
+  CHECK(p.num_outputs() == 0);
+  for (auto use : {+[](const Partials<double>& q) { q.value(0); },
+                   +[](const Partials<double>& q) { q.d(0, 0); },
+                   +[](const Partials<double>& q) { (void)q.structurally_zero(0, 0); }}) {
+    std::optional<Error> e = Catch([&] { use(p); });
+    REQUIRE(e);
+    CHECK(e->kind() == ErrorKind::kInvalidArgument);
+    CHECK(Contains(e->what(), "empty (default-constructed) Partials"));
+    CHECK(std::string(e->what()).rfind(": ", 0) != 0);
+  }
+  // A computed one still names its kernel for an output out of range.
+  Kernel k = kernel("twice", [](auto x) { return x * 2; });
+  Partials<double> q = partials(k, {Array<double>::from({1, 2}, {2})});
+  std::optional<Error> e = Catch([&] { q.value(1); });
+  REQUIRE(e);
+  CHECK(Contains(e->what(), "twice: output 1 does not exist"));
+}
+
 }  // namespace
 }  // namespace dualcast::bad_inputs
