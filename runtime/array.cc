@@ -271,6 +271,18 @@ class Xoshiro {
 
 std::string ShapeText(const Shape& shape) { return absl::StrCat("[", absl::StrJoin(shape, ", "), "]"); }
 
+// Creation on a device that cannot be used: kDevice naming the call the user
+// made (the host-made array would otherwise fail in Array::to, a call they
+// never wrote).
+void RequireUsable(const Device& device, const char* what) {
+  if (device.is_cpu()) return;
+  const std::string why = device.unavailable_reason();
+  if (!why.empty()) {
+    throw Error(ErrorKind::kDevice,
+                absl::StrCat(what, ": cannot create an array on ", device.name(), ": ", why));
+  }
+}
+
 }  // namespace
 
 template <ElementType T>
@@ -287,6 +299,7 @@ const detail::ArrayImpl& Array<T>::checked() const {
 
 template <ElementType T>
 Array<T> Array<T>::from(const std::vector<T>& values, Shape shape, Device device) {
+  RequireUsable(device, "Array::from");
   if (!device.is_cpu()) return from(values, std::move(shape), Device::cpu()).to(device);  // made on the host, one copy
   auto impl = detail::NewArray(detail::DTypeOf<T>(), shape, device);
   if (static_cast<int64_t>(values.size()) != impl->size()) {
@@ -300,11 +313,13 @@ Array<T> Array<T>::from(const std::vector<T>& values, Shape shape, Device device
 
 template <ElementType T>
 Array<T> Array<T>::scalar(T value, Device device) {
+  RequireUsable(device, "Array::scalar");
   return from(std::vector<T>{value}, {}, device);
 }
 
 template <ElementType T>
 Array<T> Array<T>::full(Shape shape, T value, Device device) {
+  RequireUsable(device, "Array::full");
   if (!device.is_cpu()) return full(std::move(shape), value, Device::cpu()).to(device);
   auto impl = detail::NewArray(detail::DTypeOf<T>(), std::move(shape), device);
   // Split over the CPU pool like a kernel launch: one thread writes about
@@ -319,16 +334,19 @@ Array<T> Array<T>::full(Shape shape, T value, Device device) {
 
 template <ElementType T>
 Array<T> Array<T>::zeros(Shape shape, Device device) {
+  RequireUsable(device, "Array::zeros");
   return full(std::move(shape), T(0), device);
 }
 
 template <ElementType T>
 Array<T> Array<T>::ones(Shape shape, Device device) {
+  RequireUsable(device, "Array::ones");
   return full(std::move(shape), T(1), device);
 }
 
 template <ElementType T>
 Array<T> Array<T>::uniform(Shape shape, uint64_t seed, T lo, T hi, Device device) {
+  RequireUsable(device, "Array::uniform");
   if (!device.is_cpu()) return uniform(std::move(shape), seed, lo, hi, Device::cpu()).to(device);
   auto impl = detail::NewArray(detail::DTypeOf<T>(), std::move(shape), device);
   Xoshiro rng(seed);
@@ -348,6 +366,7 @@ Array<T> Array<T>::normal(Shape shape, uint64_t seed, T mean, T stddev, Device d
                 absl::StrFormat("Array::normal: stddev %g must be >= 0 (and not NaN)",
                                 static_cast<double>(stddev)));
   }
+  RequireUsable(device, "Array::normal");
   if (!device.is_cpu()) return normal(std::move(shape), seed, mean, stddev, Device::cpu()).to(device);
   auto impl = detail::NewArray(detail::DTypeOf<T>(), std::move(shape), device);
   Xoshiro rng(seed);
@@ -363,6 +382,7 @@ Array<T> Array<T>::normal(Shape shape, uint64_t seed, T mean, T stddev, Device d
 
 template <ElementType T>
 Array<T> Array<T>::arange(int64_t n, Device device) {
+  RequireUsable(device, "Array::arange");
   if (!device.is_cpu()) return arange(n, Device::cpu()).to(device);
   auto impl = detail::NewArray(detail::DTypeOf<T>(), {n}, device);
   T* out = static_cast<T*>(impl->data());

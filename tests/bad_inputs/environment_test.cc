@@ -8,8 +8,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "bad_inputs/bad_inputs.h"
 #include "jit/codegen/broadcast_layout.h"
@@ -180,6 +183,62 @@ TEST_CASE("no CUDA device: Device::cuda() explains why, Array::to(cuda) throws k
   REQUIRE(e);
   CHECK(e->kind() == ErrorKind::kDevice);
   CHECK(a.to_vector().size() == 3);  // the CPU array is fine
+}
+
+// Found by the bad-input hunt: CUDA creation was made on the host and moved
+// with Array::to, so the error named Array::to, a call the user never made.
+TEST_CASE("creating an array on a missing CUDA device: kDevice naming the call") {
+  if (Device::cuda().available()) {
+    MESSAGE("skipped: a CUDA device is available here");
+    return;
+  }
+  const Device cuda = Device::cuda();
+  const std::vector<std::pair<std::string, std::function<void()>>> calls = {
+      {"Array::zeros", [&] { Array<double>::zeros({3}, cuda); }},
+      {"Array::ones", [&] { Array<float>::ones({3}, cuda); }},
+      {"Array::full", [&] { Array<double>::full({3}, 2.0, cuda); }},
+      {"Array::from", [&] { Array<double>::from({1, 2}, {2}, cuda); }},
+      {"Array::scalar", [&] { Array<double>::scalar(1, cuda); }},
+      {"Array::uniform", [&] { Array<double>::uniform({3}, 1, 0, 1, cuda); }},
+      {"Array::normal", [&] { Array<double>::normal({3}, 1, 0, 1, cuda); }},
+      {"Array::arange", [&] { Array<float>::arange(3, cuda); }},
+  };
+  for (const auto& [name, call] : calls) {
+    CAPTURE(name);
+    std::optional<Error> e = Catch(call);
+    REQUIRE(e);
+    CHECK(e->kind() == ErrorKind::kDevice);
+    CHECK(Contains(e->what(), name + ": cannot create an array on cuda:0"));
+    CHECK(Contains(e->what(), "no CUDA device"));
+    CHECK_FALSE(Contains(e->what(), "Array::to"));
+  }
+}
+
+// Found by the bad-input hunt: cuda(-1) was reported as "no CUDA device", and
+// set_default_device(cuda(99)) was accepted, so every later creation failed.
+TEST_CASE("an invalid CUDA device index, and an unusable default device, are refused") {
+  // cuda(-1) is not a device: says so (not "no CUDA device"), here or on a GPU machine.
+  const Device bad = Device::cuda(-1);
+  CHECK_FALSE(bad.available());
+  CHECK(Contains(bad.unavailable_reason(), "invalid CUDA device index -1"));
+  std::optional<Error> e = Catch([&] { Array<double>::zeros({2}, bad); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kDevice);
+  CHECK(Contains(e->what(), "invalid CUDA device index -1"));
+  // set_default_device checks now, not at every later creation; the default stays.
+  e = Catch([&] { set_default_device(bad); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kInvalidArgument);
+  CHECK(Contains(e->what(), "set_default_device(cuda:-1)"));
+  CHECK(default_device().is_cpu());
+  e = Catch([&] { set_default_device(Device::cuda(99)); });  // no machine here has 100 GPUs
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kDevice);
+  CHECK(Contains(e->what(), "set_default_device(cuda:99)"));
+  CHECK(default_device().is_cpu());
+  CHECK(Array<double>::zeros({2}).device().is_cpu());
+  set_default_device(Device::cpu());  // always fine
+  CHECK(default_device().is_cpu());
 }
 
 TEST_CASE("out of memory on allocation: kMemory with the size, and the process carries on") {
