@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <new>
 #include <utility>
 #include <vector>
 #include <numeric>
@@ -27,6 +28,7 @@
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/codegen/element_count.h"
 #include "jit/error.h"
+#include "runtime/grad_kernels.h"
 #include "runtime/layout_grad.h"
 #include "runtime/pending_readers.h"
 #include "runtime/storage_aliases.h"
@@ -533,13 +535,52 @@ T* Array<T>::mutable_data() {
   return const_cast<T*>(p);
 }
 
+namespace {
+// A host vector of `n` elements, or Error(kMemory) with the size (not
+// std::bad_alloc or std::length_error: every public function throws Error).
+template <class T>
+std::vector<T> HostVector(int64_t n, const char* what) {
+  std::vector<T> out;
+  int64_t bytes = 0;
+  const bool counted = jit::CheckedMul(n, static_cast<int64_t>(sizeof(T)), &bytes);
+  bool fits = counted && static_cast<uint64_t>(n) <= out.max_size();
+  // A large block is asked for without throwing first: AddressSanitizer's
+  // throwing operator new ends the process when it fails (asan_new_delete:
+  // "TODO: throw std::bad_alloc instead of dying on OOM"), even under
+  // allocator_may_return_null. Cheap next to filling the block (an mmap and
+  // a munmap, no page touched).
+  if (fits && bytes >= (int64_t{1} << 26)) {
+    void* probe = ::operator new(static_cast<size_t>(bytes), std::nothrow);
+    fits = probe != nullptr;
+    ::operator delete(probe);
+  }
+  try {
+    if (fits) out.resize(static_cast<size_t>(n));
+  } catch (const std::bad_alloc&) {
+    out = {};
+  }
+  if (out.size() != static_cast<size_t>(n)) {
+    throw Error(ErrorKind::kMemory,
+                absl::StrFormat("out of memory: %s could not allocate a std::vector of %d elements "
+                                "(%s bytes) on the host; read a smaller part of the array (slice) "
+                                "or free arrays you no longer need",
+                                what, n, counted ? absl::StrCat(bytes) : "more than 2^63"));
+  }
+  return out;
+}
+}  // namespace
+
 template <ElementType T>
 std::vector<T> Array<T>::to_vector() const {
   if (!checked().device.is_cpu()) return to(Device::cpu()).to_vector();
   const T* base = HostValues(*this);
-  std::vector<T> out(static_cast<size_t>(impl_->size()));
-  detail::ForEachElement(impl_->shape, impl_->strides,
-                 [&](int64_t i, int64_t off) { out[static_cast<size_t>(i)] = base[off]; });
+  std::vector<T> out = HostVector<T>(impl_->size(), "Array::to_vector");
+  if (impl_->contiguous()) {
+    if (!out.empty()) std::memcpy(out.data(), base, out.size() * sizeof(T));
+  } else {
+    detail::ForEachElement(impl_->shape, impl_->strides,
+                           [&](int64_t i, int64_t off) { out[static_cast<size_t>(i)] = base[off]; });
+  }
   return out;
 }
 
@@ -575,10 +616,27 @@ T Array<T>::at(const Shape& index) const {
 
 template <ElementType T>
 Array<T> Array<T>::copy() const {
-  std::vector<T> values = to_vector();
-  Array out = from(values, impl_->shape, impl_->device);
-  detail::RecordCopy(impl_, out.impl_);
-  return out;
+  eval();
+  const ArrayImpl& self = *impl_;
+  // Straight into the new array, on the array's device: no host vector in
+  // between (which doubled the peak memory and could throw std::bad_alloc).
+  std::shared_ptr<ArrayImpl> out;
+  if (self.device.is_cpu() && self.contiguous()) {
+    out = detail::NewArray(self.dtype, self.shape, self.device);
+    // Split over the CPU pool as full() is: one thread copies well short of
+    // the memory's bandwidth. (A size-0 array has no memory: nothing to copy.)
+    if (self.size() > 0) {
+      const char* from = static_cast<const char*>(self.data());
+      char* to = static_cast<char*>(out->data());
+      jit::ParallelFor(self.size(), /*grain=*/int64_t{1} << 18, [&](int64_t begin, int64_t end) {
+        std::memcpy(to + begin * sizeof(T), from + begin * sizeof(T), (end - begin) * sizeof(T));
+      });
+    }
+  } else {
+    out = detail::CopyArray(self);  // a generated strided copy kernel
+  }
+  detail::RecordCopy(impl_, out);
+  return Array(std::move(out));
 }
 
 template <ElementType T>
@@ -717,16 +775,16 @@ void Array<T>::assign(const std::vector<T>& values) {
 }
 
 namespace {
+// Reads only the elements it prints, through the array's strides: an elided
+// print of a huge array (or stride-0 view) copies nothing.
 template <class T>
-void PrintLevel(std::string& out, const std::vector<T>& v, const Shape& shape, size_t dim,
-                int64_t start, int64_t stride_elems, bool elide, int indent) {
+void PrintLevel(std::string& out, const T* base, const Shape& shape, const Shape& strides,
+                size_t dim, int64_t offset, bool elide, int indent) {
   if (dim == shape.size()) {
-    const double x = static_cast<double>(v[static_cast<size_t>(start)]);
+    const double x = static_cast<double>(base[offset]);
     out += std::isnan(x) ? std::string("nan") : absl::StrFormat("%.6g", x);  // NumPy prints no sign on nan
     return;
   }
-  int64_t inner = 1;
-  for (size_t d = dim + 1; d < shape.size(); ++d) inner *= shape[d];
   out += "[";
   const int64_t n = shape[dim];
   for (int64_t i = 0; i < n; ++i) {
@@ -734,7 +792,7 @@ void PrintLevel(std::string& out, const std::vector<T>& v, const Shape& shape, s
       out += dim + 1 == shape.size() ? "..., " : "...,\n" + std::string(indent + 1, ' ');
       i = n - 3;
     }
-    PrintLevel(out, v, shape, dim + 1, start + i * inner, stride_elems, elide, indent + 1);
+    PrintLevel(out, base, shape, strides, dim + 1, offset + i * strides[dim], elide, indent + 1);
     if (i + 1 < n) out += dim + 1 == shape.size() ? ", " : ",\n" + std::string(indent + 1, ' ');
   }
   out += "]";
@@ -743,9 +801,11 @@ void PrintLevel(std::string& out, const std::vector<T>& v, const Shape& shape, s
 
 template <ElementType T>
 std::string Array<T>::str() const {
-  const std::vector<T> v = to_vector();
+  // A device array is printed from one host copy of it.
+  const Array host = checked().device.is_cpu() ? *this : to(Device::cpu());
+  const T* base = HostValues(host);
   std::string out = "array(";
-  PrintLevel(out, v, impl_->shape, 0, 0, 1, impl_->size() > 1000, 6);
+  PrintLevel(out, base, host.impl_->shape, host.impl_->strides, 0, 0, impl_->size() > 1000, 6);
   absl::StrAppend(&out, ", dtype=", detail::DTypeName(impl_->dtype));
   if (!impl_->device.is_cpu()) absl::StrAppend(&out, ", device=", impl_->device.name());
   return out + ")";

@@ -241,6 +241,40 @@ TEST_CASE("an invalid CUDA device index, and an unusable default device, are ref
   CHECK(default_device().is_cpu());
 }
 
+// Found by the bad-input hunt: copy() was from(to_vector()), and str() printed
+// from to_vector(), so a large array (or stride-0 view) made a whole host
+// vector first: std::bad_alloc / std::length_error escaped instead of Error,
+// and str() of a 2^27-element view used 1 GB to print 45 characters.
+TEST_CASE("copy, to_vector, str and a copying reshape of a huge view: kMemory or a short print, never std::bad_alloc") {
+  static double one = 1.5;
+  // 2^44 doubles = 128 TiB: more than the address space, whatever the overcommit policy.
+  auto huge = Array<double>::view(&one, {int64_t{1} << 44}, {0});
+  std::optional<Error> e = Catch([&] { huge.copy(); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kMemory);
+  CHECK(Contains(e->what(), "140737488355328 bytes"));  // 2^47
+  e = Catch([&] { huge.to_vector(); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kMemory);
+  CHECK(Contains(e->what(), "Array::to_vector"));
+  CHECK(Contains(e->what(), "17592186044416 elements"));
+  auto square = Array<double>::view(&one, {int64_t{1} << 22, int64_t{1} << 22}, {0, 0});
+  e = Catch([&] { square.transpose().reshape({int64_t{1} << 44}); });  // not contiguous: copies
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kMemory);
+  // 2^61 elements: more than a std::vector can hold (std::length_error before).
+  auto beyond = Array<double>::view(&one, {int64_t{1} << 61}, {0});
+  e = Catch([&] { beyond.to_vector(); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kMemory);
+  CHECK(Contains(e->what(), "2305843009213693952 elements"));
+  // Printing reads only what it prints.
+  CHECK(huge.str() == "array([1.5, 1.5, 1.5, ..., 1.5, 1.5, 1.5], dtype=float64)");
+  CHECK(Contains(square.str(), "[1.5, 1.5, 1.5, ..., 1.5, 1.5, 1.5],\n       ...,\n"));
+  // The process carries on.
+  CHECK(sum(Array<double>::ones({100})).item() == 100.0);
+}
+
 TEST_CASE("out of memory on allocation: kMemory with the size, and the process carries on") {
   // 2^44 doubles = 128 TiB: more than any machine (and the address space) has.
   std::optional<Error> e = Catch([] { Array<double>::zeros({int64_t{1} << 22, int64_t{1} << 22}); });
