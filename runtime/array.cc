@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <new>
 #include <utility>
 #include <vector>
 #include <numeric>
@@ -26,8 +27,10 @@
 #include "dualcast/detail/grad_node.hpp"
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/codegen/disk_cache.h"
+#include "jit/codegen/element_count.h"
 #include "jit/env.h"
 #include "jit/error.h"
+#include "runtime/grad_kernels.h"
 #include "runtime/layout_grad.h"
 #include "runtime/pending_readers.h"
 #include "runtime/storage_aliases.h"
@@ -256,12 +259,9 @@ std::shared_ptr<ArrayImpl> NewContiguousArray(DType dtype, std::span<const int64
   CheckShape(shape, "new array");
   // The element count and byte size must not wrap: {2^40, 2^40} would
   // otherwise become a 0-byte "array" of 2^80 elements.
-  int64_t elements = 1, bytes = 0;
-  bool overflow = false;
-  for (int64_t s : shape) overflow = overflow || __builtin_mul_overflow(elements, s, &elements);
-  overflow = overflow ||
-             __builtin_mul_overflow(elements, static_cast<int64_t>(SizeOf(dtype)), &bytes);
-  if (overflow) {
+  const std::optional<int64_t> elements = jit::ElementCount(shape);
+  int64_t bytes = 0;
+  if (!elements || !jit::CheckedMul(*elements, static_cast<int64_t>(SizeOf(dtype)), &bytes)) {
     throw Error(ErrorKind::kMemory,
                 absl::StrFormat("out of memory: an array of shape [%s] would need more than "
                                 "2^63 bytes; use smaller sizes",
@@ -314,6 +314,18 @@ class Xoshiro {
 
 std::string ShapeText(const Shape& shape) { return absl::StrCat("[", absl::StrJoin(shape, ", "), "]"); }
 
+// Creation on a device that cannot be used: kDevice naming the call the user
+// made (the host-made array would otherwise fail in Array::to, a call they
+// never wrote).
+void RequireUsable(const Device& device, const char* what) {
+  if (device.is_cpu()) return;
+  const std::string why = device.unavailable_reason();
+  if (!why.empty()) {
+    throw Error(ErrorKind::kDevice,
+                absl::StrCat(what, ": cannot create an array on ", device.name(), ": ", why));
+  }
+}
+
 }  // namespace
 
 template <ElementType T>
@@ -330,6 +342,7 @@ const detail::ArrayImpl& Array<T>::checked() const {
 
 template <ElementType T>
 Array<T> Array<T>::from(const std::vector<T>& values, Shape shape, Device device) {
+  RequireUsable(device, "Array::from");
   if (!device.is_cpu()) return from(values, std::move(shape), Device::cpu()).to(device);  // made on the host, one copy
   auto impl = detail::NewArray(detail::DTypeOf<T>(), shape, device);
   if (static_cast<int64_t>(values.size()) != impl->size()) {
@@ -343,11 +356,13 @@ Array<T> Array<T>::from(const std::vector<T>& values, Shape shape, Device device
 
 template <ElementType T>
 Array<T> Array<T>::scalar(T value, Device device) {
+  RequireUsable(device, "Array::scalar");
   return from(std::vector<T>{value}, {}, device);
 }
 
 template <ElementType T>
 Array<T> Array<T>::full(Shape shape, T value, Device device) {
+  RequireUsable(device, "Array::full");
   if (!device.is_cpu()) return full(std::move(shape), value, Device::cpu()).to(device);
   auto impl = detail::NewArray(detail::DTypeOf<T>(), std::move(shape), device);
   // Split over the CPU pool like a kernel launch: one thread writes about
@@ -362,16 +377,19 @@ Array<T> Array<T>::full(Shape shape, T value, Device device) {
 
 template <ElementType T>
 Array<T> Array<T>::zeros(Shape shape, Device device) {
+  RequireUsable(device, "Array::zeros");
   return full(std::move(shape), T(0), device);
 }
 
 template <ElementType T>
 Array<T> Array<T>::ones(Shape shape, Device device) {
+  RequireUsable(device, "Array::ones");
   return full(std::move(shape), T(1), device);
 }
 
 template <ElementType T>
 Array<T> Array<T>::uniform(Shape shape, uint64_t seed, T lo, T hi, Device device) {
+  RequireUsable(device, "Array::uniform");
   if (!device.is_cpu()) return uniform(std::move(shape), seed, lo, hi, Device::cpu()).to(device);
   auto impl = detail::NewArray(detail::DTypeOf<T>(), std::move(shape), device);
   Xoshiro rng(seed);
@@ -385,6 +403,13 @@ Array<T> Array<T>::uniform(Shape shape, uint64_t seed, T lo, T hi, Device device
 
 template <ElementType T>
 Array<T> Array<T>::normal(Shape shape, uint64_t seed, T mean, T stddev, Device device) {
+  // As NumPy ("scale < 0"): a negative stddev would give mirrored samples, a NaN one NaNs.
+  if (!(stddev >= 0)) {
+    throw Error(ErrorKind::kInvalidArgument,
+                absl::StrFormat("Array::normal: stddev %g must be >= 0 (and not NaN)",
+                                static_cast<double>(stddev)));
+  }
+  RequireUsable(device, "Array::normal");
   if (!device.is_cpu()) return normal(std::move(shape), seed, mean, stddev, Device::cpu()).to(device);
   auto impl = detail::NewArray(detail::DTypeOf<T>(), std::move(shape), device);
   Xoshiro rng(seed);
@@ -400,6 +425,7 @@ Array<T> Array<T>::normal(Shape shape, uint64_t seed, T mean, T stddev, Device d
 
 template <ElementType T>
 Array<T> Array<T>::arange(int64_t n, Device device) {
+  RequireUsable(device, "Array::arange");
   if (!device.is_cpu()) return arange(n, Device::cpu()).to(device);
   auto impl = detail::NewArray(detail::DTypeOf<T>(), {n}, device);
   T* out = static_cast<T*>(impl->data());
@@ -417,21 +443,36 @@ std::shared_ptr<ArrayImpl> MakeView(const T* data, Shape shape, Shape strides, b
                                                    what, strides.size(), ShapeText(shape),
                                                    shape.size()));
   }
-  int64_t n = 1, extent = 0;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] < 0 || strides[d] < 0) {
       throw Error(ErrorKind::kShape,
                   absl::StrFormat("%s: shape %s with strides %s: sizes and strides must be >= 0",
                                   what, ShapeText(shape), ShapeText(strides)));
     }
+  }
+  // The element count, the offset of the last element (`extent`) and the
+  // bytes from `data` to the end of that element must all fit: a (2,) view
+  // with stride 2^61 reaches 2^64 + 8 bytes, past the end of any address space.
+  const std::optional<int64_t> count = jit::ElementCount(shape);
+  const int64_t n = count.value_or(0);
+  int64_t extent = 0, bytes = 0;
+  bool fits = count.has_value();
+  for (size_t d = 0; fits && n > 0 && d < shape.size(); ++d) {
     int64_t reach = 0;
-    if (__builtin_mul_overflow(n, shape[d], &n) ||
-        (shape[d] > 0 && (__builtin_mul_overflow(shape[d] - 1, strides[d], &reach) ||
-                          __builtin_add_overflow(extent, reach, &extent)))) {
-      throw Error(ErrorKind::kShape,
-                  absl::StrFormat("%s: shape %s with strides %s addresses more than 2^63 "
-                                  "elements", what, ShapeText(shape), ShapeText(strides)));
-    }
+    fits = jit::CheckedMul(shape[d] - 1, strides[d], &reach) && jit::CheckedAdd(extent, reach, &extent);
+  }
+  if (!fits) {
+    throw Error(ErrorKind::kShape,
+                absl::StrFormat("%s: shape %s with strides %s addresses more than 2^63 "
+                                "elements", what, ShapeText(shape), ShapeText(strides)));
+  }
+  if (n > 0 && (!jit::CheckedAdd(extent, 1, &bytes) ||
+                !jit::CheckedMul(bytes, static_cast<int64_t>(sizeof(T)), &bytes) ||
+                reinterpret_cast<uintptr_t>(data) > UINTPTR_MAX - static_cast<uintptr_t>(bytes))) {
+    throw Error(ErrorKind::kShape,
+                absl::StrFormat("%s: shape %s with strides %s reaches element %d from the pointer, "
+                                "beyond the end of the address space (%d-byte elements)",
+                                what, ShapeText(shape), ShapeText(strides), extent, sizeof(T)));
   }
   if (n > 0 && data == nullptr) {
     throw Error(ErrorKind::kInvalidArgument,
@@ -450,7 +491,7 @@ std::shared_ptr<ArrayImpl> MakeView(const T* data, Shape shape, Shape strides, b
   impl->strides = std::move(strides);
   impl->storage = std::make_shared<detail::Storage>();
   impl->storage->data = const_cast<T*>(data);
-  impl->storage->bytes = n > 0 ? static_cast<size_t>(extent + 1) * sizeof(T) : 0;
+  impl->storage->bytes = static_cast<size_t>(bytes);
   impl->storage->owning = false;
   detail::RegisterAliasable(*impl->storage);  // another view of this memory may be made
   impl->read_only = read_only;
@@ -535,13 +576,52 @@ T* Array<T>::mutable_data() {
   return const_cast<T*>(p);
 }
 
+namespace {
+// A host vector of `n` elements, or Error(kMemory) with the size (not
+// std::bad_alloc or std::length_error: every public function throws Error).
+template <class T>
+std::vector<T> HostVector(int64_t n, const char* what) {
+  std::vector<T> out;
+  int64_t bytes = 0;
+  const bool counted = jit::CheckedMul(n, static_cast<int64_t>(sizeof(T)), &bytes);
+  bool fits = counted && static_cast<uint64_t>(n) <= out.max_size();
+  // A large block is asked for without throwing first: AddressSanitizer's
+  // throwing operator new ends the process when it fails (asan_new_delete:
+  // "TODO: throw std::bad_alloc instead of dying on OOM"), even under
+  // allocator_may_return_null. Cheap next to filling the block (an mmap and
+  // a munmap, no page touched).
+  if (fits && bytes >= (int64_t{1} << 26)) {
+    void* probe = ::operator new(static_cast<size_t>(bytes), std::nothrow);
+    fits = probe != nullptr;
+    ::operator delete(probe);
+  }
+  try {
+    if (fits) out.resize(static_cast<size_t>(n));
+  } catch (const std::bad_alloc&) {
+    out = {};
+  }
+  if (out.size() != static_cast<size_t>(n)) {
+    throw Error(ErrorKind::kMemory,
+                absl::StrFormat("out of memory: %s could not allocate a std::vector of %d elements "
+                                "(%s bytes) on the host; read a smaller part of the array (slice) "
+                                "or free arrays you no longer need",
+                                what, n, counted ? absl::StrCat(bytes) : "more than 2^63"));
+  }
+  return out;
+}
+}  // namespace
+
 template <ElementType T>
 std::vector<T> Array<T>::to_vector() const {
   if (!checked().device.is_cpu()) return to(Device::cpu()).to_vector();
   const T* base = HostValues(*this);
-  std::vector<T> out(static_cast<size_t>(impl_->size()));
-  detail::ForEachElement(impl_->shape, impl_->strides,
-                 [&](int64_t i, int64_t off) { out[static_cast<size_t>(i)] = base[off]; });
+  std::vector<T> out = HostVector<T>(impl_->size(), "Array::to_vector");
+  if (impl_->contiguous()) {
+    if (!out.empty()) std::memcpy(out.data(), base, out.size() * sizeof(T));
+  } else {
+    detail::ForEachElement(impl_->shape, impl_->strides,
+                           [&](int64_t i, int64_t off) { out[static_cast<size_t>(i)] = base[off]; });
+  }
   return out;
 }
 
@@ -577,10 +657,27 @@ T Array<T>::at(const Shape& index) const {
 
 template <ElementType T>
 Array<T> Array<T>::copy() const {
-  std::vector<T> values = to_vector();
-  Array out = from(values, impl_->shape, impl_->device);
-  detail::RecordCopy(impl_, out.impl_);
-  return out;
+  eval();
+  const ArrayImpl& self = *impl_;
+  // Straight into the new array, on the array's device: no host vector in
+  // between (which doubled the peak memory and could throw std::bad_alloc).
+  std::shared_ptr<ArrayImpl> out;
+  if (self.device.is_cpu() && self.contiguous()) {
+    out = detail::NewArray(self.dtype, self.shape, self.device);
+    // Split over the CPU pool as full() is: one thread copies well short of
+    // the memory's bandwidth. (A size-0 array has no memory: nothing to copy.)
+    if (self.size() > 0) {
+      const char* from = static_cast<const char*>(self.data());
+      char* to = static_cast<char*>(out->data());
+      jit::ParallelFor(self.size(), /*grain=*/int64_t{1} << 18, [&](int64_t begin, int64_t end) {
+        std::memcpy(to + begin * sizeof(T), from + begin * sizeof(T), (end - begin) * sizeof(T));
+      });
+    }
+  } else {
+    out = detail::CopyArray(self);  // a generated strided copy kernel
+  }
+  detail::RecordCopy(impl_, out);
+  return Array(std::move(out));
 }
 
 template <ElementType T>
@@ -602,7 +699,6 @@ Array<T> Array<T>::to(Device device) const {
 template <ElementType T>
 Array<T> Array<T>::reshape(Shape shape) const {
   const ArrayImpl& self = checked();
-  int64_t known = 1;
   int infer = -1;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == -1 && infer < 0) {
@@ -610,18 +706,29 @@ Array<T> Array<T>::reshape(Shape shape) const {
     } else if (shape[d] < 0) {
       throw Error(ErrorKind::kShape, absl::StrFormat("reshape: invalid target shape %s",
                                                      ShapeText(shape)));
-    } else {
-      known *= shape[d];
     }
   }
-  if (infer >= 0) shape[infer] = known == 0 ? 0 : self.size() / known;
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  if (n != self.size() || (infer >= 0 && known != 0 && self.size() % known != 0)) {
-    throw Error(ErrorKind::kShape,
-                absl::StrFormat("reshape: cannot reshape an array of shape %s (%d elements) into "
-                                "shape %s", ShapeText(self.shape), self.size(), ShapeText(shape)));
+  auto mismatch = [&](const std::string& why) {
+    return Error(ErrorKind::kShape,
+                 absl::StrFormat("reshape: cannot reshape an array of shape %s (%d elements) into "
+                                 "shape %s%s", ShapeText(self.shape), self.size(), ShapeText(shape),
+                                 why));
+  };
+  // Counted with overflow checks: {3, 6148914691236517206} has 2^64 + 2
+  // elements, which a plain product wraps to 2.
+  if (infer >= 0) {
+    Shape others = shape;
+    others.erase(others.begin() + infer);
+    const std::optional<int64_t> known = jit::ElementCount(others);
+    if (!known) throw mismatch(", whose other sizes multiply to more than 2^63 - 1");
+    // As NumPy: with a 0 among the other sizes, every size fits the -1.
+    if (*known == 0) throw mismatch("; the -1 cannot be inferred when another size is 0");
+    if (self.size() % *known != 0) throw mismatch("");
+    shape[infer] = self.size() / *known;
   }
+  const std::optional<int64_t> n = jit::ElementCount(shape);
+  if (!n) throw mismatch(", which has more than 2^63 - 1 elements");
+  if (*n != self.size()) throw mismatch("");
   detail::Materialize(*impl_);
   if (!self.contiguous()) {
     Array out = copy().reshape(std::move(shape));
@@ -645,10 +752,21 @@ Array<T> Array<T>::transpose(std::vector<int> perm) const {
   if (perm.empty()) {
     for (int d = r - 1; d >= 0; --d) perm.push_back(d);
   }
+  // Negative axes count from the end, as in NumPy (and in sum, concat, argmax...).
+  const std::vector<int> given = perm;
+  for (int& p : perm) {
+    if (p < -r || p >= r) {
+      throw Error(ErrorKind::kShape,
+                  absl::StrFormat("transpose: axis %d in [%s] is out of range for an array of "
+                                  "shape %s (valid axes are %d..%d)",
+                                  p, absl::StrJoin(given, ", "), ShapeText(self.shape), -r, r - 1));
+    }
+    if (p < 0) p += r;
+  }
   std::vector<bool> seen(static_cast<size_t>(r), false);
   bool ok = static_cast<int>(perm.size()) == r;
   for (int p : perm) {
-    if (!ok || p < 0 || p >= r || seen[static_cast<size_t>(p)]) {
+    if (!ok || seen[static_cast<size_t>(p)]) {
       ok = false;
       break;
     }
@@ -657,7 +775,7 @@ Array<T> Array<T>::transpose(std::vector<int> perm) const {
   if (!ok) {
     throw Error(ErrorKind::kShape, absl::StrFormat("transpose: [%s] is not a permutation of the %d "
                                                    "axes of an array of shape %s",
-                                                   absl::StrJoin(perm, ", "), r,
+                                                   absl::StrJoin(given, ", "), r,
                                                    ShapeText(self.shape)));
   }
   detail::Materialize(*impl_);
@@ -698,16 +816,16 @@ void Array<T>::assign(const std::vector<T>& values) {
 }
 
 namespace {
+// Reads only the elements it prints, through the array's strides: an elided
+// print of a huge array (or stride-0 view) copies nothing.
 template <class T>
-void PrintLevel(std::string& out, const std::vector<T>& v, const Shape& shape, size_t dim,
-                int64_t start, int64_t stride_elems, bool elide, int indent) {
+void PrintLevel(std::string& out, const T* base, const Shape& shape, const Shape& strides,
+                size_t dim, int64_t offset, bool elide, int indent) {
   if (dim == shape.size()) {
-    const double x = static_cast<double>(v[static_cast<size_t>(start)]);
+    const double x = static_cast<double>(base[offset]);
     out += std::isnan(x) ? std::string("nan") : absl::StrFormat("%.6g", x);  // NumPy prints no sign on nan
     return;
   }
-  int64_t inner = 1;
-  for (size_t d = dim + 1; d < shape.size(); ++d) inner *= shape[d];
   out += "[";
   const int64_t n = shape[dim];
   for (int64_t i = 0; i < n; ++i) {
@@ -715,7 +833,7 @@ void PrintLevel(std::string& out, const std::vector<T>& v, const Shape& shape, s
       out += dim + 1 == shape.size() ? "..., " : "...,\n" + std::string(indent + 1, ' ');
       i = n - 3;
     }
-    PrintLevel(out, v, shape, dim + 1, start + i * inner, stride_elems, elide, indent + 1);
+    PrintLevel(out, base, shape, strides, dim + 1, offset + i * strides[dim], elide, indent + 1);
     if (i + 1 < n) out += dim + 1 == shape.size() ? ", " : ",\n" + std::string(indent + 1, ' ');
   }
   out += "]";
@@ -724,9 +842,11 @@ void PrintLevel(std::string& out, const std::vector<T>& v, const Shape& shape, s
 
 template <ElementType T>
 std::string Array<T>::str() const {
-  const std::vector<T> v = to_vector();
+  // A device array is printed from one host copy of it.
+  const Array host = checked().device.is_cpu() ? *this : to(Device::cpu());
+  const T* base = HostValues(host);
   std::string out = "array(";
-  PrintLevel(out, v, impl_->shape, 0, 0, 1, impl_->size() > 1000, 6);
+  PrintLevel(out, base, host.impl_->shape, host.impl_->strides, 0, 0, impl_->size() > 1000, 6);
   absl::StrAppend(&out, ", dtype=", detail::DTypeName(impl_->dtype));
   if (!impl_->device.is_cpu()) absl::StrAppend(&out, ", device=", impl_->device.name());
   return out + ")";

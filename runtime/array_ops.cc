@@ -14,6 +14,7 @@
 #include "dualcast/detail/grad_node.hpp"
 #include "dualcast/kernel.hpp"
 #include "jit/codegen/broadcast_layout.h"
+#include "jit/codegen/element_count.h"
 #include "jit/error.h"
 #include "runtime/grad_kernels.h"
 
@@ -119,9 +120,22 @@ Array<T> Join(const char* what, const std::vector<Array<T>>& arrays, int axis, b
     }
     shapes.push_back(std::move(s));
   }
+  // The total length along the axis, and the result's element count, must
+  // fit in int64: two views of 2^63 - 1 elements (stride 0) would wrap to a
+  // small length, and the inputs would be written past the end of the result.
   std::vector<int64_t> out_shape = shapes[0];
-  out_shape[static_cast<size_t>(a)] = 0;
-  for (const auto& s : shapes) out_shape[static_cast<size_t>(a)] += s[static_cast<size_t>(a)];
+  int64_t& length = out_shape[static_cast<size_t>(a)];
+  length = 0;
+  bool fits = true;
+  for (const auto& s : shapes) fits = fits && jit::CheckedAdd(length, s[static_cast<size_t>(a)], &length);
+  if (!fits || !jit::ElementCount(out_shape).has_value()) {
+    std::vector<std::string> each;
+    for (const auto& s : user_shapes) each.push_back(jit::FormatShape(s));
+    throw Error(ErrorKind::kShape,
+                absl::StrCat(what, ": the result of joining shapes ", absl::StrJoin(each, ", "),
+                             " along axis ", a, " would have more than 2^63 - 1 ",
+                             fits ? "elements" : "elements along that axis"));
+  }
   // Each input copied into its region, which together cover the output: no
   // fill first (adding into a filled output read and wrote it once per input:
   // stack along the last axis ran 5.5x a plain interleaving loop).

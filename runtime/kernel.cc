@@ -88,17 +88,23 @@ Kernel::Kernel(std::string name, TraceFn trace) : state_(std::make_shared<State>
   state_->trace = std::move(trace);
 }
 
+namespace {
+[[noreturn]] void ThrowEmptyHandle() {
+  throw Error(ErrorKind::kInvalidArgument,
+              "an empty dualcast::Kernel handle was used; create one with dualcast::kernel(name, "
+              "lambda)");
+}
+}  // namespace
+
+// Throws on an empty handle, as kernel.hpp says of every use (and as Array's
+// accessors do): valid() is the question that never throws.
 const std::string& Kernel::name() const {
-  static const std::string kEmpty = "<empty kernel>";
-  return state_ ? state_->name : kEmpty;
+  if (state_ == nullptr) ThrowEmptyHandle();
+  return state_->name;
 }
 
 std::shared_ptr<const jit::Function> Kernel::function(int arity, jit::Type dtype) const {
-  if (state_ == nullptr) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "an empty dualcast::Kernel handle was used; create one with dualcast::kernel(name, "
-                "lambda)");
-  }
+  if (state_ == nullptr) ThrowEmptyHandle();
   if (dtype != jit::Type::kF32 && dtype != jit::Type::kF64) {
     throw Error(ErrorKind::kType,
                 absl::StrCat(state_->name, ": kernels run on float32 or float64 arrays, not ",

@@ -34,6 +34,12 @@ Partials<T>::Partials(std::vector<std::shared_ptr<detail::ArrayImpl>> values,
 
 template <ElementType T>
 size_t Partials<T>::Slot(int m, int j) const {
+  // A computed Partials holds values or partials (a kernel has an output).
+  if (values_.empty() && partials_.empty()) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "Partials: this is an empty (default-constructed) Partials object, which holds no "
+                "results; assign it the result of dualcast::partials(kernel, inputs) first");
+  }
   if (m < 0 || m >= num_outputs_) {
     throw Error(ErrorKind::kInvalidArgument,
                 absl::StrCat(name_, ": output ", m, " does not exist; the kernel has ",

@@ -296,6 +296,12 @@ std::vector<GradNode::Part> GradNode::Cut(const std::vector<int>& /*cut*/,
 }  // namespace detail
 
 Tape::Tape(PartialsMode mode, size_t budget_bytes) : mode_(mode), budget_bytes_(budget_bytes) {
+  // Refused before it records anything (a value outside the enum, from a cast).
+  if (mode != PartialsMode::kCache && mode != PartialsMode::kRecompute && mode != PartialsMode::kAuto) {
+    throw Error(ErrorKind::kInvalidArgument,
+                absl::StrCat("Tape: PartialsMode ", static_cast<int>(mode),
+                             " is not one of kCache, kRecompute, kAuto"));
+  }
   t_tapes.push_back(this);
   (void)&t_lists_guard;  // constructs it, after t_tapes
 }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "jit/codegen/element_count.h"
 #include "jit/codegen/kernel_abi.h"
 #include "jit/error.h"
 
@@ -95,6 +96,18 @@ absl::StatusOr<std::vector<int64_t>> BroadcastShape(std::span<const std::vector<
                          "); sizes must match or one must be 1"));
       }
     }
+  }
+  // Shapes that each fit can broadcast to one that does not: (3, 1) and
+  // (1, 6148914691236517206) give 2^64 + 2 elements, which would wrap to 2.
+  // Refused here, where every path (eager, lazy, fused, partials, the tape's
+  // one-pass plan, which never allocates the result) gets its shape.
+  if (!ElementCount(out).has_value()) {
+    std::vector<std::string> each;
+    for (const auto& s : shapes) each.push_back(FormatShape(s));
+    return MakeStatus(ErrorKind::kShape,
+                      absl::StrCat(name, ": the arguments (shapes ", absl::StrJoin(each, ", "),
+                                   ") broadcast to shape ", FormatShape(out),
+                                   ", which has more than 2^63 - 1 elements"));
   }
   return out;
 }

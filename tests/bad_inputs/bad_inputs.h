@@ -15,6 +15,8 @@
 #pragma once
 
 #include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -55,6 +57,51 @@ std::optional<Error> Catch(F&& f) {
     return e;
   }
   return std::nullopt;
+}
+
+// Catch(f) run in a forked child, for a case whose bug was a crash (a write
+// out of bounds): the crash fails the case instead of ending the test run.
+// The child sends the Error's kind and message back through a pipe; a child
+// killed by a signal, or one that threw something else, is a failed check.
+template <class F>
+std::optional<Error> CatchInChild(F&& f) {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(fds[0]);
+    int code = 4;  // f returned: no error
+    std::string report;
+    try {
+      f();
+    } catch (const Error& e) {
+      report = std::string(1, static_cast<char>(e.kind())) + e.what();
+      code = 0;
+    } catch (...) {
+      code = 3;
+    }
+    for (size_t done = 0; done < report.size();) {
+      const ssize_t n = ::write(fds[1], report.data() + done, report.size() - done);
+      if (n <= 0) ::_exit(5);
+      done += static_cast<size_t>(n);
+    }
+    ::_exit(code);
+  }
+  ::close(fds[1]);
+  std::string report;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) report.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  INFO("child ", WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                                     : "exited with status " + std::to_string(WEXITSTATUS(status)),
+       " (0: an Error, 3: another exception, 4: no exception)");
+  CHECK(WIFEXITED(status));
+  CHECK((WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 4)));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || report.empty()) return std::nullopt;
+  return Error(static_cast<ErrorKind>(report[0]), report.substr(1));
 }
 
 inline bool Contains(const std::string& text, const std::string& part) {

@@ -8,8 +8,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "bad_inputs/bad_inputs.h"
 #include "jit/codegen/broadcast_layout.h"
@@ -180,6 +183,96 @@ TEST_CASE("no CUDA device: Device::cuda() explains why, Array::to(cuda) throws k
   REQUIRE(e);
   CHECK(e->kind() == ErrorKind::kDevice);
   CHECK(a.to_vector().size() == 3);  // the CPU array is fine
+}
+
+// Found by the bad-input hunt: CUDA creation was made on the host and moved
+// with Array::to, so the error named Array::to, a call the user never made.
+TEST_CASE("creating an array on a missing CUDA device: kDevice naming the call") {
+  if (Device::cuda().available()) {
+    MESSAGE("skipped: a CUDA device is available here");
+    return;
+  }
+  const Device cuda = Device::cuda();
+  const std::vector<std::pair<std::string, std::function<void()>>> calls = {
+      {"Array::zeros", [&] { Array<double>::zeros({3}, cuda); }},
+      {"Array::ones", [&] { Array<float>::ones({3}, cuda); }},
+      {"Array::full", [&] { Array<double>::full({3}, 2.0, cuda); }},
+      {"Array::from", [&] { Array<double>::from({1, 2}, {2}, cuda); }},
+      {"Array::scalar", [&] { Array<double>::scalar(1, cuda); }},
+      {"Array::uniform", [&] { Array<double>::uniform({3}, 1, 0, 1, cuda); }},
+      {"Array::normal", [&] { Array<double>::normal({3}, 1, 0, 1, cuda); }},
+      {"Array::arange", [&] { Array<float>::arange(3, cuda); }},
+  };
+  for (const auto& [name, call] : calls) {
+    CAPTURE(name);
+    std::optional<Error> e = Catch(call);
+    REQUIRE(e);
+    CHECK(e->kind() == ErrorKind::kDevice);
+    CHECK(Contains(e->what(), name + ": cannot create an array on cuda:0"));
+    CHECK(Contains(e->what(), "no CUDA device"));
+    CHECK_FALSE(Contains(e->what(), "Array::to"));
+  }
+}
+
+// Found by the bad-input hunt: cuda(-1) was reported as "no CUDA device", and
+// set_default_device(cuda(99)) was accepted, so every later creation failed.
+TEST_CASE("an invalid CUDA device index, and an unusable default device, are refused") {
+  // cuda(-1) is not a device: says so (not "no CUDA device"), here or on a GPU machine.
+  const Device bad = Device::cuda(-1);
+  CHECK_FALSE(bad.available());
+  CHECK(Contains(bad.unavailable_reason(), "invalid CUDA device index -1"));
+  std::optional<Error> e = Catch([&] { Array<double>::zeros({2}, bad); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kDevice);
+  CHECK(Contains(e->what(), "invalid CUDA device index -1"));
+  // set_default_device checks now, not at every later creation; the default stays.
+  e = Catch([&] { set_default_device(bad); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kInvalidArgument);
+  CHECK(Contains(e->what(), "set_default_device(cuda:-1)"));
+  CHECK(default_device().is_cpu());
+  e = Catch([&] { set_default_device(Device::cuda(99)); });  // no machine here has 100 GPUs
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kDevice);
+  CHECK(Contains(e->what(), "set_default_device(cuda:99)"));
+  CHECK(default_device().is_cpu());
+  CHECK(Array<double>::zeros({2}).device().is_cpu());
+  set_default_device(Device::cpu());  // always fine
+  CHECK(default_device().is_cpu());
+}
+
+// Found by the bad-input hunt: copy() was from(to_vector()), and str() printed
+// from to_vector(), so a large array (or stride-0 view) made a whole host
+// vector first: std::bad_alloc / std::length_error escaped instead of Error,
+// and str() of a 2^27-element view used 1 GB to print 45 characters.
+TEST_CASE("copy, to_vector, str and a copying reshape of a huge view: kMemory or a short print, never std::bad_alloc") {
+  static double one = 1.5;
+  // 2^44 doubles = 128 TiB: more than the address space, whatever the overcommit policy.
+  auto huge = Array<double>::view(&one, {int64_t{1} << 44}, {0});
+  std::optional<Error> e = Catch([&] { huge.copy(); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kMemory);
+  CHECK(Contains(e->what(), "140737488355328 bytes"));  // 2^47
+  e = Catch([&] { huge.to_vector(); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kMemory);
+  CHECK(Contains(e->what(), "Array::to_vector"));
+  CHECK(Contains(e->what(), "17592186044416 elements"));
+  auto square = Array<double>::view(&one, {int64_t{1} << 22, int64_t{1} << 22}, {0, 0});
+  e = Catch([&] { square.transpose().reshape({int64_t{1} << 44}); });  // not contiguous: copies
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kMemory);
+  // 2^61 elements: more than a std::vector can hold (std::length_error before).
+  auto beyond = Array<double>::view(&one, {int64_t{1} << 61}, {0});
+  e = Catch([&] { beyond.to_vector(); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kMemory);
+  CHECK(Contains(e->what(), "2305843009213693952 elements"));
+  // Printing reads only what it prints.
+  CHECK(huge.str() == "array([1.5, 1.5, 1.5, ..., 1.5, 1.5, 1.5], dtype=float64)");
+  CHECK(Contains(square.str(), "[1.5, 1.5, 1.5, ..., 1.5, 1.5, 1.5],\n       ...,\n"));
+  // The process carries on.
+  CHECK(sum(Array<double>::ones({100})).item() == 100.0);
 }
 
 TEST_CASE("out of memory on allocation: kMemory with the size, and the process carries on") {

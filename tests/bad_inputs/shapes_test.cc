@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "bad_inputs/bad_inputs.h"
@@ -178,6 +179,194 @@ TEST_CASE("aliasing an output view with an input: kInvalidArgument; nothing writ
   CHECK(shared == original);
   CHECK(v.untouched());
   CHECK(p1.untouched());
+}
+
+// Found by the bad-input hunt: concat summed the lengths along the axis
+// unchecked, so MAX + MAX + 4 wrapped to 2; the result was allocated for 2
+// elements and the inputs written far past its end (a segfault). Two 2^62
+// views wrapped negative instead, and the error named an internal kernel
+// ("fill: argument 2 has a negative size") and a shape nobody passed.
+TEST_CASE("concat whose length along the axis overflows int64: kShape naming concat, the shapes and the axis") {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  static double one = 1.0;  // static: the forked child reads it too
+  std::optional<Error> e = CatchInChild([&] {
+    auto a = Array<double>::view(&one, {max}, {0});  // one element, stride 0
+    auto b = Array<double>::from({1, 2, 3, 4}, {4});
+    concat({a, a, b});
+  });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kShape);
+  CHECK(Contains(e->what(), "concat"));
+  CHECK(Contains(e->what(), "[9223372036854775807], [9223372036854775807], [4]"));
+  CHECK(Contains(e->what(), "axis 0"));
+
+  e = CatchInChild([&] {
+    auto h = Array<double>::view(&one, {int64_t{1} << 62}, {0});
+    concat({h, h});
+  });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kShape);
+  CHECK(Contains(e->what(), "concat"));
+  CHECK(Contains(e->what(), "[4611686018427387904], [4611686018427387904]"));
+  CHECK_FALSE(Contains(e->what(), "fill"));
+
+  // The lengths fit but the element count does not (2^62 rows of 2), along a negative axis.
+  auto rows = Array<double>::view(&one, {int64_t{1} << 61, 2}, {0, 0});
+  e = Catch([&] { concat({rows, rows}, -2); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kShape);
+  CHECK(Contains(e->what(), "concat"));
+  CHECK(Contains(e->what(), "axis 0"));
+  // stack, which joins along a new axis, is checked the same way.
+  auto half = Array<double>::view(&one, {int64_t{1} << 62}, {0});
+  e = Catch([&] { stack({half, half}); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kShape);
+  CHECK(Contains(e->what(), "stack"));
+  // Joins that fit are unchanged.
+  auto x = Array<double>::from({1, 2}, {2});
+  CHECK(concat({x, x}).to_vector() == std::vector<double>{1, 2, 1, 2});
+}
+
+// Found by the bad-input hunt: reshape multiplied the target sizes unchecked,
+// so {3, 6148914691236517206} (2^64 + 2 elements) passed the size check of a
+// 2-element array; the result read through wrapped offsets (and crashed).
+TEST_CASE("reshape into a shape whose element count overflows int64: kShape, as NumPy") {
+  const int64_t third = 6148914691236517206;  // 3 * third = 2^64 + 2
+  auto x = Array<double>::from({1, 2}, {2});
+  for (const Shape& target : {Shape{3, third}, Shape{-1, 3, third}, Shape{third, 3, -1}}) {
+    CAPTURE(target.size());
+    std::optional<Error> e = Catch([&] { x.reshape(target); });
+    REQUIRE(e);
+    CHECK(e->kind() == ErrorKind::kShape);
+    CHECK(Contains(e->what(), "reshape"));
+    CHECK(Contains(e->what(), "6148914691236517206"));
+    CHECK(Contains(e->what(), "2^63"));
+  }
+  // Through a copy (a transposed array) too, and through dualcast::reshape.
+  auto m = Array<double>::from({1, 2, 3, 4, 5, 6}, {2, 3}).transpose();
+  std::optional<Error> e = Catch([&] { reshape(m, {int64_t{1} << 62, 4, 6}); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kShape);
+  CHECK(x.reshape({2, 1}).shape() == Shape{2, 1});
+}
+
+// NumPy: np.zeros((0, 3)).reshape(-1, 0) is a ValueError (any size fits the -1);
+// dualcast gave shape (0, 0).
+TEST_CASE("reshape with -1 and another size 0: the -1 cannot be inferred, kShape") {
+  auto z = Array<double>::zeros({0, 3});
+  std::optional<Error> e = Catch([&] { z.reshape({-1, 0}); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kShape);
+  CHECK(Contains(e->what(), "[-1, 0]"));
+  CHECK(Contains(e->what(), "-1 cannot be inferred"));
+  e = Catch([&] { Array<double>::zeros({2, 3}).reshape({0, -1}); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kShape);
+  // Without a -1, size-0 reshapes stay valid.
+  CHECK(z.reshape({3, 0}).shape() == Shape{3, 0});
+  CHECK(z.reshape({-1}).shape() == Shape{0});
+}
+
+// Found by the bad-input hunt: (3, 1) x (1, 1) x (1, THIRD) broadcast to
+// 2^64 + 2 elements, counted as 2. Without a tape the allocation failed
+// (kMemory); under a tape the one-pass plan, which never allocates the
+// product, returned loss and gradient 2 (the true value is 3 * THIRD).
+TEST_CASE("a broadcast whose element count overflows int64: kShape naming the kernel and every shape, on every path") {
+  const int64_t third = 6148914691236517206;
+  static double one = 1.0;
+  auto a = Array<double>::view(&one, {3, 1}, {0, 0});
+  auto c = Array<double>::view(&one, {1, third}, {0, 0});
+  auto refused = [](const std::optional<Error>& e) {
+    REQUIRE(e);
+    CHECK(e->kind() == ErrorKind::kShape);
+    CHECK(Contains(e->what(), "[3, 1]"));
+    CHECK(Contains(e->what(), "[1, 6148914691236517206]"));
+    CHECK(Contains(e->what(), "to shape [3, 6148914691236517206]"));
+  };
+  // Lazy: refused when the pending result is made (its size() said 2).
+  refused(Catch([&] { broadcast(Cell(), a, c); }));
+  std::optional<Error> e = Catch([&] { broadcast(Cell(), a, c); });
+  REQUIRE(e);
+  CHECK(Contains(e->what(), "cell"));
+  // Eager, and through the operators.
+  {
+    Unfused eager;
+    refused(Catch([&] { broadcast(Cell(), a, c); }));
+  }
+  refused(Catch([&] { sum(a * c).item(); }));
+  // Under a tape: the gradient was 2.
+  {
+    Tape tape;
+    auto b = Array<double>::from({1}, {1, 1});
+    e = Catch([&] {
+      auto loss = sum(a * b * c);
+      tape.gradient(loss, {b});
+    });
+    REQUIRE(e);
+    CHECK(e->kind() == ErrorKind::kShape);
+    CHECK(Contains(e->what(), "[3, 6148914691236517206]"));
+    e = Catch([&] { tape.value_and_gradient(sum(a * b * c), {b}); });
+    REQUIRE(e);
+    CHECK(e->kind() == ErrorKind::kShape);
+  }
+  // partials would write the wrapped count's buffers out of bounds: in a child.
+  refused(CatchInChild([&] { partials(Cell(), {a, c}); }));
+  // A broadcast whose count fits is unchanged.
+  auto small = Array<double>::view(&one, {1, 4}, {0, 0});
+  CHECK(broadcast(Cell(), a, small).shape() == Shape{3, 4});
+}
+
+// Found by the bad-input hunt: views were checked in elements, so a (2,) view
+// with stride 2^61 (its last element 2^64 bytes past the pointer) was accepted.
+TEST_CASE("a view whose byte extent passes the end of the address space: kShape") {
+  double cell[2] = {1, 2};
+  for (const auto& [shape, strides] : {std::pair{Shape{2}, Shape{int64_t{1} << 61}},
+                                       std::pair{Shape{16}, Shape{int64_t{1} << 59}},
+                                       std::pair{Shape{2, 2}, Shape{1, int64_t{1} << 60}}}) {
+    CAPTURE(strides.back());
+    std::optional<Error> e = Catch([&] { Array<double>::view(cell, shape, strides); });
+    REQUIRE(e);
+    CHECK(e->kind() == ErrorKind::kShape);
+    CHECK(Contains(e->what(), "Array::view"));
+    CHECK(Contains(e->what(), "address space"));
+  }
+  // float: 4-byte elements, so stride 2^61 is 2^63 bytes: still too far.
+  float fcell[2] = {1, 2};
+  CHECK(Catch([&] { Array<float>::view(fcell, {2}, {int64_t{1} << 61}); }).has_value());
+  // Stride 0 addresses one element however many there are; a plain view is fine.
+  CHECK(Array<double>::view(cell, {std::numeric_limits<int64_t>::max()}, {0}).size() ==
+        std::numeric_limits<int64_t>::max());
+  CHECK(Array<double>::view(cell, {2}).to_vector() == std::vector<double>{1, 2});
+}
+
+// reductions, concat, stack and argmax accept negative axes (NumPy), and so
+// does np.transpose; dualcast's transpose refused them.
+TEST_CASE("transpose accepts negative axes; one out of range is kShape naming it") {
+  auto a = Array<double>::from({1, 2, 3, 4, 5, 6}, {2, 3});
+  CHECK(a.transpose({-1, 0}).shape() == Shape{3, 2});
+  CHECK(a.transpose({-1, -2}).to_vector() == a.transpose().to_vector());
+  CHECK(transpose(a, {1, -2}).to_vector() == std::vector<double>{1, 4, 2, 5, 3, 6});
+  auto c = Array<double>::zeros({2, 3, 4});
+  CHECK(c.transpose({-1, 0, -2}).shape() == Shape{4, 2, 3});
+  std::optional<Error> e = Catch([&] { a.transpose({-3, 0}); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kShape);
+  CHECK(Contains(e->what(), "axis -3"));
+  CHECK(Contains(e->what(), "-2..1"));
+  e = Catch([&] { a.transpose({-1, 1}); });  // both name axis 1
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kShape);
+  CHECK(Contains(e->what(), "[-1, 1] is not a permutation"));
+  e = Catch([&] { a.transpose({std::numeric_limits<int>::min(), 0}); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kShape);
+  // The gradient flows back through a negative-axis transpose.
+  Tape tape;
+  auto x = Array<double>::from({1, 2, 3, 4, 5, 6}, {2, 3});
+  auto w = Array<double>::from({1, 10, 100, 1000, 1e4, 1e5}, {3, 2});
+  auto g = tape.gradient(sum(x.transpose({-1, -2}) * w), {x});
+  CHECK(g[0].to_vector() == std::vector<double>{1, 100, 1e4, 10, 1000, 1e5});
 }
 
 }  // namespace

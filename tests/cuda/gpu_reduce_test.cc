@@ -219,6 +219,38 @@ TEST_CASE("GPU: max, min, prod, logsumexp, var, norm and their gradients match t
   ArrayReductionsOnGpu<double>();
 }
 
+// copy() used to be from(to_vector()): a CUDA array went to the host and
+// back. It is a copy kernel on the device now (a copying reshape is too), and
+// str() prints from one host copy; values and the tape's copy node as on the CPU.
+template <class T>
+void CopiesOnGpu() {
+  const Device gpu = Device::cuda(0);
+  const std::vector<T> v = {1, 2, 3, 4, 5, 6};
+  auto x = Array<T>::from(v, {2, 3}, gpu);
+  auto t = x.transpose();  // a strided view on the device
+  Array<T> c = t.copy();
+  CHECK(c.device() == gpu);
+  CHECK(c.strides() == Shape{2, 1});
+  CHECK(Host(c) == std::vector<T>{1, 4, 2, 5, 3, 6});
+  Array<T> same = x.copy();  // contiguous
+  CHECK(same.device() == gpu);
+  CHECK(Host(same) == v);
+  CHECK(Host(t.reshape({6})) == std::vector<T>{1, 4, 2, 5, 3, 6});
+  CHECK(t.str() == std::string("array([[1, 4],\n       [2, 5],\n       [3, 6]], dtype=") +
+                       (sizeof(T) == 4 ? "float32" : "float64") + ", device=cuda:0)");
+  Tape tape;
+  auto w = Array<T>::from({1, 10, 100, 1000, 10000, 100000}, {3, 2}, gpu);
+  auto g = tape.gradient(sum(x.transpose().copy() * w), {x});
+  CHECK(g[0].device() == gpu);
+  CHECK(Host(g[0]) == std::vector<T>{1, 100, 10000, 10, 1000, 100000});
+}
+
+TEST_CASE("GPU: copy(), a copying reshape and str() of CUDA arrays (strided views too) stay on the device") {
+  DC_REQUIRE_GPU();
+  CopiesOnGpu<float>();
+  CopiesOnGpu<double>();
+}
+
 #ifdef DUALCAST_HAVE_NVRTC
 TEST_CASE("cuBLAS is loaded at run time: without a GPU a device gemm is kDevice with the reason") {
   const absl::Status& blas = jit::cuda::CublasStatus();
