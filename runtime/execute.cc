@@ -284,6 +284,29 @@ void CheckDestination(const std::string& kernel_name, size_t m, ArrayImpl& dest,
   }
 }
 
+// The loop order of a launch with summed outputs (see jit::LoopOrder), or
+// empty for the logical order (no summed output, or nothing to reorder).
+// `shapes` and `strides` are the layout's operands: the inputs, the written
+// outputs, then the iteration shape when one was given. The inputs and the
+// outputs stored at full size have a say; a summed output's scratch and the
+// iteration shape follow whatever order is chosen.
+std::vector<int> ReductionLoopOrder(const std::vector<std::vector<int64_t>>& shapes,
+                                    const std::vector<std::vector<int64_t>>& strides, size_t n_in,
+                                    const std::vector<bool>& write, const std::vector<bool>& summed) {
+  if (std::find(summed.begin(), summed.end(), true) == summed.end()) return {};
+  std::vector<bool> votes(shapes.size(), false);
+  std::fill_n(votes.begin(), n_in, true);
+  size_t operand = n_in;
+  for (size_t m = 0; m < write.size(); ++m) {
+    if (write[m]) votes[operand++] = !summed[m];
+  }
+  std::vector<int> order = jit::LoopOrder(shapes, strides, votes);
+  for (size_t d = 0; d < order.size(); ++d) {
+    if (order[d] != static_cast<int>(d)) return order;
+  }
+  return {};
+}
+
 }  // namespace
 
 // Zeros into every element of `a` (a reduction over nothing).
@@ -368,7 +391,33 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
     shapes.push_back(out_shape);
     strides.push_back(std::vector<int64_t>(out_shape.size(), 0));
   }
-  absl::StatusOr<jit::BroadcastLayout> merged = jit::MergeBroadcast(shapes, strides, kernel_name);
+  // A reduction loops in the memory order of its operands (LoopOrder): no
+  // full-size output fixes the order, and the logical one would read a
+  // transposed operand one cache line per element. The summed outputs'
+  // scratch follows the loop: contiguous over their kept dims in that order.
+  const std::vector<int> order = backend.SumsIntoScratch()
+                                     ? ReductionLoopOrder(shapes, strides, n_in, write, summed)
+                                     : std::vector<int>();
+  absl::StatusOr<jit::BroadcastLayout> merged = absl::InternalError("not merged");
+  if (!order.empty()) {
+    std::vector<std::vector<int64_t>> ordered_shapes = shapes, ordered_strides = strides;
+    for (size_t k = 0; k < ordered_shapes.size(); ++k) {
+      jit::PermuteDims(order, ordered_shapes[k], ordered_strides[k]);
+    }
+    size_t operand = n_in;
+    for (size_t m = 0; m < n_out; ++m) {
+      if (!write[m]) continue;
+      if (summed[m]) ordered_strides[operand] = ContiguousStrides(ordered_shapes[operand]);
+      ++operand;
+    }
+    merged = jit::MergeBroadcast(ordered_shapes, ordered_strides, kernel_name);
+  }
+  // The logical order (also when the ordered dims would not merge under kMaxRank).
+  std::vector<int> loop_order = order;
+  if (!merged.ok()) {
+    loop_order.clear();
+    merged = jit::MergeBroadcast(shapes, strides, kernel_name);
+  }
   if (!merged.ok()) ThrowStatus(merged.status());
   if (merged->num_elements == 0) {  // nothing to compute: a sum over nothing is 0
     for (size_t m = 0; m < n_out; ++m) {
@@ -433,7 +482,7 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
                        out_ptrs.data(),    out_strides.data(), 0,
                        rank == 0 ? 1 : sizes[0]};
   jit::KernelCache::Ref kernel =
-      backend.Run(kernel_name, spec, args, ReducedDestinations(spec, outputs), device);
+      backend.Run(kernel_name, spec, args, ReducedDestinations(spec, outputs, loop_order), device);
   if (plannable && kernel != nullptr) {
     // Every written output here is a new contiguous array, as RunPlan makes them.
     auto kept = std::make_unique<LaunchPlan>();
@@ -454,6 +503,7 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
     kept->reduce_ops = options.reduce_ops;
     kept->out_shapes = plan.shapes;
     if (spec.HasReductions()) kept->reduce_spec = std::make_shared<const jit::KernelSpec>(spec);
+    kept->loop_order = std::move(loop_order);
     KeepPlan(std::move(kept));
   }
   return outputs;

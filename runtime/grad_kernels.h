@@ -9,7 +9,8 @@
 // in-place add its accumulating output.
 //
 // Accumulation: every reduction accumulates in double (float arrays too), in
-// an order fixed by the sizes, so results do not depend on the thread count.
+// an order fixed by the sizes and the operands' strides (Execute loops in
+// their memory order), so results do not depend on the thread count.
 //
 // Example:
 //   // x̄ (shape {n, 1}) from ȳ and P (shape {n, n}):

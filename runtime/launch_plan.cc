@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "runtime/array_pool.h"
+#include "jit/codegen/broadcast_layout.h"
 #include "jit/codegen/kernel_abi.h"
 #include "jit/cpu/launch.h"
 #include "jit/ir/hash.h"
@@ -133,15 +134,18 @@ std::vector<std::shared_ptr<ArrayImpl>> RunPlan(const LaunchPlan& plan, size_t n
     return outputs;
   }
   jit::LaunchCpu(plan.kernel->entry_as<jit::KernelEntry>(), args.args(), *plan.reduce_spec,
-                 ReducedDestinations(*plan.reduce_spec, outputs));
+                 ReducedDestinations(*plan.reduce_spec, outputs, plan.loop_order));
   return outputs;
 }
 
 std::vector<jit::ReducedDestination> ReducedDestinations(
-    const jit::KernelSpec& spec, const std::vector<std::shared_ptr<ArrayImpl>>& outputs) {
+    const jit::KernelSpec& spec, const std::vector<std::shared_ptr<ArrayImpl>>& outputs,
+    std::span<const int> loop_order) {
   std::vector<jit::ReducedDestination> reduced(outputs.size());
   for (size_t m = 0; m < outputs.size(); ++m) {
-    if (spec.reduces(m) != 0) reduced[m] = {outputs[m]->data(), outputs[m]->shape, outputs[m]->strides};
+    if (spec.reduces(m) == 0) continue;
+    reduced[m] = {outputs[m]->data(), outputs[m]->shape, outputs[m]->strides};
+    if (!loop_order.empty()) jit::PermuteDims(loop_order, reduced[m].shape, reduced[m].strides);
   }
   return reduced;
 }

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "dualcast/detail/array_impl.hpp"
@@ -51,6 +52,8 @@ struct LaunchPlan {
   std::vector<ReduceKind> reduce_ops;
   std::vector<std::vector<int64_t>> out_shapes;
   std::shared_ptr<const jit::KernelSpec> reduce_spec;
+  // The dims' order when Execute reordered them for a reduction (empty: logical).
+  std::vector<int> loop_order;
 };
 
 // This thread's plan for `fn` over `inputs` with `write`, now its most
@@ -65,8 +68,13 @@ void KeepPlan(std::unique_ptr<LaunchPlan> plan);
 uint64_t FunctionHash(const std::shared_ptr<const jit::Function>& fn);
 // Where the reducing launcher stores each output `spec` sums (empty entries
 // for the others): the outputs' own memory, shape and strides.
+// With a loop order (Execute's, for a reduction whose dims it reordered),
+// each destination's shape and strides are padded to the iteration rank and
+// permuted like the dims: the launcher walks the destination in the order of
+// its scratch, which is contiguous over the kept dims in loop order.
 std::vector<jit::ReducedDestination> ReducedDestinations(
-    const jit::KernelSpec& spec, const std::vector<std::shared_ptr<ArrayImpl>>& outputs);
+    const jit::KernelSpec& spec, const std::vector<std::shared_ptr<ArrayImpl>>& outputs,
+    std::span<const int> loop_order = {});
 // New contiguous outputs (null where not written), then the kernel's launch.
 std::vector<std::shared_ptr<ArrayImpl>> RunPlan(const LaunchPlan& plan, size_t n_out,
                                                 const std::vector<std::shared_ptr<ArrayImpl>>& inputs,

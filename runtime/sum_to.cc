@@ -3,7 +3,8 @@
 // x̄ = sum_to(Σ_t a_t ⊙ b_t, shape(x)) is one kernel over the full shape
 // whose single output is stored reduced to x's shape (ExecuteOptions::
 // output_shapes): the products never materialise, the sum runs in double
-// in an order fixed by the sizes (bitwise the same for any thread count).
+// in an order fixed by the sizes and the operands' strides (Execute loops in
+// their memory order; bitwise the same for any thread count).
 // The tiny IR functions are built with jit::Builder and kept in a small map
 // keyed by dtype and term pattern.
 #include <algorithm>

@@ -204,6 +204,86 @@ absl::StatusOr<BroadcastLayout> MergeBroadcast(std::span<const std::vector<int64
   return layout;
 }
 
+std::vector<int> LoopOrder(std::span<const std::vector<int64_t>> shapes,
+                           std::span<const std::vector<int64_t>> strides,
+                           const std::vector<bool>& votes) {
+  size_t rank = 0;
+  for (const auto& s : shapes) rank = std::max(rank, s.size());
+  std::vector<int> order(rank);
+  for (size_t d = 0; d < rank; ++d) order[d] = static_cast<int>(d);
+  if (rank < 2) return order;
+  // |stride| of each voting operand along each padded dim: 0 where it is not
+  // read along the dim (padded, size 1, or a stride-0 view), so it has no say.
+  struct Voter {
+    std::vector<int64_t> stride;  // per padded dim
+    double weight = 1;            // elements the operand holds
+  };
+  std::vector<Voter> voters;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    if (i >= votes.size() || !votes[i]) continue;
+    const auto& s = shapes[i];
+    Voter v{std::vector<int64_t>(rank, 0), 1};
+    const std::vector<int64_t> own =
+        strides.empty() ? ContiguousStrides(s) : std::vector<int64_t>(strides[i]);
+    for (size_t k = 0; k < s.size(); ++k) {
+      v.weight *= static_cast<double>(s[k]);
+      if (s[k] > 1) v.stride[rank - s.size() + k] = own[k] < 0 ? -own[k] : own[k];
+    }
+    if (v.weight > 0) voters.push_back(std::move(v));
+  }
+  if (voters.empty()) return order;
+  // > 0: `outer` belongs outside `inner` (smaller strides inside), < 0: the
+  // other way round, 0 with `informed` false: no operand reads along both.
+  auto prefer = [&](int outer, int inner, bool& informed) {
+    double balance = 0;
+    informed = false;
+    for (const Voter& v : voters) {
+      const int64_t a = v.stride[static_cast<size_t>(outer)], b = v.stride[static_cast<size_t>(inner)];
+      if (a == 0 || b == 0) continue;
+      informed = true;
+      if (a != b) balance += a > b ? v.weight : -v.weight;
+    }
+    return balance;
+  };
+  for (size_t k = 1; k < rank; ++k) {
+    const int dim = order[k];
+    size_t pos = k;
+    for (size_t j = k; j-- > 0;) {
+      bool informed = false;
+      const double p = prefer(order[j], dim, informed);
+      if (!informed) continue;  // no say about this pair: look further out
+      if (p < 0) {
+        pos = j;  // `dim` belongs outside order[j]
+      } else {
+        break;
+      }
+    }
+    if (pos != k) {
+      std::rotate(order.begin() + static_cast<std::ptrdiff_t>(pos),
+                  order.begin() + static_cast<std::ptrdiff_t>(k),
+                  order.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+    }
+  }
+  return order;
+}
+
+void PermuteDims(std::span<const int> order, std::vector<int64_t>& shape,
+                 std::vector<int64_t>& strides) {
+  const size_t rank = order.size();
+  const size_t pad = rank - std::min(rank, shape.size());
+  std::vector<int64_t> padded_shape(rank, 1), padded_strides(rank, 0);
+  for (size_t k = 0; k < shape.size() && k < rank; ++k) {
+    padded_shape[pad + k] = shape[k];
+    padded_strides[pad + k] = strides[k];
+  }
+  shape.resize(rank);
+  strides.resize(rank);
+  for (size_t k = 0; k < rank; ++k) {
+    shape[k] = padded_shape[static_cast<size_t>(order[k])];
+    strides[k] = padded_strides[static_cast<size_t>(order[k])];
+  }
+}
+
 absl::StatusOr<ReductionLayout> MergeForReduction(std::span<const int64_t> full_shape,
                                                   std::span<const int64_t> input_shape) {
   const size_t rank = full_shape.size();

@@ -18,6 +18,12 @@
 // summed output goes in with its stored shape, so its broadcast bits are its
 // reduce bits and two dims merge only where every output's pattern agrees.
 //
+// LoopOrder chooses the order of the dims before merging, from the operands'
+// strides (NumPy's nditer order): Execute applies it (PermuteDims) to
+// launches with summed outputs, so that a transposed or otherwise permuted
+// operand is read in memory order; elementwise launches keep the logical
+// order, which their fresh row-major outputs fix.
+//
 // MergeForReduction is the same idea for sum_to (TVM's broadcast backward):
 // an adjoint of the full output shape is reduced to an input's shape, and
 // consecutive dims that are both reduced or both kept merge.
@@ -80,6 +86,34 @@ absl::StatusOr<BroadcastLayout> MergeBroadcast(std::span<const std::vector<int64
 // `strides` (as long as `shape`), for callers reusing a vector's memory.
 std::vector<int64_t> ContiguousStrides(std::span<const int64_t> shape);
 void ContiguousStridesInto(std::span<const int64_t> shape, std::span<int64_t> strides);
+
+// The order in which a loop nest should visit the dims of the broadcast of
+// `shapes` (with `strides`, as MergeBroadcast takes them; shapes right-aligned,
+// already checked to broadcast): the dims of the broadcast shape, outer first,
+// so that the operands with a say (`votes`, one flag per operand) walk their
+// memory in order. NumPy's nditer ordering, weighted: an insertion sort from
+// the logical (row-major) order in which dim b moves outside dim a when the
+// operands with a say that read along both (stride != 0 at both, size > 1)
+// and have a larger stride at b than at a outweigh, counted by their element
+// counts, those with a smaller one. A tie keeps the logical order; a pair no
+// such operand reads along both does not stop the sort. So a transposed
+// operand is walked row by row of its memory, and two operands of the same
+// size that disagree keep the logical order. Identity for rank < 2.
+//
+// MergeBroadcast then merges the dims in this order (Execute uses it for
+// launches with summed outputs, whose scratch follows the loop; see
+// runtime/execute.cc). Example: X of shape (n, m), contiguous, and X.T:
+//   LoopOrder({{m, n}}, {{1, m}}, {true}) == {1, 0}
+//   // permuted by PermuteDims: shape (n, m), strides (m, 1); merges to one dim.
+std::vector<int> LoopOrder(std::span<const std::vector<int64_t>> shapes,
+                           std::span<const std::vector<int64_t>> strides,
+                           const std::vector<bool>& votes);
+
+// `shape` and `strides` right-aligned to `order.size()` dims (leading dims of
+// size 1 and stride 0 added), then permuted: dim k of the result is dim
+// order[k] of the padded input.
+void PermuteDims(std::span<const int> order, std::vector<int64_t>& shape,
+                 std::vector<int64_t>& strides);
 
 struct ReductionLayout {
   std::vector<int64_t> shape;  // merged dims of the full shape, outer first (size-1 dims dropped)

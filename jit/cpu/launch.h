@@ -35,7 +35,10 @@ inline constexpr int64_t kMinElementsPerChunk = 32 * 1024;
 void LaunchCpu(KernelEntry entry, const KernelArgs& args, int rank);
 
 // Where the launcher stores a reduced output: the destination's first
-// element and its own (unmerged) shape and strides, in elements.
+// element and its own (unmerged) shape and strides, in elements, listed in
+// the order of the loop nest's dims (the caller pads them to the iteration
+// rank and permutes them when it reordered the dims; see jit::LoopOrder), so
+// that their row-major walk meets the scratch's kept elements in order.
 struct ReducedDestination {
   void* data = nullptr;
   std::vector<int64_t> shape, strides;
@@ -50,7 +53,7 @@ inline constexpr int64_t kMaxPartials = 64;
 // kMinElementsPerChunk elements, at most kMaxPartials chunks), never on the
 // thread count. A reduced output's kernel slot is replaced by a zeroed
 // double scratch buffer, contiguous over its kept merged dims (whose
-// row-major order is the destination's element order); when the output is
+// row-major order is the order of the destination's dims as given); when the output is
 // reduced along the outermost dim, each chunk gets its own. Afterwards the
 // partials are added in chunk order, rounded to the element type once and
 // stored into `destinations[m]` (or added to it when accumulating). So a

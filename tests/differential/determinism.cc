@@ -44,6 +44,13 @@ std::string Digest() {
   Mix(bytes, mean(i));
   Partials<T> p = partials(cell, {z, zb, c, f, i, g});
   for (int j = 0; j < 6; ++j) Mix(bytes, p.d(0, j));
+  // Reductions of transposed operands, which loop in memory order (jit::LoopOrder):
+  // the reduced dim outermost, split into chunks, and a pending one fused.
+  Mix(bytes, sum(c.transpose(), {1}));
+  Mix(bytes, sum(c.transpose() * w.transpose(), {0}, true));
+  Mix(bytes, max(g.transpose(), {1}));
+  Mix(bytes, logsumexp(i.transpose(), {0}));
+  Mix(bytes, sum(c.transpose()));
   // Lazy sums fused into the cell's kernel, along each axis and over all.
   Mix(bytes, sum(broadcast(cell, z, zb, c, f, i, g) * w, {0}, true));
   Mix(bytes, sum(broadcast(cell, z, zb, c, f, i, g) * w, {1}, true));

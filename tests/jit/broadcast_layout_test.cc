@@ -1,6 +1,7 @@
 // Tests of NumPy broadcasting, dim merging and the sum_to reduction merge (broadcast_layout.h).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -237,6 +238,75 @@ TEST_CASE("a stride-0 view is compiled as a broadcast, keeping the inner loop co
   CHECK(layout.out_shape == std::vector<int64_t>{24});
   CHECK(layout.in_broadcast == std::vector<uint32_t>{0b0, 0b1});
   CHECK(layout.inner_contiguous);
+}
+
+}  // namespace
+}  // namespace dualcast::jit
+
+namespace dualcast::jit {
+namespace {
+
+using Order = std::vector<int>;
+
+TEST_CASE("LoopOrder: a transposed operand is walked in memory order, a contiguous one logically") {
+  // (3, 4) read through strides (1, 3): the transpose of a contiguous (4, 3).
+  CHECK(LoopOrder(std::vector<std::vector<int64_t>>{{3, 4}}, std::vector<std::vector<int64_t>>{{1, 3}}, {true}) ==
+        Order{1, 0});
+  CHECK(LoopOrder(std::vector<std::vector<int64_t>>{{3, 4}}, {}, {true}) == Order{0, 1});
+  // Every permutation of a contiguous (2, 3, 5): the loop undoes it.
+  const std::vector<int64_t> base_strides = {15, 5, 1};
+  std::vector<int> perm = {0, 1, 2};
+  do {
+    std::vector<int64_t> shape, strides;
+    for (int p : perm) {
+      shape.push_back(std::vector<int64_t>{2, 3, 5}[static_cast<size_t>(p)]);
+      strides.push_back(base_strides[static_cast<size_t>(p)]);
+    }
+    Order order = LoopOrder(std::vector<std::vector<int64_t>>{shape}, std::vector<std::vector<int64_t>>{strides},
+                            {true});
+    // Outer first: the dims of shape sorted by decreasing stride, i.e. perm's inverse.
+    Order inverse(3);
+    for (int k = 0; k < 3; ++k) inverse[static_cast<size_t>(perm[static_cast<size_t>(k)])] = k;
+    CHECK(order == inverse);
+  } while (std::next_permutation(perm.begin(), perm.end()));
+}
+
+TEST_CASE("LoopOrder: ties keep the logical order; weights, stride-0 and silent operands") {
+  using Shapes = std::vector<std::vector<int64_t>>;
+  // A transposed and a contiguous operand of one size: a tie.
+  CHECK(LoopOrder(Shapes{{3, 4}, {3, 4}}, Shapes{{1, 3}, {4, 1}}, {true, true}) == Order{0, 1});
+  // Two transposed outweigh one contiguous.
+  CHECK(LoopOrder(Shapes{{3, 4}, {3, 4}, {3, 4}}, Shapes{{1, 3}, {4, 1}, {1, 3}}, {true, true, true}) == Order{1, 0});
+  // Votes count elements: a (5, 3, 4) operand transposed in its last two dims
+  // outweighs a contiguous (3, 4) one.
+  CHECK(LoopOrder(Shapes{{5, 3, 4}, {3, 4}}, Shapes{{12, 1, 3}, {4, 1}}, {true, true}) == Order{0, 2, 1});
+  // A row broadcast (size 1 or stride 0 along a dim) has no say about that dim.
+  CHECK(LoopOrder(Shapes{{3, 4}, {1, 4}, {3, 4}}, Shapes{{1, 3}, {4, 1}, {0, 1}}, {true, true, true}) == Order{1, 0});
+  // An operand without a vote (a summed output's scratch) follows.
+  CHECK(LoopOrder(Shapes{{3, 4}, {3, 1}}, Shapes{{1, 3}, {1, 1}}, {true, false}) == Order{1, 0});
+  CHECK(LoopOrder(Shapes{{3, 4}, {3, 4}}, Shapes{{1, 3}, {4, 1}}, {false, true}) == Order{0, 1});
+  // Shapes of other ranks are right-aligned: the (3, 4) operand votes on dims 1
+  // and 2 only, where the larger one outweighs it.
+  CHECK(LoopOrder(Shapes{{2, 3, 4}, {3, 4}}, Shapes{{1, 8, 2}, {1, 3}}, {true, true}) == Order{1, 2, 0});
+  // Rank 0 and 1: nothing to order.
+  CHECK(LoopOrder(Shapes{{}}, Shapes{{}}, {true}).empty());
+  CHECK(LoopOrder(Shapes{{7}}, Shapes{{3}}, {true}) == Order{0});
+}
+
+TEST_CASE("PermuteDims pads to the order's rank, then permutes") {
+  std::vector<int64_t> shape = {3, 4}, strides = {4, 1};
+  PermuteDims(Order{2, 0, 1}, shape, strides);
+  CHECK(shape == std::vector<int64_t>{4, 1, 3});
+  CHECK(strides == std::vector<int64_t>{1, 0, 4});
+  // A permuted layout merges where memory allows: the transpose of a
+  // contiguous (4, 3) walked in loop order is one dim of 12.
+  std::vector<int64_t> t_shape = {3, 4}, t_strides = {1, 3};
+  PermuteDims(Order{1, 0}, t_shape, t_strides);
+  BroadcastLayout l = MergeBroadcast(std::vector<std::vector<int64_t>>{t_shape},
+                                     std::vector<std::vector<int64_t>>{t_strides}, "k")
+                          .value();
+  CHECK(l.out_shape == std::vector<int64_t>{12});
+  CHECK(l.in_strides[0] == std::vector<int64_t>{1});
 }
 
 }  // namespace

@@ -54,8 +54,9 @@ struct ExecuteOptions {
   // the output is the SUM of the function's value over the axes where it broadcasts (sum_to).
   // A destination for such an output must have this shape. (Empty means "not reduced", so a
   // sum of everything is stored as (1,) or (1, ..., 1) and viewed as () by the caller.) Sums
-  // are formed in double (f32 too) in an order fixed by the sizes alone: bitwise the same
-  // for any thread count.
+  // are formed in double (f32 too) in an order fixed by the sizes and the inputs' strides
+  // (on the CPU the loop follows the operands' memory order, jit::LoopOrder; docs/DESIGN.md
+  // spells the order out): bitwise the same for any thread count.
   std::vector<std::vector<int64_t>> output_shapes;
   // Optional per output: add the result into the destination (which must be given) instead of
   // overwriting it. The sum is formed first, then added once in the element type
