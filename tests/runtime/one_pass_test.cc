@@ -14,6 +14,7 @@
 #include <functional>
 
 #include "dualcast/array.hpp"
+#include "dualcast/array_ops.hpp"
 #include "dualcast/broadcast.hpp"
 #include "dualcast/error.hpp"
 #include "dualcast/kernel.hpp"
@@ -448,6 +449,41 @@ TEST_CASE("one pass: a path through an untaped array whose view in between was d
     Tape tape(mode);
     CHECK_THROWS_WITH_AS(tape.gradient(sum(r * b), {b}), doctest::Contains("would miss that path"),
                          Error);
+  }
+}
+
+// A leaf stacked from more arrays than an Origin's ancestry holds (4096): the
+// inputs are all alive, so the walk through them is exact, and every mode
+// answers (they refused: "cannot check", found by the review of 37a85c6). A
+// dropped input in such a leaf still makes the check impossible: an Error.
+TEST_CASE("one pass: a leaf stacked from 5000 live arrays is checked exactly, a dropped one is not") {
+  std::vector<Array<double>> samples;
+  for (int k = 0; k < 5000; ++k) {
+    samples.push_back(Array<double>::from({0.001 * k, 1.0 - 0.001 * k}, {2}));
+  }
+  const Array<double> data = stack(samples, 0).eval();  // (5000, 2)
+  const Array<double> w = Array<double>::from({0.5, -2}, {1, 2});
+  for (const PartialsMode mode : {PartialsMode::kAuto, PartialsMode::kCache, PartialsMode::kRecompute}) {
+    const int64_t before = OnePassGradients();
+    Tape tape(mode);
+    const std::vector<double> g = tape.gradient(sum(data * w), {w})[0].to_vector();
+    double col0 = 0, col1 = 0;
+    for (int k = 0; k < 5000; ++k) col0 += 0.001 * k, col1 += 1.0 - 0.001 * k;
+    CHECK(OnePassGradients() == before + (mode == PartialsMode::kAuto ? 1 : 0));
+    REQUIRE(g.size() == 2);
+    CHECK(g[0] == doctest::Approx(col0).epsilon(1e-12));
+    CHECK(g[1] == doctest::Approx(col1).epsilon(1e-12));
+  }
+  // The same with w itself among the stacked arrays, through a temporary gone
+  // since: the ancestry is capped, an input is gone, so the check cannot be
+  // made, and every mode says so rather than answer without that path.
+  std::vector<Array<double>> with_w = samples;
+  with_w.push_back((w.reshape({2}) * 3.0).eval());
+  const Array<double> mixed = stack(with_w, 0).eval();
+  with_w.pop_back();  // the temporary (w * 3) is gone now
+  for (const PartialsMode mode : {PartialsMode::kAuto, PartialsMode::kCache, PartialsMode::kRecompute}) {
+    Tape tape(mode);
+    CHECK_THROWS_AS(tape.gradient(sum(mixed * w), {w}), Error);
   }
 }
 
