@@ -398,5 +398,31 @@ TEST_CASE("reduce layout: reductions of transposed and stepped operands are bitw
   }
 }
 
+// The loop order is the inputs' alone: a pending operand the user still
+// holds (written at full size by the same kernel) once voted for the logical
+// order, so holding it changed the sum's last bits.
+TEST_CASE("reduce layout: a sum's bits do not depend on whether its pending operand is held") {
+  const int64_t n = 17, m = 8;
+  std::vector<double> buf(static_cast<size_t>(n * m));
+  for (size_t i = 0; i < buf.size(); ++i) {
+    buf[i] = std::sin(1.0 + static_cast<double>(i) * 0.731) * std::exp(3.0 * std::cos(static_cast<double>(i) * 1.3));
+  }
+  const auto x = Array<double>::view(buf.data(), {n, m}, {1, n});  // transposed
+  double dropped = 0, held = 0;
+  {
+    auto s = sum(x * 2.0 + 1.0);  // the operand, a temporary, is gone before s is computed
+    dropped = s.item();
+  }
+  {
+    auto e = x * 2.0 + 1.0;
+    held = sum(e).item();
+    CHECK(e.to_vector().size() == buf.size());
+  }
+  CHECK(std::memcmp(&dropped, &held, sizeof(double)) == 0);
+  long double ref = 0;
+  for (double v : buf) ref += static_cast<long double>(v) * 2 + 1;
+  CHECK(dropped == doctest::Approx(static_cast<double>(ref)).epsilon(1e-13));
+}
+
 }  // namespace
 }  // namespace dualcast
