@@ -287,13 +287,11 @@ void CheckDestination(const std::string& kernel_name, size_t m, ArrayImpl& dest,
 // The loop order of a launch with summed outputs (see jit::LoopOrder), or
 // empty for the logical order (no summed output, or nothing to reorder).
 // `shapes` and `strides` are the layout's operands: the inputs, the written
-// outputs, then the iteration shape when one was given. The inputs and the
-// inputs alone have a say; the outputs (full-size ones and a summed output's
-// scratch) and the iteration shape follow whatever order is chosen. Not the
-// full-size outputs: a pending operand the user still holds is written by the
-// same kernel, and its vote made the summation order, so the result's last
-// bits, depend on whether the user held it (found by the adversarial test of
-// the reordering; sum(x.T * 2 + 1) differed by an ulp).
+// outputs, then the iteration shape when one was given. The inputs alone have
+// a say; the outputs and the iteration shape follow. Not the full-size
+// outputs: a pending operand the user still holds is written by the same
+// kernel, and its vote made the summation order, so the result's last bits,
+// depend on whether the user held it (sum(x.T * 2 + 1) differed by an ulp).
 std::vector<int> ReductionLoopOrder(const std::vector<std::vector<int64_t>>& shapes,
                                     const std::vector<std::vector<int64_t>>& strides, size_t n_in,
                                     const std::vector<bool>& summed) {

@@ -1,6 +1,6 @@
 // Strided elementwise helpers of the reverse sweep (views; copies, in-place adds, scaling and fills as generated kernels).
+#include <array>
 #include <memory>
-#include <mutex>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -142,23 +142,23 @@ void CopyEachInto(const std::vector<std::shared_ptr<ArrayImpl>>& dsts,
     for (size_t k = 0; k < dsts.size(); ++k) CopyInto(*dsts[k], *srcs[k]);
     return;
   }
-  // k inputs to k outputs unchanged: built once per count and type.
-  static std::mutex mu;
-  static std::shared_ptr<const jit::Function> identities[2][kMaxTogether + 1];
-  std::shared_ptr<const jit::Function> fn;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto& slot = identities[dsts[0]->dtype == DType::kF32 ? 0 : 1][dsts.size()];
-    if (slot == nullptr) {
+  // k inputs to k outputs unchanged, per type and count (built once).
+  static const auto* identities = [] {
+    auto* table = new std::array<std::shared_ptr<const jit::Function>, 2 * (kMaxTogether + 1)>();
+    for (size_t k = 0; k < table->size(); ++k) {
       auto f = std::make_shared<jit::Function>("copy_into");
       jit::Builder b(*f);
       std::vector<jit::ValueId> values;
-      for (size_t k = 0; k < dsts.size(); ++k) values.push_back(b.Input(dsts[0]->dtype == DType::kF32 ? jit::Type::kF32 : jit::Type::kF64));
+      for (size_t v = 0; v < k % (kMaxTogether + 1); ++v) {
+        values.push_back(b.Input(k <= kMaxTogether ? jit::Type::kF32 : jit::Type::kF64));
+      }
       b.Return(values);
-      slot = std::move(f);
+      (*table)[k] = std::move(f);
     }
-    fn = slot;
-  }
+    return table;
+  }();
+  const std::shared_ptr<const jit::Function>& fn =
+      (*identities)[(dsts[0]->dtype == DType::kF32 ? 0 : kMaxTogether + 1) + dsts.size()];
   ExecuteOptions options;
   for (size_t k = 0; k < dsts.size(); ++k) {
     CheckComputed(*srcs[k], "copy into");

@@ -80,6 +80,14 @@ void NoteInPlaceWrite(ArrayImpl& a) {
   }
 }
 
+bool InputsTellAncestry(const Origin& o) {
+  for (const auto& weak : o.inputs) {
+    const std::shared_ptr<ArrayImpl> in = weak.lock();
+    if (in == nullptr || WriteCount(*in) > 0) return false;
+  }
+  return true;
+}
+
 VersionInfo VersionOf(const ArrayImpl& a, uint32_t version) {
   if (version == WriteCount(a)) return {a.grad_fn, a.grad_output, a.origin};
   std::lock_guard<std::mutex> lock(HistoryLock());

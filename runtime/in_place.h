@@ -55,6 +55,12 @@ void NoteInPlaceWrite(ArrayImpl& a);
 // How many times `a` was written in place through itself (its version).
 inline uint32_t WriteCount(const ArrayImpl& a) { return a.writes.count.load(std::memory_order_relaxed); }
 
+// Whether a walk through `o`'s inputs sees all of its ancestry: every input is
+// still alive and was never written in place, so each input's own Origin tells
+// the rest. What a capped ancestry (Origin::truncated) is replaced by: a
+// dataset stacked from 5000 live samples hides nothing.
+bool InputsTellAncestry(const Origin& o);
+
 // What computed version `version` of `a`: its tape node and output (null:
 // none, or that node is gone) and its Origin (null: user values). `known`
 // is false for an old version whose record was dropped (WriteHistory::kMaxPast).

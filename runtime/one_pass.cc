@@ -150,21 +150,16 @@ bool PathBehindLeaves(const std::vector<std::shared_ptr<ArrayImpl>>& leaves,
   };
   // An untaped array's inputs may be gone (y = transpose(x) + 0 drops the
   // view): its flattened ancestry still holds x. Past its cap the ancestry is
-  // partial, but the walk through the inputs themselves is exact while every
-  // input is alive and unwritten (their own Origins are walked in turn): a
-  // dataset stacked from 5000 samples has a capped ancestry, and nothing is
-  // hidden. A gone or rewritten input of such an Origin: let the sweep decide.
+  // partial: the walk through the inputs replaces it (InputsTellAncestry), or,
+  // where it cannot, the sweep decides.
   auto visit_origin = [&](const Origin& o) {
-    if (o.truncated) {
-      for (const auto& weak : o.inputs) {
-        const std::shared_ptr<ArrayImpl> in = weak.lock();
-        if (in == nullptr || WriteCount(*in) > 0) return true;
-      }
-    }
+    if (o.truncated && !InputsTellAncestry(o)) return true;
     for (const auto& weak : o.inputs) {
       if (visit(weak.lock())) return true;
     }
-    if (o.constant) return false;  // its ancestors are not recorded (no gradient flows)
+    // A constant op records no ancestors (no gradient flows); a capped list
+    // adds nothing to the inputs' own walk.
+    if (o.constant || o.truncated) return false;
     for (const auto& weak : o.ancestors) {
       if (visit(weak.lock())) return true;
     }

@@ -465,16 +465,10 @@ Behind BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeI
       if (!o.constant) {
         // Everything upstream of an untaped array is behind it: its flattened
         // ancestry, which temporaries dropped on the way do not cut. Past its
-        // cap the ancestry is partial; while every input is still alive and
-        // unwritten, the walk through the inputs (below) is exact instead
-        // (a dataset stacked from 5000 samples hides nothing).
+        // cap the ancestry is partial, and the walk through the inputs
+        // (below) replaces it where it can (InputsTellAncestry).
         const Via via = item.via.array ? item.via : self;
-        bool inputs_exact = o.truncated;
-        for (size_t k = 0; inputs_exact && k < o.inputs.size(); ++k) {
-          const auto in = o.inputs[k].lock();
-          inputs_exact = in != nullptr && detail::WriteCount(*in) == 0;
-        }
-        if (!inputs_exact) {
+        if (!o.truncated || !detail::InputsTellAncestry(o)) {
           for (const auto& w : o.ancestors) {
             if (auto up = w.lock()) behind.untaped.try_emplace(up.get(), via);
           }
