@@ -115,7 +115,22 @@ void LineEditor::AddHistory(const std::string& entry) {
   if (history_path_.empty()) return;
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(history_path_).parent_path(), ec);
-  if (write_history(history_path_.c_str()) != 0) {
+  // write_history truncates before it writes: written in place, a crash (or a
+  // reader, or a second session starting) mid-write would see a cut history.
+  // A private file renamed over the old one is replaced all at once.
+  // A linked history file (a dotfiles repository) keeps its link: the target is replaced.
+  std::filesystem::path target = history_path_;
+  if (std::filesystem::is_symlink(target, ec)) target = std::filesystem::canonical(target, ec);
+  if (ec) target = history_path_;
+  const std::string staged = target.string() + "." + std::to_string(getpid()) + ".tmp";
+  if (write_history(staged.c_str()) != 0) {
+    std::filesystem::remove(staged, ec);
+    std::cerr << "warning: cannot write the history file " << history_path_ << "\n";
+    return;
+  }
+  std::filesystem::rename(staged, target, ec);
+  if (ec) {
+    std::filesystem::remove(staged, ec);
     std::cerr << "warning: cannot write the history file " << history_path_ << "\n";
   }
 #else

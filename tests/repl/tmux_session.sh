@@ -111,7 +111,9 @@ wait_for 1 '43000'
 
 keys ':quit' Enter
 i=0
-while [ ! -s "$tmp/data/dualcast/repl_history" ] || ! grep -qF 'twice(21)' "$tmp/data/dualcast/repl_history"; do
+# ':quit' is the last entry written; the REPL replaces the file whole (rename), so
+# once it shows, the file read below is the session's final history.
+while [ ! -s "$tmp/data/dualcast/repl_history" ] || ! grep -qF ':quit' "$tmp/data/dualcast/repl_history"; do
   i=$((i + 1))
   if [ $i -gt 50 ]; then
     echo "tmux_session.sh: no history file with the session's statements" >&2
