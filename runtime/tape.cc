@@ -519,6 +519,19 @@ std::string UntapedText(const Via& v) {
                       ", which this tape sees as a constant");
 }
 
+// An array computed from an input before the input was written in place
+// holds its old values, which the tape cannot tell from its new ones (an
+// ancestry records arrays, not versions), so the path is refused like any
+// untaped one; opening the Tape earlier would not help, so say what would.
+bool WrittenInPlace(const detail::ArrayImpl& input) {
+  return detail::WriteCount(input) != 0 || detail::LastInPlaceWrite(input.storage.get()) != 0;
+}
+constexpr char kComputedFromOldValues[] =
+    ". The input was written in place (Array::assign, mutable_data()): if that array was computed "
+    "from its values before the write, it holds the old values, to the tape another variable that "
+    "it cannot tell from the new one. Use a fresh copy of that array as the constant "
+    "(Array::from(v.to_vector(), v.shape())), or take the gradient before writing";
+
 // What to do about a path through `via`, an array the tape did not record.
 std::string UntapedAdvice(const Via& via, bool used) {
   if (IsSweepResult(via.origin)) {
@@ -662,7 +675,9 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
                        used ? " reaches the loss on this tape, but also through "
                             : " does not reach the loss on this tape: the loss depends on it only through ",
                        UntapedText(it->second), used ? "; the gradient would miss that path" : "",
-                       UntapedAdvice(it->second, used)));
+                       WrittenInPlace(*inputs[i]) && !IsSweepResult(it->second.origin)
+                           ? kComputedFromOldValues
+                           : UntapedAdvice(it->second, used)));
     }
     if (behind.forgotten != nullptr) {
       throw Error(ErrorKind::kInvalidArgument,

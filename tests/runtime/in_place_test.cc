@@ -236,6 +236,33 @@ TEST_CASE("an array computed before the tape and written after a taped node read
   CHECK(Has(m, "computed by 'tanh' before this Tape was opened"));
 }
 
+TEST_CASE("an array computed from an input's old values: refused, and the advice is a copy, not an earlier Tape") {
+  // H = X * W, then W.assign(...): H holds W's old values. The refusal stays
+  // (the ancestry cannot tell versions apart), but it used to advise opening
+  // the Tape earlier, which would change nothing.
+  D x = D::from({1, 2, 3, 4}, {2, 2}), w = D::from({0.5, 0.25}, {1, 2});
+  D h = (x * w).eval();
+  w.assign({2, 3});
+  Tape tape;
+  const std::string m = ErrorOf([&] { tape.gradient(sum(h * w), {w}); });
+  CHECK(Has(m, "computed by 'mul' before this Tape was opened"));
+  CHECK(Has(m, "The input was written in place"));
+  CHECK(Has(m, "holds the old values"));
+  CHECK_FALSE(Has(m, "Open the Tape before"));
+  // The advice works: a copy of h is a constant, and d/dw sum(h * w) = column sums of h.
+  const D h_now = D::from(h.to_vector(), h.shape());
+  const std::vector<double> g = tape.gradient(sum(h_now * w), {w})[0].to_vector();
+  CHECK(g == std::vector<double>{1 * 0.5 + 3 * 0.5, 2 * 0.25 + 4 * 0.25});
+
+  // Without a write, the advice stays: open the Tape earlier.
+  D y = D::from({1, 2}, {1, 2});
+  D hy = (x * y).eval();
+  Tape other;
+  const std::string n = ErrorOf([&] { other.gradient(sum(hy * y), {y}); });
+  CHECK(Has(n, "Open the Tape before"));
+  CHECK_FALSE(Has(n, "written in place"));
+}
+
 TEST_CASE("a write through another view of the same user buffer: the tape sees it") {
   // Before: the other view's storage was not stamped, so d/dc = x came out as
   // the new values (cache mode) and d/dx re-ran sin at them (recompute mode).
