@@ -731,7 +731,18 @@ Array<T> Array<T>::reshape(Shape shape) const {
   if (*n != self.size()) throw mismatch("");
   detail::Materialize(*impl_);
   if (!self.contiguous()) {
-    Array out = copy().reshape(std::move(shape));
+    Array contiguous;
+    try {
+      contiguous = copy();
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kMemory) throw;
+      throw Error(ErrorKind::kMemory,
+                  absl::StrFormat("reshape: an array of shape %s with strides %s is not contiguous, "
+                                  "so reshape into %s copies it, and the copy failed: %s",
+                                  ShapeText(self.shape), ShapeText(self.strides), ShapeText(shape),
+                                  e.what()));
+    }
+    Array out = contiguous.reshape(std::move(shape));
     // The copy in between is held by nobody: link the result's Origin to
     // this array directly (on a tape the nodes hold the chain themselves).
     if (!detail::TapeActive()) detail::NoteOrigin("reshape", {impl_}, {out.impl_});

@@ -262,6 +262,10 @@ TEST_CASE("copy, to_vector, str and a copying reshape of a huge view: kMemory or
   e = Catch([&] { square.transpose().reshape({int64_t{1} << 44}); });  // not contiguous: copies
   REQUIRE(e);
   CHECK(e->kind() == ErrorKind::kMemory);
+  // The failure names the call the user made, not only the copy inside it.
+  CHECK(Contains(e->what(), "reshape: an array of shape [4194304, 4194304] with strides [0, 0] is not "
+                            "contiguous, so reshape into [17592186044416] copies it"));
+  CHECK(Contains(e->what(), "140737488355328 bytes"));
   // 2^61 elements: more than a std::vector can hold (std::length_error before).
   auto beyond = Array<double>::view(&one, {int64_t{1} << 61}, {0});
   e = Catch([&] { beyond.to_vector(); });
