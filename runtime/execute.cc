@@ -19,6 +19,7 @@
 #include "jit/codegen/kernel_cache.h"
 #include "jit/codegen/kernel_spec.h"
 #include "runtime/backend.h"
+#include "runtime/grad_kernels.h"
 #include "runtime/launch_plan.h"
 
 namespace dualcast::detail {
@@ -180,12 +181,18 @@ Plan MakePlan(const std::string& name, const jit::Function& fn,
   if (plan.accumulate.empty()) plan.accumulate.assign(n_out, false);
   if (plan.write.size() != n_out || (!o.destinations.empty() && o.destinations.size() != n_out) ||
       plan.accumulate.size() != n_out ||
-      (!o.output_shapes.empty() && o.output_shapes.size() != n_out)) {
+      (!o.output_shapes.empty() && o.output_shapes.size() != n_out) ||
+      (!o.divisors.empty() && o.divisors.size() != n_out)) {
     throw Error(ErrorKind::kInternal,
                 absl::StrCat(name, ": ", n_out, " outputs but ", plan.write.size(),
                              " write flags, ", o.destinations.size(), " destinations, ",
-                             o.accumulate.size(), " accumulate flags and ",
-                             o.output_shapes.size(), " output shapes"));
+                             o.accumulate.size(), " accumulate flags, ", o.output_shapes.size(),
+                             " output shapes and ", o.divisors.size(), " divisors"));
+  }
+  for (size_t m = 0; m < o.divisors.size(); ++m) {
+    if (o.divisors[m] != 1 && plan.accumulate[m]) {
+      throw Error(ErrorKind::kInternal, absl::StrCat(name, ": output ", m + 1, " both divided and accumulated"));
+    }
   }
   std::vector<std::vector<int64_t>> shapes;
   for (const auto& in : inputs) shapes.push_back(in->shape);
@@ -308,6 +315,30 @@ std::vector<int> ReductionLoopOrder(const std::vector<std::vector<int64_t>>& sha
 }  // namespace
 
 // Zeros into every element of `a` (a reduction over nothing).
+namespace {
+
+// The divisors (ExecuteOptions::divisors) that no launcher's scratch took
+// (`scratch_divided` false: an empty reduction's zeros, a backend that sums
+// in the destination itself): applied here, in the element type. Returns
+// whether any was.
+bool DivideAfter(const ExecuteOptions& options, const std::vector<bool>& scratch_divided,
+                 std::vector<std::shared_ptr<ArrayImpl>>& outputs) {
+  bool any = false;
+  for (size_t m = 0; m < options.divisors.size() && m < outputs.size(); ++m) {
+    if (options.divisors[m] == 1 || scratch_divided[m] || outputs[m] == nullptr) continue;
+    any = true;
+    std::shared_ptr<ArrayImpl> divided = Divided(*outputs[m], options.divisors[m]);
+    if (!options.destinations.empty() && options.destinations[m] != nullptr) {
+      CopyInto(*outputs[m], *divided);
+    } else {
+      outputs[m] = std::move(divided);
+    }
+  }
+  return any;
+}
+
+}  // namespace
+
 void CpuStoreZeros(ArrayImpl& a) {
   ForEachElement(a.shape, a.strides, [&](int64_t, int64_t off) {
     if (a.dtype == DType::kF32) {
@@ -428,6 +459,7 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
       }
       backend.StoreZeros(outputs[m]);
     }
+    DivideAfter(options, std::vector<bool>(n_out, false), outputs);  // 0 / 0: an empty mean's NaN
     return outputs;
   }
 
@@ -480,7 +512,14 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
                        out_ptrs.data(),    out_strides.data(), 0,
                        rank == 0 ? 1 : sizes[0]};
   jit::KernelCache::Ref kernel =
-      backend.Run(kernel_name, spec, args, ReducedDestinations(spec, outputs, loop_order), device);
+      backend.Run(kernel_name, spec, args, ReducedDestinations(spec, outputs, loop_order, options.divisors),
+                  device);
+  std::vector<bool> scratch_divided(n_out, false);
+  for (size_t m = 0; m < n_out; ++m) {
+    scratch_divided[m] = backend.SumsIntoScratch() && plan.reduces && spec.reduces(m) != 0;
+  }
+  // A plan replays the launch alone: kept only when the launcher divided.
+  if (DivideAfter(options, scratch_divided, outputs)) return outputs;
   if (plannable && kernel != nullptr) {
     // Every written output here is a new contiguous array, as RunPlan makes them.
     auto kept = std::make_unique<LaunchPlan>();
@@ -499,6 +538,7 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
     kept->output_shapes = options.output_shapes;
     kept->iteration_shape = options.iteration_shape;
     kept->reduce_ops = options.reduce_ops;
+    kept->divisors = options.divisors;
     kept->out_shapes = plan.shapes;
     if (spec.HasReductions()) kept->reduce_spec = std::make_shared<const jit::KernelSpec>(spec);
     kept->loop_order = std::move(loop_order);

@@ -109,7 +109,8 @@ jit::Type JType(const ArrayImpl& a) {
 }
 
 // f(x) = x (or |x|), reduced with `op` to `keep`: the elements themselves combined.
-Arr ReduceElements(const Arr& x, const std::vector<int64_t>& keep, ReduceKind op, bool abs = false) {
+Arr ReduceElements(const Arr& x, const std::vector<int64_t>& keep, ReduceKind op, bool abs = false,
+                   double divisor = 1) {
   const Fn f = abs ? Cached(JType(*x), "abs_reduce", [](jit::Builder& b, jit::Type t) {
     b.Return({b.Emit(Op::kAbs, {b.Input(t)})});
   })
@@ -119,19 +120,23 @@ Arr ReduceElements(const Arr& x, const std::vector<int64_t>& keep, ReduceKind op
   detail::ExecuteOptions o;
   o.output_shapes = {keep};
   o.reduce_ops = {op};
+  if (divisor != 1) o.divisors = {divisor};
   o.iteration_shape = x->shape;
   return detail::Execute(f->name, f, {x}, o)[0];
 }
 
 // Runs `f` over `inputs` broadcast to `shape`: elementwise, or reduced to
 // `keep` with `ops` (one per output) when given.
+// A sum divided by `divisor` (a single output) is divided in double before its rounding.
 std::vector<Arr> Run(const Fn& f, const std::vector<Arr>& inputs, const std::vector<int64_t>& shape,
-                     const std::vector<int64_t>& keep = {}, std::vector<ReduceKind> ops = {}) {
+                     const std::vector<int64_t>& keep = {}, std::vector<ReduceKind> ops = {},
+                     double divisor = 1) {
   detail::ExecuteOptions o;
   o.iteration_shape = shape;
   if (!ops.empty()) {
     o.output_shapes.assign(ops.size(), keep);
     o.reduce_ops = std::move(ops);
+    if (divisor != 1) o.divisors.assign(o.reduce_ops.size(), divisor);
   }
   return detail::Execute(f->name, f, inputs, o);
 }
@@ -190,8 +195,8 @@ Arr Evaluated(const Array<T>& a, const char* what) {
   return a.impl();
 }
 
-// A composite's first pass: `a` reduced with `kind` (of |a| when `abs`), times
-// `scale`, to l.keep_shape, and `a` itself computed for the passes after it.
+// A composite's first pass: `a` reduced with `kind` (of |a| when `abs`),
+// divided by `divisor` (ExecuteOptions::divisors), to l.keep_shape, and `a` itself computed for the passes after it.
 // A pending CPU operand (off the tape, no Unfused scope) is reduced inside the
 // kernel that produces it, which writes `a` in the same pass (it is held
 // here); otherwise `a` is evaluated (under a tape: recorded) and reduced.
@@ -200,7 +205,7 @@ struct FirstPass {
   Arr reduced;  // in the kept shape
 };
 template <ElementType T>
-FirstPass ReduceFirst(const Array<T>& a, const Axes& l, ReduceKind kind, double scale, bool abs,
+FirstPass ReduceFirst(const Array<T>& a, const Axes& l, ReduceKind kind, double divisor, bool abs,
                       const char* what) {
   Arr fused;
   if (a.is_pending() && a.impl()->device.is_cpu() && !Unfused::active() && !detail::TapeActive()) {
@@ -209,7 +214,7 @@ FirstPass ReduceFirst(const Array<T>& a, const Axes& l, ReduceKind kind, double 
     r.summed = l.reduced;
     r.keep_shape = l.keep_shape;
     r.keepdims = true;
-    r.scale = scale;
+    r.divisor = divisor;
     r.kind = kind;
     Array<T> reduced(detail::LazyReduce(what, operand.impl(), std::move(r)));
     reduced.eval();
@@ -217,9 +222,7 @@ FirstPass ReduceFirst(const Array<T>& a, const Axes& l, ReduceKind kind, double 
   }
   const Arr x = Evaluated(a, what);
   if (fused != nullptr) return {x, fused};
-  Arr reduced = ReduceElements(x, l.keep_shape, kind, abs);
-  if (scale != 1) reduced = detail::Scaled(*reduced, scale);
-  return {x, reduced};
+  return {x, ReduceElements(x, l.keep_shape, kind, abs, divisor)};
 }
 
 // The result of a reduction over empty slices (or too few elements): `value`
@@ -492,14 +495,13 @@ Array<T> var(const Array<T>& a, const std::vector<int>& axes, bool keepdims, int
     const double nan = std::numeric_limits<double>::quiet_NaN();
     return FilledReduction<T>("var", a, l, nan, nan);
   }
-  const auto [x, mu] = ReduceFirst(a, l, ReduceKind::kSum, 1.0 / static_cast<double>(l.count), false, "var");
+  const auto [x, mu] = ReduceFirst(a, l, ReduceKind::kSum, static_cast<double>(l.count), false, "var");
   const Fn squares = Cached(JType(*x), "var_terms", [](jit::Builder& b, jit::Type t) {
     ValueId xv = b.Input(t), mv = b.Input(t);
     ValueId d = b.Sub(xv, mv);
     b.Return({b.Mul(d, d)});
   });
-  const Arr r = detail::Scaled(*Run(squares, {x, mu}, x->shape, l.keep_shape, {ReduceKind::kSum})[0],
-                               1.0 / dof);
+  const Arr r = Run(squares, {x, mu}, x->shape, l.keep_shape, {ReduceKind::kSum}, dof)[0];
   return Finish<T>("var", x, l, r, {mu, Number(2.0 / dof, *x)},
                    [](const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
                      const Fn adjoint = Cached(JType(*x), "var_adjoint", [](jit::Builder& b, jit::Type t) {

@@ -12,25 +12,26 @@
 namespace dualcast::detail {
 namespace {
 
-enum class Elementwise { kCopy, kAdd, kMul };
+enum class Elementwise { kCopy, kAdd, kMul, kDiv };
 
 // The one-op IR functions behind the helpers below, per dtype (built once).
 std::shared_ptr<const jit::Function> ElementwiseFunction(Elementwise op, DType dtype) {
   auto make = [](Elementwise op, jit::Type t) {
-    static const char* const kNames[] = {"copy", "add", "scale"};
+    static const char* const kNames[] = {"copy", "add", "scale", "divide"};
     auto f = std::make_shared<jit::Function>(kNames[static_cast<int>(op)]);
     jit::Builder b(*f);
     jit::ValueId x = b.Input(t);
     if (op == Elementwise::kAdd) x = b.Add(x, b.Input(t));
     if (op == Elementwise::kMul) x = b.Mul(x, b.Input(t));
+    if (op == Elementwise::kDiv) x = b.Div(x, b.Input(t));
     b.Return({x});
     return std::shared_ptr<const jit::Function>(std::move(f));
   };
-  static const std::shared_ptr<const jit::Function> kFunctions[2][3] = {
+  static const std::shared_ptr<const jit::Function> kFunctions[2][4] = {
       {make(Elementwise::kCopy, jit::Type::kF32), make(Elementwise::kAdd, jit::Type::kF32),
-       make(Elementwise::kMul, jit::Type::kF32)},
+       make(Elementwise::kMul, jit::Type::kF32), make(Elementwise::kDiv, jit::Type::kF32)},
       {make(Elementwise::kCopy, jit::Type::kF64), make(Elementwise::kAdd, jit::Type::kF64),
-       make(Elementwise::kMul, jit::Type::kF64)}};
+       make(Elementwise::kMul, jit::Type::kF64), make(Elementwise::kDiv, jit::Type::kF64)}};
   return kFunctions[dtype == DType::kF32 ? 0 : 1][static_cast<int>(op)];
 }
 
@@ -178,6 +179,12 @@ std::shared_ptr<ArrayImpl> Scaled(const ArrayImpl& a, double factor) {
   CheckComputed(a, "scale");
   return Execute("scale", ElementwiseFunction(Elementwise::kMul, a.dtype),
                  {Borrow(a), NumberArray(factor, a.dtype, a.device)})[0];
+}
+
+std::shared_ptr<ArrayImpl> Divided(const ArrayImpl& a, double divisor) {
+  CheckComputed(a, "divide");
+  return Execute("divide", ElementwiseFunction(Elementwise::kDiv, a.dtype),
+                 {Borrow(a), NumberArray(divisor, a.dtype, a.device)})[0];
 }
 
 std::shared_ptr<ArrayImpl> Filled(DType dtype, const std::vector<int64_t>& shape, double value,

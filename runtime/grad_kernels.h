@@ -33,11 +33,12 @@ struct ProductTerm {
 };
 
 // A new contiguous array of `target` = Σ over the axes along which `target`
-// broadcasts to `full` of Σ_t a_t ⊙ b_t. Throws Error(kShape) when `target`
+// broadcasts to `full` of Σ_t a_t ⊙ b_t, divided by `divisor` in double
+// before the one rounding (a mean's count). Throws Error(kShape) when `target`
 // does not broadcast to `full`. With no terms the result is zeros.
 std::shared_ptr<ArrayImpl> ReduceProducts(DType dtype, const std::vector<ProductTerm>& terms,
                                           const std::vector<int64_t>& full,
-                                          const std::vector<int64_t>& target);
+                                          const std::vector<int64_t>& target, double divisor = 1);
 
 // `a` itself when it is contiguous, owning and has no stride-0 dims of size > 1;
 // otherwise a new contiguous copy.
@@ -84,6 +85,9 @@ std::shared_ptr<ArrayImpl> AddArrays(const ArrayImpl& a, const ArrayImpl& b);
 
 // A new contiguous array a * factor.
 std::shared_ptr<ArrayImpl> Scaled(const ArrayImpl& a, double factor);
+
+// A new contiguous array a / divisor (divisor rounded to a's type first).
+std::shared_ptr<ArrayImpl> Divided(const ArrayImpl& a, double divisor);
 
 // A rank-0 array holding `value` on `device` (defined in broadcast.cc).
 std::shared_ptr<ArrayImpl> NumberArray(double value, DType dtype, Device device);

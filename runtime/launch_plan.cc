@@ -44,7 +44,8 @@ LaunchPlan* FindPlan(const jit::Function* fn, const std::vector<std::shared_ptr<
     if (plan.fn.get() != fn || plan.write != options.write ||
         plan.in_shapes.size() != inputs.size() || plan.dtype != inputs[0]->dtype ||
         plan.output_shapes != options.output_shapes ||
-        plan.iteration_shape != options.iteration_shape || plan.reduce_ops != options.reduce_ops) {
+        plan.iteration_shape != options.iteration_shape || plan.reduce_ops != options.reduce_ops ||
+        plan.divisors != options.divisors) {
       continue;
     }
     bool same = true;
@@ -134,17 +135,18 @@ std::vector<std::shared_ptr<ArrayImpl>> RunPlan(const LaunchPlan& plan, size_t n
     return outputs;
   }
   jit::LaunchCpu(plan.kernel->entry_as<jit::KernelEntry>(), args.args(), *plan.reduce_spec,
-                 ReducedDestinations(*plan.reduce_spec, outputs, plan.loop_order));
+                 ReducedDestinations(*plan.reduce_spec, outputs, plan.loop_order, plan.divisors));
   return outputs;
 }
 
 std::vector<jit::ReducedDestination> ReducedDestinations(
     const jit::KernelSpec& spec, const std::vector<std::shared_ptr<ArrayImpl>>& outputs,
-    std::span<const int> loop_order) {
+    std::span<const int> loop_order, std::span<const double> divisors) {
   std::vector<jit::ReducedDestination> reduced(outputs.size());
   for (size_t m = 0; m < outputs.size(); ++m) {
     if (spec.reduces(m) == 0) continue;
-    reduced[m] = {outputs[m]->data(), outputs[m]->shape, outputs[m]->strides};
+    reduced[m] = {outputs[m]->data(), outputs[m]->shape, outputs[m]->strides,
+                  m < divisors.size() ? divisors[m] : 1.0};
     if (!loop_order.empty()) jit::PermuteDims(loop_order, reduced[m].shape, reduced[m].strides);
   }
   return reduced;

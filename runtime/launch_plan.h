@@ -50,6 +50,7 @@ struct LaunchPlan {
   std::vector<std::vector<int64_t>> output_shapes;
   std::vector<int64_t> iteration_shape;
   std::vector<ReduceKind> reduce_ops;
+  std::vector<double> divisors;
   std::vector<std::vector<int64_t>> out_shapes;
   std::shared_ptr<const jit::KernelSpec> reduce_spec;
   // The dims' order when Execute reordered them for a reduction (empty: logical).
@@ -71,10 +72,11 @@ uint64_t FunctionHash(const std::shared_ptr<const jit::Function>& fn);
 // With a loop order (Execute's, for a reduction whose dims it reordered),
 // each destination's shape and strides are padded to the iteration rank and
 // permuted like the dims: the launcher walks the destination in the order of
-// its scratch, which is contiguous over the kept dims in loop order.
+// its scratch, which is contiguous over the kept dims in loop order. Each
+// gets its entry of `divisors` (ExecuteOptions::divisors).
 std::vector<jit::ReducedDestination> ReducedDestinations(
     const jit::KernelSpec& spec, const std::vector<std::shared_ptr<ArrayImpl>>& outputs,
-    std::span<const int> loop_order = {});
+    std::span<const int> loop_order = {}, std::span<const double> divisors = {});
 // New contiguous outputs (null where not written), then the kernel's launch.
 std::vector<std::shared_ptr<ArrayImpl>> RunPlan(const LaunchPlan& plan, size_t n_out,
                                                 const std::vector<std::shared_ptr<ArrayImpl>>& inputs,

@@ -102,13 +102,16 @@ bool FusedReduceLocked(const std::shared_ptr<ArrayImpl>& root, GraphLock& lock) 
     options.reduce_ops.assign(M + 1, ReduceKind::kSum);
     options.reduce_ops[M] = r.kind;
   }
+  if (r.divisor != 1) {
+    options.divisors.assign(M + 1, 1.0);
+    options.divisors[M] = r.divisor;
+  }
   options.iteration_shape = plan.shape;
   std::vector<std::shared_ptr<ArrayImpl>> values =
       Execute(plan.name, WithRootCopy(plan.primal), plan.leaves, options);
   std::shared_ptr<ArrayImpl> reduced = values[M];
   values.resize(M);
   FillTargets(plan, values);
-  if (r.scale != 1) reduced = Scaled(*reduced, r.scale);
   FillFrom(*root, *reduced);
   NoteReduction(node->name.c_str(), operand, root, node->reduce);
   g_fused.fetch_add(1, std::memory_order_relaxed);

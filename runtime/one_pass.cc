@@ -38,8 +38,10 @@ std::shared_ptr<ArrayImpl> Scalar(DType dtype, double value) {
   return a;
 }
 
-// Outputs: y_0..y_{M-1}, ā·y_0 (reduced: the loss, ā being 1, or 1/count for
-// a mean), then ā·∂y_0/∂x_wrt[j] for every j that is not structurally zero.
+// Outputs: y_0..y_{M-1}, y_0 again (reduced: the loss; a mean's is divided by
+// the count after the sum, as every mean is, so the value has the same bits
+// as without a tape), then ā·∂y_0/∂x_wrt[j] for every j that is not
+// structurally zero (ā being 1, or 1/count for a mean).
 // Inputs: the leaves, then ā for a mean. A sum's ā is 1, and multiplying by 1
 // is exact, so its kernel has no ā at all: the same bits, one multiply fewer
 // per output and element (a tenth of HM-LSTM's arithmetic outside exp/div).
@@ -60,7 +62,7 @@ OnePassFunction BuildOnePass(const std::shared_ptr<const jit::Function>& primal,
   auto times_abar = [&](jit::ValueId v) { return unit_abar ? v : b.Mul(abar, v); };
   std::vector<jit::ValueId> values = jit::Inline(b, jvp->function, leaves);
   std::vector<jit::ValueId> outs(values.begin(), values.begin() + static_cast<long>(M));
-  outs.push_back(times_abar(values[0]));
+  outs.push_back(values[0]);
   OnePassFunction result;
   for (size_t j = 0; j < J; ++j) {
     if (jvp->structurally_zero[j]) {  // partial (m = 0, j)
@@ -242,14 +244,14 @@ bool OnePassGradient(const std::shared_ptr<ArrayImpl>& loss,
 
     const PendingReduce& r = *reduction->reduce;
     const size_t M = plan.targets.size(), rank = plan.shape.size();
-    const bool unit_abar = r.scale == 1;
+    const bool unit_abar = r.divisor == 1;
     const std::shared_ptr<const OnePassFunction> fn_ptr = CachedOnePass(plan.primal, wrt, unit_abar);
     const OnePassFunction& fn = *fn_ptr;
     // The leaves, then ā (d loss / d sum) for a mean; a sum's kernel has no ā.
     std::vector<std::shared_ptr<ArrayImpl>> with_abar;
     if (!unit_abar) {
       with_abar = plan.leaves;
-      with_abar.push_back(Scalar(plan.dtype, r.scale));
+      with_abar.push_back(Scalar(plan.dtype, 1.0 / r.divisor));
     }
     const std::vector<std::shared_ptr<ArrayImpl>>& args = unit_abar ? plan.leaves : with_abar;
     // Per-thread scratch: a training loop repeats this every step, and the
@@ -266,6 +268,8 @@ bool OnePassGradient(const std::shared_ptr<ArrayImpl>& loss,
       PadShapeInto(options.output_shapes[static_cast<size_t>(fn.grad_output[k])],
                    plan.leaves[static_cast<size_t>(wrt[k])]->shape, rank);
     }
+    options.divisors.assign(outputs, 1.0);
+    options.divisors[M] = r.divisor;
     options.iteration_shape = plan.shape;
     std::vector<std::shared_ptr<ArrayImpl>> values = Execute(plan.name, fn.function, args, options);
 

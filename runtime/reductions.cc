@@ -32,7 +32,7 @@ struct SumNode final : detail::GradNode {
       const std::vector<std::shared_ptr<ArrayImpl>>& outs) override {
     if (outs.empty() || outs[0] == nullptr) return {nullptr};
     std::shared_ptr<ArrayImpl> kept = detail::KeptView(*outs[0], reduce->keep_shape, reduce->summed);
-    if (reduce->scale != 1) kept = detail::Scaled(*kept, reduce->scale);
+    if (reduce->divisor != 1) kept = detail::Scaled(*kept, 1.0 / reduce->divisor);
     return {detail::BroadcastView(*kept, in_shape)};
   }
 };
@@ -54,7 +54,7 @@ Array<T> Reduce(const char* what, const Array<T>& a, const std::vector<int>& axe
       r.keep_shape[d] = 1;
     }
   }
-  r.scale = is_mean ? 1.0 / static_cast<double>(count) : 1.0;  // 0 / 0 = NaN for an empty mean
+  r.divisor = is_mean ? static_cast<double>(count) : 1.0;  // 0 / 0 = NaN for an empty mean
   // A pending operand stays pending: the reduction joins its kernel.
   if (a.is_pending() && in->device.is_cpu() && !Unfused::active()) {
     return Array<T>(detail::LazyReduce(what, in, std::move(r)));
@@ -142,8 +142,8 @@ std::shared_ptr<ArrayImpl> ComputeReduction(const char* what, const std::shared_
   std::shared_ptr<ArrayImpl> out =
       r.kind != ReduceKind::kSum
           ? ReduceWithKind(in, r.keep_shape, r.kind)
-          : ReduceProducts(in->dtype, {ProductTerm{in.get(), nullptr}}, in->shape, r.keep_shape);
-  if (r.scale != 1) out = Scaled(*out, r.scale);
+          : ReduceProducts(in->dtype, {ProductTerm{in.get(), nullptr}}, in->shape, r.keep_shape,
+                           r.divisor);
   std::vector<int64_t> shape = ReducedShape(r);
   out->strides = ContiguousStrides(shape);
   out->shape = std::move(shape);

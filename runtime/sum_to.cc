@@ -57,14 +57,14 @@ std::shared_ptr<const jit::Function> SumOfProducts(DType dtype, const std::vecto
 
 std::shared_ptr<ArrayImpl> ReduceProducts(DType dtype, const std::vector<ProductTerm>& terms,
                                           const std::vector<int64_t>& full,
-                                          const std::vector<int64_t>& target) {
+                                          const std::vector<int64_t>& target, double divisor) {
   if (!jit::MergeForReduction(full, target).ok()) {
     throw Error(ErrorKind::kShape,
                 absl::StrCat("sum_to: cannot reduce shape ", jit::FormatShape(full), " to shape ",
                              jit::FormatShape(target),
                              "; every dimension must match or be 1 in the target"));
   }
-  if (terms.empty()) return Filled(dtype, target, 0.0);
+  if (terms.empty()) return Filled(dtype, target, 0.0 / divisor);
   std::vector<std::shared_ptr<ArrayImpl>> operands;
   std::vector<bool> has_b;
   for (const ProductTerm& t : terms) {
@@ -88,7 +88,7 @@ std::shared_ptr<ArrayImpl> ReduceProducts(DType dtype, const std::vector<Product
   auto ones = [](const std::vector<int64_t>& shape) {
     return std::all_of(shape.begin(), shape.end(), [](int64_t s) { return s == 1; });
   };
-  if (ones(full) && target.size() <= full.size() && ones(target) &&
+  if (divisor == 1 && ones(full) && target.size() <= full.size() && ones(target) &&
       std::all_of(terms.begin(), terms.end(), [&](const ProductTerm& t) {
         return ones(t.a->shape) && t.a->device.is_cpu() &&
                (t.b == nullptr || (ones(t.b->shape) && t.b->device.is_cpu()));
@@ -118,6 +118,7 @@ std::shared_ptr<ArrayImpl> ReduceProducts(DType dtype, const std::vector<Product
   const bool scalar = target.empty() && !full.empty();
   options.output_shapes = {scalar ? std::vector<int64_t>{1} : target};
   options.iteration_shape = full;
+  if (divisor != 1) options.divisors = {divisor};
   std::shared_ptr<ArrayImpl> out = Execute(has_b.size() == 1 && !has_b[0] ? "sum_to" : "sum_of_products",
                                            SumOfProducts(dtype, has_b), operands, options)[0];
   return scalar ? ViewOf(*out, {}, {}) : out;

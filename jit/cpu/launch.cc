@@ -47,8 +47,8 @@ constexpr int64_t kFinishGrain = 16 * 1024;
 constexpr int64_t kFinishTile = 512;
 
 // Elements [begin, end) (row-major over the kept dims) of one reduced output:
-// its partials added in chunk order, rounded once, stored or added into the
-// destination.
+// its partials added in chunk order, divided by its divisor, rounded once,
+// stored or added into the destination.
 template <class T>
 void Finish(const double* scratch, int64_t kept, int64_t partials, bool accumulate, ReduceOp op,
             const ReducedDestination& dest, int64_t begin, int64_t end) {
@@ -72,6 +72,9 @@ void Finish(const double* scratch, int64_t kept, int64_t partials, bool accumula
       } else {
         for (int64_t e = 0; e < n; ++e) sum[e] = ReduceCombine(op, sum[e], part[e]);
       }
+    }
+    if (dest.divisor != 1) {
+      for (int64_t e = 0; e < n; ++e) sum[e] /= dest.divisor;
     }
     for (int64_t e = 0; e < n; ++e) {
       const T value = static_cast<T>(sum[e]);

@@ -42,6 +42,10 @@ void LaunchCpu(KernelEntry entry, const KernelArgs& args, int rank);
 struct ReducedDestination {
   void* data = nullptr;
   std::vector<int64_t> shape, strides;
+  // The sum is divided by this in double before its one rounding: a mean's
+  // element count, so mean(ones(49)) is 1 (not 49 * fl(1/49)) and a float32
+  // mean of large values does not overflow on the way.
+  double divisor = 1;
 };
 
 // Most scratch partials one reduced output gets (bounds the scratch memory).
@@ -55,8 +59,9 @@ inline constexpr int64_t kMaxPartials = 64;
 // double scratch buffer, contiguous over its kept merged dims (whose
 // row-major order is the order of the destination's dims as given); when the output is
 // reduced along the outermost dim, each chunk gets its own. Afterwards the
-// partials are added in chunk order, rounded to the element type once and
-// stored into `destinations[m]` (or added to it when accumulating). So a
+// partials are added in chunk order, divided by the destination's divisor
+// (in double), rounded to the element type once and stored into
+// `destinations[m]` (or added to it when accumulating). So a
 // result is bitwise the same for any thread count. `destinations` has one
 // entry per output; only reduced outputs' are used.
 void LaunchCpu(KernelEntry entry, const KernelArgs& args, const KernelSpec& spec,

@@ -70,6 +70,11 @@ struct ExecuteOptions {
   // min propagate NaN; products form in double. Only sums may accumulate, and
   // a reduction over no elements must be handled by the caller unless it sums.
   std::vector<ReduceKind> reduce_ops;
+  // Optional per output: a summed output is divided by this (a mean's element
+  // count) in double before its one rounding to the element type (on a
+  // backend that sums in the destination itself, after, in the element type).
+  // 1 (or empty): not divided. Not with `accumulate`.
+  std::vector<double> divisors;
   // jit::StructuralHash(*fn) when the caller keeps it with the function (the
   // lazy graph and the tape do), so a cache-hit launch does not rehash the
   // IR; 0: computed here.

@@ -33,7 +33,9 @@ namespace dualcast::detail {
 struct PendingReduce {
   std::vector<bool> summed;          // per operand dim
   std::vector<int64_t> keep_shape;   // the operand's shape with summed dims 1
-  double scale = 1;                  // 1 / count for a mean
+  // The count for a mean: the sum is divided by it in double before its one
+  // rounding (ExecuteOptions::divisors); its adjoint scales by 1 / divisor.
+  double divisor = 1;
   bool keepdims = false;
   ReduceKind kind = ReduceKind::kSum;  // max/min fuse the same way (their own reverse rule)
 };
