@@ -314,7 +314,6 @@ std::vector<int> ReductionLoopOrder(const std::vector<std::vector<int64_t>>& sha
 
 }  // namespace
 
-// Zeros into every element of `a` (a reduction over nothing).
 namespace {
 
 // The divisors (ExecuteOptions::divisors) that no launcher's scratch took
@@ -339,6 +338,7 @@ bool DivideAfter(const ExecuteOptions& options, const std::vector<bool>& scratch
 
 }  // namespace
 
+// Zeros into every element of `a` (a reduction over nothing).
 void CpuStoreZeros(ArrayImpl& a) {
   ForEachElement(a.shape, a.strides, [&](int64_t, int64_t off) {
     if (a.dtype == DType::kF32) {
@@ -514,12 +514,14 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
   jit::KernelCache::Ref kernel =
       backend.Run(kernel_name, spec, args, ReducedDestinations(spec, outputs, loop_order, options.divisors),
                   device);
-  std::vector<bool> scratch_divided(n_out, false);
-  for (size_t m = 0; m < n_out; ++m) {
-    scratch_divided[m] = backend.SumsIntoScratch() && plan.reduces && spec.reduces(m) != 0;
+  if (!options.divisors.empty()) {
+    std::vector<bool> scratch_divided(n_out, false);
+    for (size_t m = 0; m < n_out; ++m) {
+      scratch_divided[m] = backend.SumsIntoScratch() && plan.reduces && spec.reduces(m) != 0;
+    }
+    // A plan replays the launch alone: kept only when the launcher divided.
+    if (DivideAfter(options, scratch_divided, outputs)) return outputs;
   }
-  // A plan replays the launch alone: kept only when the launcher divided.
-  if (DivideAfter(options, scratch_divided, outputs)) return outputs;
   if (plannable && kernel != nullptr) {
     // Every written output here is a new contiguous array, as RunPlan makes them.
     auto kept = std::make_unique<LaunchPlan>();
