@@ -493,7 +493,9 @@ std::shared_ptr<ArrayImpl> MakeView(const T* data, Shape shape, Shape strides, b
   impl->storage->data = const_cast<T*>(data);
   impl->storage->bytes = static_cast<size_t>(bytes);
   impl->storage->owning = false;
-  detail::RegisterAliasable(*impl->storage);  // another view of this memory may be made
+  // Another view of this memory may be made. Its arrays use only this view's
+  // elements' grid: columns of one table do not alias (storage_aliases.h).
+  detail::RegisterAliasable(*impl->storage, detail::ExtentOf(*impl).step, sizeof(T));
   impl->read_only = read_only;
   return impl;
 }
@@ -555,7 +557,7 @@ const T* Array<T>::data() const {
   const T* p = HostValues(*this);
   // The caller may make a view of this memory: writes through either must
   // see the other (storage_aliases.h).
-  detail::RegisterAliasable(*impl_->storage);
+  detail::RegisterAliasable(*impl_->storage, sizeof(T), sizeof(T));
   return p;
 }
 

@@ -21,6 +21,7 @@
 #include "runtime/backend.h"
 #include "runtime/grad_kernels.h"
 #include "runtime/launch_plan.h"
+#include "runtime/storage_aliases.h"
 
 namespace dualcast::detail {
 
@@ -30,54 +31,6 @@ static_assert(static_cast<int>(ReduceKind::kSum) == static_cast<int>(jit::Reduce
               static_cast<int>(ReduceKind::kMin) == static_cast<int>(jit::ReduceOp::kMin));
 
 namespace {
-
-// Byte addresses spanned by an array's elements: [lo, hi). Empty arrays span nothing.
-struct Extent {
-  uintptr_t lo = 0, hi = 0;
-  uint64_t step = 0;  // gcd of the byte strides of dims with size > 1 (0: one element)
-  bool empty = true;
-};
-
-Extent ExtentOf(const ArrayImpl& a) {
-  Extent e;
-  if (a.storage == nullptr || a.size() == 0) return e;
-  const int64_t es = static_cast<int64_t>(SizeOf(a.dtype));
-  int64_t lo = 0, hi = 0;
-  uint64_t step = 0;
-  for (int d = 0; d < a.rank(); ++d) {
-    if (a.shape[d] <= 1) continue;
-    const int64_t span = (a.shape[d] - 1) * a.strides[d] * es;
-    (span < 0 ? lo : hi) += span;
-    step = std::gcd(step, static_cast<uint64_t>(std::llabs(a.strides[d] * es)));
-  }
-  const auto base = reinterpret_cast<intptr_t>(a.data());
-  e.lo = static_cast<uintptr_t>(base + lo);
-  e.hi = static_cast<uintptr_t>(base + hi + es);
-  e.step = step;
-  e.empty = false;
-  return e;
-}
-
-// Whether two arrays may share an element: their address ranges meet and
-// their element grids (base + multiples of the stride gcd) come within one
-// element of each other. Never false when they do share one.
-bool MayOverlap(const ArrayImpl& a, const ArrayImpl& b) {
-  const Extent ea = ExtentOf(a), eb = ExtentOf(b);
-  if (ea.empty || eb.empty) return false;
-  if (ea.hi <= eb.lo || eb.hi <= ea.lo) return false;
-  const uint64_t g = std::gcd(ea.step, eb.step);
-  if (g == 0) return true;  // both single elements, ranges meet
-  const auto base_a = reinterpret_cast<uintptr_t>(a.data());
-  const auto base_b = reinterpret_cast<uintptr_t>(b.data());
-  const uint64_t es = std::max(SizeOf(a.dtype), SizeOf(b.dtype));
-  // The offset modulo g, on the signed difference: an unsigned wrap-around is
-  // only congruent modulo powers of two (a 6-column interleaved table has a
-  // 48-byte row stride and would be rejected).
-  const int64_t diff = static_cast<int64_t>(base_b - base_a);
-  const int64_t gs = static_cast<int64_t>(g);
-  const uint64_t r = static_cast<uint64_t>(((diff % gs) + gs) % gs);
-  return r < es || g - r < es;
-}
 
 void CheckInputs(const std::string& name, const jit::Function& fn,
                  const std::vector<std::shared_ptr<ArrayImpl>>& inputs) {

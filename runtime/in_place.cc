@@ -68,7 +68,7 @@ void NoteInPlaceWrite(ArrayImpl& a) {
   a.grad_output = 0;
   if (a.storage == nullptr) return;
   // Every storage sharing the written memory is stamped (storage_aliases.h).
-  for (const Storage* storage : AliasesOf(a.storage.get())) {
+  for (const Storage* storage : AliasesOf(a)) {
     Shard& shard = ShardOf(storage);
     std::lock_guard<std::mutex> lock(shard.mu);
     // Taken under the lock, so that a stamp never exceeds the epoch a reader

@@ -74,6 +74,7 @@ Registries& AllRegistries() {
 }
 
 thread_local Registry* t_registry = nullptr;  // trivially destructible: usable at any time
+thread_local int t_computing_readers = 0;
 
 // Hands the thread's registry on when the thread ends.
 struct ThreadExit {
@@ -130,7 +131,7 @@ void ComputeReadersBeforeWrite(ArrayImpl& target) {
   Materialize(target);
   if (target.storage == nullptr) return;
   // The written memory, through every storage that shares it (storage_aliases.h).
-  const StorageList storages = AliasesOf(target.storage.get());
+  const StorageList storages = AliasesOf(target);
   uint64_t bits = 0;  // one filter for them all: a scan costs the same with many aliases
   for (const Storage* s : storages) bits |= StorageBit(s);
   // Many aliases (fresh views of one buffer kept alive by a tape): a set.
@@ -168,14 +169,24 @@ void ComputeReadersBeforeWrite(ArrayImpl& target) {
         if (out != nullptr && out->pending == node) pending.push_back(std::move(out));
       }
       if (pending.empty()) continue;
+      // Reading other elements of the memory is not reading the write: a
+      // result of one column of a table is not computed (perhaps on another
+      // thread, away from its tape) when another column is written.
       const bool reads = std::any_of(node->inputs.begin(), node->inputs.end(), [&](const auto& in) {
-        return in != nullptr && in->pending == nullptr && written(in->storage.get());
+        return in != nullptr && in->pending == nullptr && written(in->storage.get()) &&
+               MayOverlap(*in, target);
       });
       if (reads) readers.insert(readers.end(), pending.begin(), pending.end());
     }
   }
+  ++t_computing_readers;
+  struct Done {
+    ~Done() { --t_computing_readers; }
+  } done;
   for (const std::shared_ptr<ArrayImpl>& out : readers) Materialize(*out);
 }
+
+bool ComputingReadersBeforeWrite() { return t_computing_readers > 0; }
 
 size_t RegisteredNodesForTesting() {
   Registry& r = ThisThreadRegistry();

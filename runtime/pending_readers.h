@@ -10,8 +10,10 @@
 // So every write that goes through dualcast (Array::mutable_data, and with it
 // assign; partials() destinations; accumulate_gradient's buffers) first
 // computes each pending result that reads the written memory (any view of the
-// same storage, or of one sharing its memory: storage_aliases.h; a result
-// reading another part of it too, conservatively).
+// same storage, or of one sharing its memory: storage_aliases.h), unless the
+// array it reads and the written one cannot share an element (MayOverlap:
+// another column of one table is not read, so a column per thread does not
+// compute the other threads' results, away from their tapes).
 // A result computed that way keeps the inputs' values of before the write, as
 // if it had been computed eagerly; a tape records it then, with those values.
 //
@@ -49,6 +51,11 @@ void NotePendingNode(const std::shared_ptr<LazyNode>& node);
 // reads `target`'s storage, before `target` is written in place. May compile
 // and launch kernels; throws what they throw (nothing has been written then).
 void ComputeReadersBeforeWrite(ArrayImpl& target);
+
+// Whether this thread is computing a write's pending readers now: what it
+// computes then was made by someone else's code, perhaps on another thread
+// under a tape that cannot record it here (the tape's messages say so).
+bool ComputingReadersBeforeWrite();
 
 // Entries in this thread's registry, dead ones included (tests).
 size_t RegisteredNodesForTesting();

@@ -12,17 +12,24 @@
 // dualcast handed out (data(), mutable_data()), since the user can make a
 // view of that. A storage dualcast allocated and never exposed shares memory
 // with nothing. A write through a registered storage also counts as a write
-// through every registered storage whose range overlaps it (the whole range:
-// views of disjoint parts of one buffer do not alias; views of interleaved
-// parts count as aliases, conservatively).
+// through every registered storage that may hold one of the written elements:
+// one whose range meets the written array's, and whose element grid (the
+// addresses base + k * step its arrays can use, step the gcd of the byte
+// strides of the view that made it) comes within an element of the written
+// array's. Views of disjoint parts of one buffer do not alias, nor do the
+// columns of an interleaved table (a column per thread: a write into one
+// column must not count as a write into another, or a tape on the thread
+// that owns that one refused its gradient, or worse). Views whose grids
+// interleave without sharing an element (2x2 blocks of a 4-column table)
+// still count as aliases, conservatively.
 //
 // Cost: a lock and a push per view made or pointer first handed out, a lock
 // and an erase when such a storage is freed, and a scan of the registered
 // storages per write through one of them.
 //
 // Example:
-//   RegisterAliasable(*impl->storage);                 // Array::view, Array::data
-//   for (const Storage* s : AliasesOf(storage)) ...    // a write through `storage`
+//   RegisterAliasable(*impl->storage, ExtentOf(*impl).step, 8);  // Array::view
+//   for (const Storage* s : AliasesOf(written)) ...             // a write through `written`
 #pragma once
 
 #include "absl/container/inlined_vector.h"
@@ -30,17 +37,34 @@
 
 namespace dualcast::detail {
 
-// Registers `storage` (CPU memory) as one that may share memory with others. Idempotent.
-void RegisterAliasable(Storage& storage);
+// The byte addresses an array's elements use: within [lo, hi), on the grid
+// lo + k * step. Empty arrays use none.
+struct Extent {
+  uintptr_t lo = 0, hi = 0;
+  uint64_t step = 0;  // gcd of the byte strides of dims with size > 1 (0: one element)
+  bool empty = true;
+};
+Extent ExtentOf(const ArrayImpl& a);
+
+// Whether two arrays may share an element: their address ranges meet and
+// their element grids come within one element of each other. Never false
+// when they do share one.
+bool MayOverlap(const ArrayImpl& a, const ArrayImpl& b);
+
+// Registers `storage` (CPU memory) as one that may share memory with others.
+// Its arrays use only addresses storage.data + k * `step` (a view's stride
+// gcd; the element size for memory dualcast allocated), of `element_bytes`
+// each. Idempotent: the first registration's grid stays.
+void RegisterAliasable(Storage& storage, uint64_t step, size_t element_bytes);
 
 // Called by ~Storage for a registered storage.
 void ForgetAliasable(const Storage* storage);
 
-// `storage` and every other live registered storage whose memory overlaps
-// it. The pointers are for comparison: a storage may be freed once the call
-// returns (its address then matches nothing, or a newer storage, which costs
-// only extra work).
+// `written`'s storage and every other live registered storage that may hold
+// one of `written`'s elements (see above). The pointers are for comparison:
+// a storage may be freed once the call returns (its address then matches
+// nothing, or a newer storage, which costs only extra work).
 using StorageList = absl::InlinedVector<const Storage*, 4>;
-StorageList AliasesOf(const Storage* storage);
+StorageList AliasesOf(const ArrayImpl& written);
 
 }  // namespace dualcast::detail

@@ -189,9 +189,11 @@ struct RecentOrigin {
 // died since (which every reader skips: weak references that no longer
 // lock). Compared by owner (control block), which a weak reference keeps
 // allocated, so a freed array's address reused by another cannot match.
-bool Matches(const RecentOrigin& recent, std::string_view op, ArraySpan inputs, bool taped) {
+bool Matches(const RecentOrigin& recent, std::string_view op, ArraySpan inputs, bool taped,
+             bool before_write) {
   const Origin* o = recent.origin.get();
-  if (o == nullptr || o->constant || o->taped != taped || o->inputs.size() != inputs.size() ||
+  if (o == nullptr || o->constant || o->taped != taped || o->before_write != before_write ||
+      o->inputs.size() != inputs.size() ||
       o->op != op) {
     return false;
   }
@@ -213,6 +215,7 @@ void NoteOrigin(std::string op, const std::vector<std::shared_ptr<ArrayImpl>>& i
 
 void NoteOrigin(std::string_view op, ArraySpan inputs, ArraySpan outputs, bool constant) {
   const bool taped = TapeActive();
+  const bool before_write = ComputingReadersBeforeWrite();
   // A few per thread, for a loop that computes several arrays per step.
   // Least recently used goes first: a step also notes origins that never
   // repeat (a loss computed from this step's arrays, the gradients), and
@@ -224,7 +227,7 @@ void NoteOrigin(std::string_view op, ArraySpan inputs, ArraySpan outputs, bool c
   ++clock;
   if (!constant) {
     for (RecentOrigin& recent : recents) {
-      if (!Matches(recent, op, inputs, taped)) continue;
+      if (!Matches(recent, op, inputs, taped, before_write)) continue;
       recent.last_used = clock;
       for (const auto& out : outputs) {
         if (out != nullptr) out->origin = recent.origin;
@@ -237,6 +240,7 @@ void NoteOrigin(std::string_view op, ArraySpan inputs, ArraySpan outputs, bool c
   origin->op = op;
   origin->inputs.assign(inputs.begin(), inputs.end());
   origin->taped = taped;
+  origin->before_write = before_write;
   origin->constant = constant;
   if (constant) {
     for (const auto& in : inputs) origin->producers.emplace_back(in->grad_fn, in->grad_output);
@@ -369,10 +373,9 @@ void InheritInputVersions(const detail::GradNode& node, detail::GradNode& part) 
 
 // The variables older versions of `a` stood for, where a node read them.
 absl::flat_hash_set<Key> OlderVersionKeys(const std::vector<Step>& steps, const detail::ArrayImpl& a,
-                                          const NodeIndex& on_tape) {
+                                          const Key& now, const NodeIndex& on_tape) {
   absl::flat_hash_set<Key> keys;
   if (detail::InPlaceWriteEpoch() == 0) return keys;
-  const Key now = KeyOf(a, on_tape);
   for (const Step& step : steps) {
     const detail::GradNode& node = *step.node;
     for (size_t j = 0; j < node.inputs.size(); ++j) {
@@ -511,6 +514,18 @@ std::string UntapedText(const Via& v) {
                         " (a reverse sweep, which no tape records: dualcast has no gradient of a "
                         "gradient), which this tape sees as a constant");
   }
+  if (o.before_write && !o.taped) {
+    // The user made it under the tape; a write elsewhere computed it first.
+    return absl::StrCat("an array of shape ", ShapeText(via.shape), " computed by '", o.op,
+                        "' while still pending, by a write in place (Array::assign, mutable_data(), "
+                        "or a destination of partials() or accumulate_gradient()) into memory its "
+                        "inputs may share: such a write computes the pending arrays that read that "
+                        "memory first, so that they keep the values of before it, on the thread that "
+                        "writes, where no tape recorded it (a write through another view of the same "
+                        "buffer, likely by another thread: views whose elements interleave count as "
+                        "sharing memory even where no element is shared), which this tape sees as a "
+                        "constant");
+  }
   return absl::StrCat("an array of shape ", ShapeText(via.shape), " computed by '", o.op, "' ",
                       o.taped ? "outside this tape's record (before it was opened or cleared, while "
                                 "another tape recorded)"
@@ -534,6 +549,11 @@ constexpr char kComputedFromOldValues[] =
 
 // What to do about a path through `via`, an array the tape did not record.
 std::string UntapedAdvice(const Via& via, bool used) {
+  if (via.origin->before_write && !via.origin->taped) {
+    return ". Evaluate it (eval()) under the tape before anything may write that buffer, or give "
+           "each thread its own buffer (or parts of one whose elements do not interleave with "
+           "others': a column each, blocks of rows)";
+  }
   if (IsSweepResult(via.origin)) {
     return ". dualcast differentiates once: for a second derivative, write the first derivative "
            "into a kernel (for x*x*x, a kernel returning 3*x*x) and take that kernel's gradient; "
@@ -598,8 +618,15 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
     }
   }
 
-  absl::flat_hash_set<Key> wanted;
-  for (const auto& in : inputs) wanted.insert(KeyOf(*in, on_tape));
+  // Each input's variable, taken once: a leaf's key holds the epoch of the
+  // last write into its memory, which another thread's write through an
+  // overlapping view may move on at any moment. Taken again later, the
+  // checks passed for one key and the result was looked up under another:
+  // missed, the gradient came back all zeros.
+  std::vector<Key> input_keys;
+  input_keys.reserve(inputs.size());
+  for (const auto& in : inputs) input_keys.push_back(KeyOf(*in, on_tape));
+  const absl::flat_hash_set<Key> wanted(input_keys.begin(), input_keys.end());
   // Forward pass from `from`: which steps read (transitively) one of those
   // keys, and every key that does.
   auto reach = [&](const absl::flat_hash_set<Key>& from, std::vector<bool>* relevant) {
@@ -639,7 +666,7 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
   std::vector<bool> reaches_loss(inputs.size(), false);
   if (reaches.contains(loss_key) && inputs.size() <= 64) {
     absl::flat_hash_map<Key, uint64_t> bits;
-    for (size_t i = 0; i < inputs.size(); ++i) bits[KeyOf(*inputs[i], on_tape)] |= uint64_t{1} << i;
+    for (size_t i = 0; i < inputs.size(); ++i) bits[input_keys[i]] |= uint64_t{1} << i;
     for (size_t s = 0; s < steps.size(); ++s) {
       if (!relevant[s]) continue;  // reads none of the inputs' keys
       const detail::GradNode& node = *steps[s].node;
@@ -662,8 +689,9 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
     const uint64_t at_loss = bits.contains(loss_key) ? bits[loss_key] : 0;
     for (size_t i = 0; i < inputs.size(); ++i) reaches_loss[i] = (at_loss >> i & 1) != 0;
   }
+  std::vector<bool> used_inputs(inputs.size(), false);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const Key key = KeyOf(*inputs[i], on_tape);
+    const Key& key = input_keys[i];
     const bool used =
         key == loss_key ||
         (reaches.contains(loss_key) &&
@@ -675,7 +703,8 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
                        used ? " reaches the loss on this tape, but also through "
                             : " does not reach the loss on this tape: the loss depends on it only through ",
                        UntapedText(it->second), used ? "; the gradient would miss that path" : "",
-                       WrittenInPlace(*inputs[i]) && !IsSweepResult(it->second.origin)
+                       WrittenInPlace(*inputs[i]) && !IsSweepResult(it->second.origin) &&
+                               !it->second.origin->before_write
                            ? kComputedFromOldValues
                            : UntapedAdvice(it->second, used)));
     }
@@ -699,18 +728,30 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
     }
     // Its values before an in-place write are another variable (in_place.h):
     // which one the caller means cannot be told.
-    if (const absl::flat_hash_set<Key> older = OlderVersionKeys(steps, *inputs[i], on_tape);
+    if (const absl::flat_hash_set<Key> older = OlderVersionKeys(steps, *inputs[i], key, on_tape);
         !older.empty() && reach(older, nullptr).contains(loss_key)) {
       throw Error(ErrorKind::kInvalidArgument,
                   absl::StrCat(what, ": the loss reaches ", Described(i, *inputs[i]),
                                used ? " both as it is now and" : " only",
                                " as it was before it was written in place (Array::assign, "
                                "mutable_data(), or as a destination of partials() or "
-                               "accumulate_gradient()); its values then and now are different "
+                               "accumulate_gradient()",
+                               detail::WriteCount(*inputs[i]) == 0
+                                   ? ", not through this array but through another view of its memory, "
+                                     "perhaps on another thread; views of one buffer whose elements "
+                                     "interleave, such as 2-column blocks of a 4-column table, count as "
+                                     "sharing memory even where they share no element"
+                                   : "",
+                               "); its values then and now are different "
                                "variables, and a gradient with respect to the array cannot tell which "
                                "one is meant. Take the gradient before writing, or write the new "
-                               "values into a fresh array (copy()) instead of in place"));
+                               "values into a fresh array (copy()) instead of in place",
+                               detail::WriteCount(*inputs[i]) == 0
+                                   ? " (or into a separate buffer, or parts of this one that do not "
+                                     "interleave with this array: a column each, blocks of rows)"
+                                   : ""));
     }
+    used_inputs[i] = used;
     if (used || allow_unused) continue;
     if (auto it = behind.through_constant.find(inputs[i].get()); it != behind.through_constant.end()) {
       const Via& via = it->second;
@@ -738,10 +779,20 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
 
   AdjointMap adjoints;
   adjoints.emplace(loss_key, detail::Filled(loss->dtype, loss->shape, 1.0, loss->device));
+  // The requested inputs' keys some step read, adjoint or not: a used input
+  // the sweep never met was looked for under another key than the checks used.
+  absl::flat_hash_set<Key> met;
   for (size_t i = steps.size(); i-- > 0;) {
     if (!relevant[i]) continue;
     const Step& step = steps[i];
     detail::GradNode& node = *step.node;
+    std::vector<bool> needed(node.inputs.size(), false);
+    for (size_t j = 0; j < needed.size(); ++j) {
+      if (node.inputs[j] == nullptr) continue;
+      const Key key = InputKey(node, j, on_tape);
+      needed[j] = reaches.contains(key);
+      if (needed[j] && wanted.contains(key)) met.insert(key);
+    }
     std::vector<std::shared_ptr<detail::ArrayImpl>> outs(step.outputs.size());
     bool any = false;
     for (size_t m = 0; m < step.outputs.size(); ++m) {
@@ -757,10 +808,6 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
       }
     }
     if (!any) continue;
-    std::vector<bool> needed(node.inputs.size(), false);
-    for (size_t j = 0; j < needed.size(); ++j) {
-      needed[j] = node.inputs[j] != nullptr && reaches.contains(InputKey(node, j, on_tape));
-    }
     // An argument must have held its producer's result when this node read
     // it, or its adjoint would be credited to values it did not hold: one
     // written in place through itself was a new leaf (InputKey), one written
@@ -803,8 +850,18 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
   }
 
   for (size_t i = 0; i < inputs.size(); ++i) {
-    auto it = adjoints.find(KeyOf(*inputs[i], on_tape));
-    if (it == adjoints.end()) continue;
+    auto it = adjoints.find(input_keys[i]);
+    if (it == adjoints.end()) {
+      // Nothing credited: unused (allow_unused), or every path's partial is
+      // structurally zero (a reverse rule then returns no adjoint): zeros.
+      if (!used_inputs[i] || met.contains(input_keys[i])) continue;
+      // Used, yet no step read it: zeros would be silently wrong.
+      throw Error(ErrorKind::kInternal,
+                  absl::StrCat(what, ": ", Described(i, *inputs[i]),
+                               " reaches the loss on this tape, but the reverse sweep met no step "
+                               "that reads it (its key changed during the call?); refusing to return "
+                               "zeros. Please report this with the code that computed the loss"));
+    }
     // Hand out memory no other result and nothing else shares (a second
     // request for the same variable finds it shared and gets a copy).
     result[i] = Exclusive(it->second) ? it->second : detail::CopyArray(*it->second);

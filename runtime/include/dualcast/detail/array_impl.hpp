@@ -75,6 +75,10 @@ struct Origin {
   bool truncated = false;
   static constexpr size_t kMaxAncestors = 4096;
   bool taped = false;
+  // Computed early by a write in place into memory its inputs share (see
+  // runtime/pending_readers.h), on the writing thread, perhaps not the one
+  // whose tape was meant to record it.
+  bool before_write = false;
   // The op is piecewise constant in its inputs (argmax, argmin): no gradient
   // flows through it by definition, so a path through it is not a missed one;
   // an input reached only that way is named with it in the unused-input error.
