@@ -27,7 +27,8 @@ constexpr char kUsage[] =
 constexpr char kUsageTail[] =
     "\n"
     "  --peers              also run the framework peers (install them once with scripts/peers)\n"
-    "  --python PATH        the peers' Python (default $DUALCAST_PEERS_PYTHON, else <build>/peers-venv)\n"
+    "  --python PATH        the peers' Python (default $DUALCAST_PEERS_PYTHON, else the venv of scripts/peers:\n"
+    "                       $DUALCAST_PEERS_VENV, <this build>/peers-venv or <source>/build/peers-venv)\n"
     "  --device cpu|cuda    cuda: paper and full variants (and --peers) on GPU 0 (exits 1 with the reason when there is none)\n"
     "  --json FILE          results and machine metadata as JSON\n"
     "  --csv FILE           the same rows as CSV (metadata as leading '# key: value' lines)\n"
