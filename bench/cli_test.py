@@ -31,6 +31,7 @@ def help_case(b):
     rc, out, err = run(b, "--help")
     check(rc == 0, f"--help exits 0 (got {rc})", out, err)
     check("usage:" in out and "--peers" in out and "drjit-llvm-select" in out, "usage on stdout", out, err)
+    check("each 3..32768" in out, "--sizes' help states both limits the parser enforces", out, err)
 
 
 def bad_option(b):

@@ -676,6 +676,7 @@ std::shared_ptr<const jit::JvpResult> CachedJvp(const std::shared_ptr<const jit:
   };
   // A few recent results per thread, most recent first: a training loop asks
   // for the same one every step, and this needs neither the lock nor a key.
+  // Outside DUALCAST_IR_CACHE_MAX, and its hits count as jvp hits (README says so).
   constexpr size_t kRecentPerThread = 8;
   thread_local std::vector<Entry> recent;
   for (size_t r = 0; r < recent.size(); ++r) {

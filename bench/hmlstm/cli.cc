@@ -18,7 +18,7 @@ constexpr char kUsage[] =
     "  HM-LSTM cell update (Revels et al. 2018): dualcast against a hand-written loop,\n"
     "  reverse-mode `where`, and (with --peers) PyTorch, JAX and Dr.Jit on the same inputs.\n"
     "options:\n"
-    "  --sizes N,N,...      matrix sizes, each >= 3 (default 512,1024,2048)\n"
+    "  --sizes N,N,...      matrix sizes, each 3..32768 (default 512,1024,2048)\n"
     "  --reps N             timed repetitions per row, >= 1 (default 20), in 5 interleaved rounds\n"
     "  --warmup N           untimed calls before timing, >= 0 (default 2)\n"
     "  --layouts L,L        rows, columns (default both)\n"
@@ -27,7 +27,8 @@ constexpr char kUsage[] =
 constexpr char kUsageTail[] =
     "\n"
     "  --peers              also run the framework peers (install them once with scripts/peers)\n"
-    "  --python PATH        the peers' Python (default $DUALCAST_PEERS_PYTHON, else <build>/peers-venv)\n"
+    "  --python PATH        the peers' Python (default $DUALCAST_PEERS_PYTHON, else the venv of scripts/peers:\n"
+    "                       $DUALCAST_PEERS_VENV, <this build>/peers-venv or <source>/build/peers-venv)\n"
     "  --device cpu|cuda    cuda: paper and full variants (and --peers) on GPU 0 (exits 1 with the reason when there is none)\n"
     "  --json FILE          results and machine metadata as JSON\n"
     "  --csv FILE           the same rows as CSV (metadata as leading '# key: value' lines)\n"

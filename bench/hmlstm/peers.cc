@@ -58,7 +58,14 @@ Results ReadResults(const std::string& path, int64_t n, Variant variant) {
 std::string PeersPython(const std::string& flag) {
   if (!flag.empty()) return flag;
   if (const char* env = std::getenv("DUALCAST_PEERS_PYTHON"); env != nullptr && *env) return env;
-  return std::string(DUALCAST_BINARY_DIR) + "/peers-venv/bin/python";
+  if (const char* env = std::getenv("DUALCAST_PEERS_VENV"); env != nullptr && *env) {
+    return std::string(env) + "/bin/python";
+  }
+  // scripts/peers installs into build/peers-venv; a second build tree (build-gpu from
+  // scripts/gpu-check, a Release tree) uses those peers unless it has its own.
+  const std::string own = std::string(DUALCAST_BINARY_DIR) + "/peers-venv/bin/python";
+  const std::string shared = std::string(DUALCAST_SOURCE_DIR) + "/build/peers-venv/bin/python";
+  return !fs::exists(own) && fs::exists(shared) ? shared : own;
 }
 
 std::unique_ptr<PeerProcess> PeerProcess::Start(const std::string& python, int threads, std::string* why) {

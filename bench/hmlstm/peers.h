@@ -63,7 +63,9 @@ class PeerProcess {
 };
 
 // The interpreter the peers run with: `flag` if given, else
-// $DUALCAST_PEERS_PYTHON, else <build>/peers-venv/bin/python.
+// $DUALCAST_PEERS_PYTHON, else $DUALCAST_PEERS_VENV/bin/python, else
+// <build>/peers-venv/bin/python, else <source>/build/peers-venv/bin/python
+// (scripts/peers' default) when only that one exists.
 std::string PeersPython(const std::string& flag);
 
 }  // namespace dualcast::bench

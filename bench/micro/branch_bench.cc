@@ -8,16 +8,16 @@
 // function and of the compiled partials kernel (jvp wrt x and y, optimised),
 // cold CPU compile ms (no disk cache; the minimum of 3), and the steady run time on 256x256
 // float32 (values and both partials stored). Figures only, never asserts.
-// Usage: dualcast-branch-bench [--reps 20] [--kmax 14]
+// Usage: dualcast-branch-bench [--reps 20] [--kmax 14] (--help for all)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/cpu/cpu_backend.h"
 #include "jit/cpu/launch.h"
@@ -124,6 +124,17 @@ Row Measure(const std::string& name, F kernel, int reps) {
   return row;
 }
 
+constexpr char kUsage[] =
+    "usage: dualcast-branch-bench [--reps N] [--kmax K]\n"
+    "  --reps N   timed runs per row, 1..100000 (default 20)\n"
+    "  --kmax K   plain-if rows for k = 6..K, K in 6..16 (default 14)\n";
+
+[[noreturn]] void Bad(const std::string& why) {
+  std::fprintf(stderr, "dualcast-branch-bench: %s\n(run dualcast-branch-bench --help for all options)\n",
+               why.c_str());
+  std::exit(2);
+}
+
 void Print(const char* kind, int k, const Row& r) {
   std::printf("%-7s k=%2d  trace %8.2f ms  IR %6zu insts (kernel %6zu)  compile %8.2f ms  "
               "trace+compile %8.2f ms  run %7.3f ms\n",
@@ -137,9 +148,22 @@ void Print(const char* kind, int k, const Row& r) {
 int main(int argc, char** argv) {
   using namespace dualcast::bench;
   int reps = 20, kmax = 14;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--reps") == 0) reps = std::atoi(argv[i + 1]);
-    if (std::strcmp(argv[i], "--kmax") == 0) kmax = std::atoi(argv[i + 1]);
+  // Strict, like dualcast-hmlstm: a typo must not cost a whole run.
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::printf("%s", kUsage);
+      return 0;
+    }
+    if (a != "--reps" && a != "--kmax") Bad("unknown option '" + a + "' (valid: --reps --kmax --help)");
+    if (i + 1 >= argc) Bad(a + " needs a value");
+    // kmax: the plain rows start at k = 6; past 16 ifs the tracer's path limit refuses the kernel.
+    const int lo = a == "--reps" ? 1 : 6, hi = a == "--reps" ? 100000 : 16;
+    int v;
+    if (!absl::SimpleAtoi(argv[++i], &v) || v < lo || v > hi) {
+      Bad(a + " '" + argv[i] + "': must be a whole number in " + std::to_string(lo) + ".." + std::to_string(hi));
+    }
+    (a == "--reps" ? reps : kmax) = v;
   }
   (void)Measure("warm", PlainIfs(1), 1);  // brings LLJIT up: excluded from the rows
   std::printf("k sequential conditions, 256x256 f32 partials kernel (median of %d runs)\n", reps);

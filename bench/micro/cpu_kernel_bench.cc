@@ -24,7 +24,7 @@
 //      size reuses it (kernel compiles counted by jit::GetStats()).
 // Timings are the median and the minimum of --reps runs.
 // Usage: dualcast-cpu-kernel-bench [--n 2048] [--reps 20] [--only scaling|onepass|line|ifs|launch]
-// (with --only line or ifs, --n is the one kernel's op or if count)
+// (with --only line or ifs, --n is the one kernel's op or if count; --help for all)
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "bench/hmlstm/handwritten.h"
 #include "bench/hmlstm/problem.h"
 #include "jit/codegen/broadcast_layout.h"
@@ -575,6 +576,31 @@ void ReportOnePassGradient(int64_t n) {
   std::fflush(stdout);
 }
 
+constexpr char kUsage[] =
+    "usage: dualcast-cpu-kernel-bench [--n N] [--reps N] [--only ROWS]\n"
+    "  --n N        problem size, 1..100000 (default 2048; with --only line or ifs: the one\n"
+    "               kernel's op or if count)\n"
+    "  --reps N     timed runs per row, 1..100000 (default 20)\n"
+    "  --only ROWS  run only these rows: scaling, onepass, line, ifs, launch (eval, tape or\n"
+    "               threads: one launch row); default: every row (about a minute)\n";
+
+constexpr const char* kOnlyRows[] = {"scaling", "onepass", "line", "ifs",
+                                     "launch",  "eval",    "tape", "threads"};
+
+[[noreturn]] void Bad(const std::string& why) {
+  std::fprintf(stderr, "dualcast-cpu-kernel-bench: %s\n(run dualcast-cpu-kernel-bench --help for all options)\n",
+               why.c_str());
+  std::exit(2);
+}
+
+int64_t WholeNumber(const std::string& option, const std::string& text, int64_t lo, int64_t hi) {
+  int64_t v;
+  if (!absl::SimpleAtoi(text, &v) || v < lo || v > hi) {
+    Bad(option + " '" + text + "': must be a whole number in " + std::to_string(lo) + ".." + std::to_string(hi));
+  }
+  return v;
+}
+
 int Main(int argc, char** argv) {
   // Every compile row measures a cold compile: kernels the runtime builds
   // (the one-pass row) must not come from the user's on-disk cache, which a
@@ -585,12 +611,32 @@ int Main(int argc, char** argv) {
   bool n_given = false;
   int reps = 20;
   std::string only;
-  for (int k = 1; k + 1 < argc; k += 2) {
-    std::string a = argv[k];
-    if (a == "--n") n = std::atol(argv[k + 1]), n_given = true;
-    else if (a == "--reps") reps = std::atoi(argv[k + 1]);
-    else if (a == "--only") only = argv[k + 1];
-    else if (a == "--disk-hit") return DiskHitChild(argv[k + 1], std::atol(argv[k + 2]));
+  // Strict, like dualcast-hmlstm: a typo must not cost a whole minute-long run.
+  for (int k = 1; k < argc; ++k) {
+    const std::string a = argv[k];
+    auto value = [&]() -> std::string {
+      if (k + 1 >= argc) Bad(a + " needs a value");
+      return argv[++k];
+    };
+    if (a == "--help" || a == "-h") {
+      std::printf("%s", kUsage);
+      return 0;
+    } else if (a == "--n") {
+      n = WholeNumber(a, value(), 1, 100000);
+      n_given = true;
+    } else if (a == "--reps") {
+      reps = static_cast<int>(WholeNumber(a, value(), 1, 100000));
+    } else if (a == "--only") {
+      only = value();
+      if (std::find(std::begin(kOnlyRows), std::end(kOnlyRows), only) == std::end(kOnlyRows)) {
+        Bad("unknown --only '" + only + "' (valid: scaling, onepass, line, ifs, launch, eval, tape, threads)");
+      }
+    } else if (a == "--disk-hit") {  // the re-executed child of row 4, not for users
+      const std::string dir = value();
+      return DiskHitChild(dir, WholeNumber(a, value(), 1, 100000));
+    } else {
+      Bad("unknown option '" + a + "' (valid: --n --reps --only --help)");
+    }
   }
   const int threads = jit::ThreadPool::Global().num_threads();
   std::printf("CPU backend micro-benchmark, n = %ld, %d threads, %d reps\n", static_cast<long>(n),

@@ -13,6 +13,7 @@
 #include <dualcast/reductions.hpp>
 #include <dualcast/tape.hpp>
 
+#include "absl/strings/str_format.h"
 #include "examples/repl/interrupt.h"
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
@@ -108,6 +109,14 @@ const Kernel* OpKernel(const std::string& requested, int* arity) {
   return nullptr;
 }
 
+// "that is N elements; the REPL allows at most 1e9", for any count of elements: a product
+// of sizes past 2^63 (zeros(1e12, 1e12)) was cast to long long and printed as negative.
+std::string TooManyElements(double count) {
+  const std::string n = count < 9e18 ? std::to_string(static_cast<long long>(count))
+                                     : absl::StrFormat("%g", count);
+  return "that is " + n + " elements; the REPL allows at most 1e9";
+}
+
 }  // namespace
 
 template <class F>
@@ -196,6 +205,7 @@ Value Evaluator::Call(const Expr& e) {
   if (found) return v;
   std::string hint;
   if (s_.variable(e.name) != nullptr) hint = " ('" + e.name + "' is a variable, not a function)";
+  else if (e.name == "cast") hint = kCastHint;
   throw SourceError(ErrorCategory::kUnknownName, e.op_span, "unknown function '" + e.name + "'" + hint);
 }
 
@@ -229,9 +239,15 @@ int64_t Evaluator::Integer(const Expr& e, const std::string& what, bool allow_ne
                       what + " must be a number, not an array of shape " + ShapeText(a));
   }
   const double v = a.item();
-  if (!(v >= (allow_negative ? -1e12 : 0)) || v != std::floor(v) || v > 1e12) {
+  if (v != std::floor(v) || std::isinf(v) || (!allow_negative && v < 0)) {
     throw SourceError(ErrorCategory::kValue, e.span,
                       what + (allow_negative ? " must be a whole number" : " must be a whole number >= 0") +
+                          ", got " + FormatArray(a));
+  }
+  // A whole number can still be too large: say so, not that it is not whole (1e15 was "not whole").
+  if (v > 1e12 || v < -1e12) {
+    throw SourceError(ErrorCategory::kValue, e.span,
+                      what + (allow_negative ? " must be between -1e12 and 1e12" : " must be at most 1e12") +
                           ", got " + FormatArray(a));
   }
   return static_cast<int64_t>(v);
@@ -259,17 +275,16 @@ int Evaluator::Axis(const Expr& e, const A& x) {
   return static_cast<int>(v);
 }
 
-std::vector<int64_t> Evaluator::Dims(const Expr& call, size_t first, size_t count) {
+std::vector<int64_t> Evaluator::Dims(const Expr& call, size_t first, size_t count,
+                                     const std::string& what) {
   std::vector<int64_t> dims;
   double total = 1;
   for (size_t k = first; k < first + count; ++k) {
-    dims.push_back(Integer(*call.args[k], "a size"));
+    dims.push_back(Integer(*call.args[k], what));
     total *= static_cast<double>(dims.back());
   }
   if (total > 1e9) {
-    throw SourceError(ErrorCategory::kValue, call.span,
-                      "that is " + std::to_string(static_cast<long long>(total)) +
-                          " elements; the REPL allows at most 1e9");
+    throw SourceError(ErrorCategory::kValue, call.span, TooManyElements(total));
   }
   return dims;
 }
@@ -317,14 +332,19 @@ Value Evaluator::Builtin(const Expr& e, bool* found) {
   if (n == "range") {
     arity(1, 2, "range(n) = 0..n-1, range(a, b) = a..b-1");
     if (argc == 1) {
-      const int64_t count = Integer(*e.args[0], "the length of range");
+      // Through Dims, like every other constructor: range(1e12) tried to allocate 8 TB.
+      const int64_t count = Dims(e, 0, 1, "the length of range")[0];
       return one(AtSpan(e.span, [&] { return A::arange(count); }));
     }
     A a = Array(*e.args[0]), b = Array(*e.args[1]);
     if (a.size() != 1 || b.size() != 1 || a.item() != std::floor(a.item()) ||
-        b.item() != std::floor(b.item()) || !(b.item() >= a.item()) || b.item() - a.item() > 1e9) {
+        b.item() != std::floor(b.item()) || !(b.item() >= a.item()) || std::isinf(a.item()) ||
+        std::isinf(b.item())) {
       throw SourceError(ErrorCategory::kValue, e.span,
                         "range(a, b) needs whole numbers a <= b (it gives a, a+1, ..., b-1)");
+    }
+    if (b.item() - a.item() > 1e9) {  // valid, only too long: Dims' message
+      throw SourceError(ErrorCategory::kValue, e.span, TooManyElements(b.item() - a.item()));
     }
     const double lo = a.item();
     return one(AtSpan(e.span, [&] {

@@ -44,7 +44,8 @@ class Evaluator {
   A Literal(const Expr& e);
   A Unary(const Expr& e);
   A Binary(const Expr& e);
-  std::vector<int64_t> Dims(const Expr& call, size_t first, size_t count);
+  std::vector<int64_t> Dims(const Expr& call, size_t first, size_t count,
+                            const std::string& what = "a size");
   int64_t Integer(const Expr& e, const std::string& what, bool allow_negative = false);
   // An axis of x (negative ones count from the end), range-checked.
   int Axis(const Expr& e, const A& x);

@@ -204,6 +204,8 @@ class Lowerer {
                                       e.name == "randn" || e.name == "zeros" || e.name == "ones" ||
                                       e.name == "range" || e.name == "bernoulli")) {
         hint = " ('" + e.name + "' works on arrays at the top level, not inside a function body)";
+      } else if (e.name == "cast") {
+        hint = kCastHint;
       }
       throw SourceError(ErrorCategory::kUnknownName, e.op_span,
                         "unknown function '" + e.name + "'" + hint);

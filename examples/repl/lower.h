@@ -63,4 +63,8 @@ bool IsScalarBuiltin(const std::string& name, int* arity = nullptr);
 // Built-in constants usable everywhere: pi, inf, nan.
 bool BuiltinConstant(const std::string& name, double* value);
 
+// Why ops.def's `cast` is no builtin: the REPL's arrays are all float64.
+inline constexpr char kCastHint[] =
+    " (the REPL computes in float64 only, so there is no other element type to cast to)";
+
 }  // namespace dualcast::repl

@@ -34,22 +34,26 @@ struct Options {
   double fd_tolerance = 1e-5;
 };
 
-[[noreturn]] void Usage() {
-  std::fprintf(stderr,
+// --help: the usage on stdout, exit 0; a bad command line: what is wrong and the usage on stderr, exit 2.
+[[noreturn]] void Usage(const char* why = nullptr) {
+  std::FILE* to = why == nullptr ? stdout : stderr;
+  if (why != nullptr) std::fprintf(to, "dualcast-simulation: %s\n", why);
+  std::fprintf(to,
                "usage: dualcast-simulation [--elements N] [--steps S] [--u-max U]\n"
                "                           [--sensitivity-elements N] [--check]\n"
                "                           [--ratio-bound B] [--min-order P] [--fd-tolerance T]\n");
-  std::exit(2);
+  std::exit(why == nullptr ? 0 : 2);
 }
 
 Options Parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     auto value = [&]() -> const char* {
-      if (i + 1 >= argc) Usage();
+      if (i + 1 >= argc) Usage((std::string(argv[i]) + " needs a value").c_str());
       return argv[++i];
     };
-    if (!std::strcmp(argv[i], "--elements")) o.elements = std::atoi(value());
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) Usage();
+    else if (!std::strcmp(argv[i], "--elements")) o.elements = std::atoi(value());
     else if (!std::strcmp(argv[i], "--steps")) o.steps = std::atoi(value());
     else if (!std::strcmp(argv[i], "--u-max")) o.u_max = std::atof(value());
     else if (!std::strcmp(argv[i], "--sensitivity-elements")) o.sensitivity_elements = std::atoi(value());
@@ -57,9 +61,11 @@ Options Parse(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--ratio-bound")) o.ratio_bound = std::atof(value());
     else if (!std::strcmp(argv[i], "--min-order")) o.min_order = std::atof(value());
     else if (!std::strcmp(argv[i], "--fd-tolerance")) o.fd_tolerance = std::atof(value());
-    else Usage();
+    else Usage(("unknown option '" + std::string(argv[i]) + "'").c_str());
   }
-  if (o.elements < 2 || o.steps < 1 || o.sensitivity_elements < 2) Usage();
+  if (o.elements < 2 || o.steps < 1 || o.sensitivity_elements < 2) {
+    Usage("--elements and --sensitivity-elements must be whole numbers >= 2, --steps >= 1");
+  }
   return o;
 }
 

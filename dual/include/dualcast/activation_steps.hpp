@@ -24,8 +24,11 @@
 // instruction in HM-LSTM's cell); sigmoid value 2.6 ulp, derivative 4.7 ulp (f32 and f64). Divisions are counted: both
 // sides of each select run in vector code.
 //
-// Example:
-//   ScalarSteps<float> m;                                  // math.hpp
+// Example (internal: the names are in dualcast::detail; ScalarSteps comes with <dualcast/math.hpp>):
+//   #include <dualcast/math.hpp>
+//   #include <dualcast/activation_steps.hpp>
+//   using namespace dualcast::detail;
+//   ScalarSteps<float> m;
 //   auto [y, dy] = tanh_steps(m, 0.5f);                    // tanh(0.5), 1 - tanh(0.5)^2
 #pragma once
 

@@ -21,8 +21,11 @@
 // taylor() is the series of digamma about x0 (36 terms, mpmath). Within 1 ulp in f64 with
 // glibc's scalar log for x > 0; docs/accuracy.md has the measured bounds.
 //
-// Example:
-//   ScalarSteps<double> m;                                   // math.hpp
+// Example (internal: the names are in dualcast::detail; ScalarSteps comes with <dualcast/math.hpp>):
+//   #include <dualcast/math.hpp>
+//   #include <dualcast/digamma_steps.hpp>
+//   using namespace dualcast::detail;
+//   ScalarSteps<double> m;
 //   double psi = digamma_positive_steps(m, 0.5);             // -gamma - 2 ln 2
 //   double at_root = digamma_nonpositive_steps(m, -0.5040830082644554);  // ~0, to ~1 ulp
 #pragma once

@@ -11,8 +11,11 @@
 // (series, positive terms) for about half the instructions. Nothing here survives fast-math reassociation; the jvp pass and the
 // printers keep IEEE order (no fast-math flags anywhere).
 //
-// Example:
-//   ScalarSteps<double> m;                                  // math.hpp
+// Example (internal: the names are in dualcast::detail; ScalarSteps comes with <dualcast/math.hpp>):
+//   #include <dualcast/math.hpp>
+//   #include <dualcast/double_double_steps.hpp>
+//   using namespace dualcast::detail;
+//   ScalarSteps<double> m;
 //   DoubleDouble<double> third = dd_recip(m, DoubleDouble<double>{3.0, 0.0});  // 1/3 to ~2^-106
 #pragma once
 
