@@ -16,8 +16,8 @@
 //             with one zero (the zero's slot gets the others' product) and
 //             0 with two or more (its parts are counted in the reverse pass).
 //   logsumexp m + log(sum(exp(x - m))), m = max (stable); all -inf gives
-//             -inf, any +inf gives +inf; adjoint softmax(x) (NaN where the
-//             result is not finite).
+//             -inf, any +inf gives +inf; adjoint softmax(x) = exp(x - m) / sum
+//             (NaN where the result is not finite).
 //   var       sum((x - mean)^2) / (n - ddof), NaN when n - ddof <= 0;
 //             adjoint 2 (x - mean) / (n - ddof), NaN when n - ddof <= 0.
 //   norm      Euclidean, scaled by max|x| (no overflow for large x); the
@@ -473,13 +473,17 @@ Array<T> logsumexp(const Array<T>& a, const std::vector<int>& axes, bool keepdim
     b.Return({b.Select(b.Emit(Op::kIsfinite, {mv}), b.Add(mv, b.Emit(Op::kLog, {sv})), mv)});
   });
   const Arr r = Run(finish, {m, s}, l.keep_shape)[0];
-  return Finish<T>("logsumexp", x, l, r, {r}, [](const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
+  // The softmax from the max and the sum, exp(x - m) / s: exp(x - r) would cancel in x - r,
+  // r rounded to the type, losing |x| eps (f32 logsumexp([1e5, 1e5]) gave weights 0.4989).
+  return Finish<T>("logsumexp", x, l, r, {r, m, s},
+                   [](const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
     const Fn softmax = Cached(JType(*x), "lse_adjoint", [](jit::Builder& b, jit::Type t) {
-      ValueId xv = b.Input(t), rv = b.Input(t), gv = b.Input(t);
+      ValueId xv = b.Input(t), rv = b.Input(t), mv = b.Input(t), sv = b.Input(t), gv = b.Input(t);
       ValueId nan = b.Const(t, std::numeric_limits<double>::quiet_NaN());
-      b.Return({b.Select(b.Emit(Op::kIsfinite, {rv}), b.Mul(gv, b.Emit(Op::kExp, {b.Sub(xv, rv)})), nan)});
+      ValueId weight = b.Div(b.Emit(Op::kExp, {b.Sub(xv, mv)}), sv);
+      b.Return({b.Select(b.Emit(Op::kIsfinite, {rv}), b.Mul(gv, weight), nan)});
     });
-    return Run(softmax, {x, saved[0], g}, x->shape)[0];
+    return Run(softmax, {x, saved[0], saved[1], saved[2], g}, x->shape)[0];
   });
 }
 

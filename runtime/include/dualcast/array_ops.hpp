@@ -17,7 +17,8 @@
 //               product of the others at the only zero, 0 with two or more
 //               (counted, never 0/0)
 //   logsumexp:  computed as m + log Σ exp(a - m) with m the slice's max (no
-//               overflow); ā = ḡ · exp(a - result) (the softmax). An empty
+//               overflow); ā = ḡ · exp(a - m) / Σ exp(a - m) (the softmax; not
+//               exp(a - result), which cancels: |a| eps lost). An empty
 //               slice gives -inf; a non-finite result gives NaN adjoints.
 //   var:        Σ (a - mean)² / (N - ddof); ā = ḡ · 2 (a - mean) / (N - ddof);
 //               N - ddof <= 0 gives NaN (NumPy's convention)
