@@ -306,8 +306,14 @@ const char* Note(Op op) {
     case Op::kFdim: return "a - b if a > b, else +0; partials (1, -1) above the kink, (0, 0) at and below it";
     case Op::kSignbit: return "the sign bit: true for -0 and negative NaNs; no derivative (bool)";
     case Op::kSign: return "sign(+-0) = +-0, sign(NaN) = NaN; derivative 0 (NaN at NaN)";
-    case Op::kMin: case Op::kMax:
-      return "ties and a NaN first argument return the first argument, whose tangent is taken";
+    case Op::kMin:
+      return "std::min, (b < a) ? b : a: ties and a NaN first argument return the first argument, whose "
+             "tangent is taken; a NaN second argument is dropped (NumPy's minimum and the reduction "
+             "`dc::min(A)` propagate NaN; fmin drops it on either side)";
+    case Op::kMax:
+      return "std::max, (a < b) ? b : a: ties and a NaN first argument return the first argument, whose "
+             "tangent is taken; a NaN second argument is dropped (NumPy's maximum and the reduction "
+             "`dc::max(A)` propagate NaN; fmax drops it on either side)";
     case Op::kFmin: case Op::kFmax: return "IEEE: a NaN operand loses; ties take the first";
     case Op::kClamp: return "std::clamp: lo if x < lo, hi if hi < x, else x (x's tangent at a bound)";
     case Op::kPow: return "d/dx = p x^p / x (0 when p = 0); d/dp = log(x) x^p (0 at x = 0, p > 0); integer p: `pow(x, 3)`";

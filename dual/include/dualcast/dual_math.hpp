@@ -69,6 +69,8 @@ DUALCAST_HD T exp_neg_square(const T& v) {
 //   relu                  relu(x) = x > 0 ? x : 0 (+0; NaN stays NaN); relu'(0) = 0
 //   min(a, b)             (b < a) ? b : a   - a tie takes value AND derivative of a
 //   max(a, b)             (a < b) ? b : a   - a tie takes value AND derivative of a
+//                         (std::min/std::max: a NaN a is returned, a NaN b dropped; NumPy's
+//                         minimum/maximum propagate either, fmin/fmax drop either)
 //   fmin, fmax            IEEE: a NaN loses (the other argument, with its derivative);
 //                         otherwise as min/max, ties take the first argument
 //   clamp(x, lo, hi)      lo if x < lo, hi if hi < x, else x: on a bound x wins (d/dx = 1)

@@ -322,7 +322,8 @@ DUALCAST_SCALAR_2(remainder, detail::libm::remainder(a, b))
 // fdim(a, b) = a > b ? a - b : +0 (NaN if either is NaN).
 DUALCAST_SCALAR_2(fdim, detail::libm::fdim(a, b))
 DUALCAST_SCALAR_2(nextafter, detail::libm::nextafter(a, b))
-// Ties (and min(+0, -0)) return the first argument; a NaN first argument is returned.
+// std::min/std::max: ties (and min(+0, -0)) return the first argument; a NaN first argument is
+// returned, a NaN second argument is dropped (NumPy's minimum/maximum propagate either).
 DUALCAST_SCALAR_2(min, (b < a) ? b : a)
 DUALCAST_SCALAR_2(max, (a < b) ? b : a)
 // IEEE fmin/fmax: a NaN loses to a number; ties return the first argument.
@@ -479,7 +480,9 @@ DUALCAST_HD inline detail::stdx::common_type_t<A, B> logaddexp(A a, B b) {
   return logaddexp(R(a), R(b));
 }
 
-// Inverse error function on [-1, 1] (+-inf at +-1, NaN outside), <= 1 ulp in float and double.
+// Inverse error function on [-1, 1] (+-inf at +-1, NaN outside): in double, about 1.2 ulp at
+// worst (1.19 measured at y = -0.1385: the last Newton step is as good as libm's erf), float
+// rounded once from it.
 template <detail::floating_point T>
 DUALCAST_HD inline T erfinv(T y) {
   return T(detail::special::erfinv(double(y)));
