@@ -182,6 +182,30 @@ TEST_CASE("hypot: derivative 0 at the origin") {
   CHECK(o.partial(1) == 0.0);
 }
 
+TEST_CASE("digamma, lgamma', tgamma' just below 0: -1/x - gamma, +inf where it overflows (were NaN)") {
+  const long double euler = 0.577215664901532860606512090082402431L;
+  // psi(x) = -1/x - gamma + (pi^2/6) x + O(x^2) near 0 (mpmath: psi(-1e-310) = 1.0e310).
+  for (double x : {-1e-300, -1e-305, -2.2250738585072014e-308, -1e-308, -0x1p-59, -0x1p-60, -0x1p-61, -1e-20}) {
+    CAPTURE(x);
+    const long double want = -1.0L / x - euler + 1.6449340668482264365L * x;
+    CHECK(std::abs(m::digamma(x) - want) <= 2.3e-16L * std::abs(want));
+    CHECK(std::abs(m::lgamma(var(x)).partial(0) - want) <= 2.3e-16L * std::abs(want));
+  }
+  // Where -1/x overflows the double range: +inf, and tgamma' = tgamma psi = (-inf)(+inf).
+  for (double x : {-5.5626846462680035e-309, -1e-310, -5e-324}) {
+    CAPTURE(x);
+    CHECK(m::digamma(x) == kInf);
+    CHECK(m::digamma(var(x)).value() == kInf);
+    CHECK(m::lgamma(var(x)).partial(0) == kInf);
+    CHECK(m::tgamma(var(x)).value() == -kInf);
+    CHECK(m::tgamma(var(x)).partial(0) == -kInf);
+  }
+  CHECK(m::digamma(-1e-40f) == std::numeric_limits<float>::infinity());  // 1e40 is beyond float
+  CHECK(m::lgamma(Dual<float, 1>::variable(-1e-30f, 0)).partial(0) == doctest::Approx(1e30).epsilon(1e-7));
+  // The pole at -0 stays NaN (the documented convention).
+  CHECK(std::isnan(m::digamma(-0.0)));
+}
+
 TEST_CASE("pow: the special cases") {
   // dual ^ constant
   CHECK(m::pow(var(0), 0).value() == 1.0);

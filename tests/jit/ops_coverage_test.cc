@@ -327,7 +327,7 @@ const char* Note(Op op) {
     case Op::kExpm1: return "expm1' = exp(x)";
     case Op::kErf: case Op::kErfc: return "derivative with exp(-x^2) from an exact split of x^2";
     case Op::kErfinv: return "erfinv(+-1) = +-inf; |y| > 1 is NaN; erfinv' = sqrt(pi)/2 exp(y^2)";
-    case Op::kLgamma: case Op::kTgamma: return "derivative via digamma (series at x + 10; for x < 0 a reflection in double-double)";
+    case Op::kLgamma: case Op::kTgamma: return "derivative via digamma (series at x + 10; for x < 0 a reflection in double-double, -1/x - gamma above -2^-60)";
     case Op::kFmod: case Op::kRemainder: return "d/da = 1, d/db = -n (the integer quotient); NaN where the value is";
     case Op::kLdexp: return "ldexp(x, n): n truncated to an integer; d/dn = 0";
     case Op::kLogaddexp: return "log(exp a + exp b) without overflow; partials 1/2 each at a = b";

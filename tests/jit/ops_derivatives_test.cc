@@ -363,6 +363,21 @@ TEST_CASE("atan2 and hypot follow the one-sided limits at infinite arguments") {
   CHECK(ValueAndPartials(Op::kAtan2, Type::kF64, {3, 4})[1] == doctest::Approx(4.0 / 25));
 }
 
+TEST_CASE("lgamma' and tgamma' just below 0: +inf and -inf where digamma overflows (were NaN)") {
+  // psi(x) = -1/x - gamma + O(x) (mpmath: psi(-1e-310) = 1.0e310, beyond the double range).
+  for (double x : {-5.5626846462680035e-309, -1e-310, -5e-324}) {
+    CAPTURE(x);
+    CHECK(ValueAndPartials(Op::kLgamma, Type::kF64, {x})[1] == kInf);
+    CHECK(ValueAndPartials(Op::kTgamma, Type::kF64, {x}) == std::vector<double>{-kInf, -kInf});
+  }
+  CHECK(ValueAndPartials(Op::kLgamma, Type::kF32, {-1e-40})[1] == kInf);  // f32: 1e40 overflows
+  const L euler = 0.577215664901532860606512090082402431L;
+  for (double x : {-1e-300, -1e-308, -0x1p-61, -0x1p-59}) {
+    CAPTURE(x);
+    CHECK(Near(ValueAndPartials(Op::kLgamma, Type::kF64, {x})[1], -1 / static_cast<L>(x) - euler, 2.3e-16));
+  }
+}
+
 TEST_CASE("fdim and rint at their edges: kink, ties, infinities, NaN") {
   // fdim: a - b above the kink; at and below it +0 with partials (0, 0), the flat side's.
   std::vector<double> above = ValueAndPartials(Op::kFdim, Type::kF64, {5, 2});

@@ -180,6 +180,16 @@ TEST_CASE("partials: floor & co., sign and relu give NaN at a NaN input, 0 at +-
   CHECK(std::isnan(d[2]));
 }
 
+TEST_CASE("partials: lgamma' and tgamma' just below 0 are +inf and -inf, compiled (were NaN)") {
+  // mpmath: psi(-1e-310) = 1.0e310, beyond double: +inf; tgamma' = tgamma psi = (-inf)(+inf).
+  const double inf = std::numeric_limits<double>::infinity();
+  const auto X = Array<double>::from({-5.5626846462680035e-309, -1e-310, -5e-324}, {3});
+  Kernel lg = kernel("lg", [](auto x) { return dualcast::math::lgamma(x); });
+  Kernel tg = kernel("tg", [](auto x) { return dualcast::math::tgamma(x); });
+  CHECK(partials(lg, {X}).d(0, 0).to_vector() == std::vector<double>{inf, inf, inf});
+  CHECK(partials(tg, {X}).d(0, 0).to_vector() == std::vector<double>{-inf, -inf, -inf});
+}
+
 TEST_CASE("partials into user views land in the user's buffer; errors leave it untouched") {
   Kernel k = kernel("prod", [](auto a, auto b) { return a * b; });
   const int n = 5;
