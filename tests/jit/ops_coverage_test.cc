@@ -318,7 +318,9 @@ const char* Note(Op op) {
     case Op::kClamp: return "std::clamp: lo if x < lo, hi if hi < x, else x (x's tangent at a bound)";
     case Op::kPow: return "d/dx = p x^p / x (0 when p = 0); d/dp = log(x) x^p (0 at x = 0, p > 0); integer p: `pow(x, 3)`";
     case Op::kAtan2: return "partials -> 0 at an infinite argument";
-    case Op::kHypot: return "partials 0 at the origin; at infinity sign(arg) for an infinite argument, 0 for a finite or NaN one";
+    case Op::kHypot:
+      return "partials a/h, b/h, also where h overflows or is subnormal (taken from scaled arguments); 0 at the "
+             "origin; with an infinite argument sign(arg) for it, 0 for a finite or NaN one";
     case Op::kTanh: return "fdlibm's formula around t = expm1(+-2|x|) (glibc's bits); tanh' = 4e/(1+e)^2 from the same t";
     case Op::kSigmoid: return "t = exp(-|x|): t/(1+t) (x < 0) or 1/(1+t); sigmoid' = t/(1+t)/(1+t): one exp for both";
     case Op::kFastTanh: return "1 - 2/(1 + exp(2x)), slope 1 - y^2: one exp, no selects; absolute error <= 4 eps (docs/fast-activations.md)";

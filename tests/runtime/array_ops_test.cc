@@ -292,6 +292,37 @@ TEST_CASE("array ops: logsumexp's gradient is the softmax to a few ulp however l
   }
 }
 
+TEST_CASE("array ops: norm's gradient a/norm where the norm overflows or is subnormal; sign at an infinity") {
+  // It was a / norm: 0 at an overflowed norm ([1.5e308, 1.5e308]), 1 at [5e-324, 5e-324], and
+  // NaN for an infinite element, where hypot documents and gives sign(a). Reference:
+  // a / sqrt(sum a^2) in long double.
+  auto check = [](const auto& v, double rel) {
+    using T = typename std::decay_t<decltype(v)>::value_type;
+    long double s = 0;
+    for (T x : v) s += static_cast<long double>(x) * x;
+    const std::vector<long double> g =
+        GradientOf<T>(v, {static_cast<int64_t>(v.size())}, [](const Array<T>& a) { return norm(a); });
+    for (size_t k = 0; k < v.size(); ++k) {
+      CAPTURE(k);
+      const long double want = v[k] / std::sqrt(s);
+      CHECK(std::abs(g[k] - want) <= rel * std::abs(want));
+    }
+  };
+  check(std::vector<double>{1.5e308, 1.5e308}, 4e-16);
+  check(std::vector<double>{1e308, -1.5e308, 3e307}, 4e-16);
+  check(std::vector<double>{5e-324, 5e-324}, 4e-16);
+  check(std::vector<double>{1e-310, 3e-311}, 4e-16);
+  check(std::vector<double>{1e-310, -1e-310, 2e-312}, 4e-16);
+  check(std::vector<float>{2e38f, 3e38f}, 4.8e-7);
+  check(std::vector<float>{7e-45f, 7e-45f}, 4.8e-7);
+  // Normal norms keep a / norm (moderate values: against central differences elsewhere).
+  check(std::vector<double>{3, -4, 12}, 4e-16);
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK(GradientOf<double>({inf, 1}, {2}, [](const D& a) { return norm(a); }) == std::vector<long double>{1, 0});
+  CHECK(GradientOf<double>({-inf, 2, inf}, {3}, [](const D& a) { return norm(a); }) ==
+        std::vector<long double>{-1, 0, 1});
+}
+
 TEST_CASE("array ops: a NaN variance (N - ddof <= 0) and empty-slice reductions are on the tape") {
   {  // torch.var(x, dim=1, correction=1) of a (3, 1) x: NaN, and x.grad all NaN (JAX too).
     Tape tape;

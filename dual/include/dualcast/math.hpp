@@ -167,8 +167,8 @@ DUALCAST_HD constexpr T min_normal() {
     return T(3.36210314311209350626e-4932L);
 }
 
-// The steps' arithmetic on plain T (activation_steps.hpp, digamma_steps.hpp): one C++ operation
-// per step, so scalar code, Dual and the JIT backends' lowerings agree bit for bit.
+// The steps' arithmetic on plain T (activation_steps.hpp, digamma_steps.hpp, hypot_steps.hpp): one
+// C++ operation per step, so scalar code, Dual and the JIT backends' lowerings agree bit for bit.
 template <floating_point T>
 struct ScalarSteps {
   using V = T;
@@ -182,6 +182,7 @@ struct ScalarSteps {
   DUALCAST_HD T Exp(const T& a) const { return libm::exp(a); }
   DUALCAST_HD T Expm1(const T& a) const { return libm::expm1(a); }
   DUALCAST_HD T Copysign(const T& a, const T& b) const { return libm::copysign(a, b); }
+  DUALCAST_HD T Hypot(const T& a, const T& b) const { return libm::hypot(a, b); }
   DUALCAST_HD bool Lt(const T& a, const T& b) const { return a < b; }
   DUALCAST_HD bool Eq(const T& a, const T& b) const { return a == b; }
   DUALCAST_HD T Select(bool c, const T& a, const T& b) const { return c ? a : b; }

@@ -24,7 +24,9 @@
 //               N - ddof <= 0 gives NaN (NumPy's convention)
 //   norm:       the 2-norm, scaled by max|a| so it neither overflows nor
 //               underflows; ā = ḡ · a / norm, and 0 where the norm is 0 (the
-//               minimum-norm subgradient)
+//               minimum-norm subgradient); a / norm from the scaled terms
+//               where the norm overflowed or is subnormal; an infinite element
+//               gets sign(a), the others 0 (as hypot)
 //   argmax/argmin: indices (first occurrence; a NaN counts as the extreme, as
 //               in NumPy), stored as numbers of the array's type, no gradient;
 //               float32 refuses slices of more than 2^24 elements (indices
