@@ -16,13 +16,15 @@
 //             with one zero (the zero's slot gets the others' product) and
 //             0 with two or more (its parts are counted in the reverse pass).
 //   logsumexp m + log(sum(exp(x - m))), m = max (stable); all -inf gives
-//             -inf, any +inf gives +inf; adjoint softmax(x) (NaN where the
-//             result is not finite).
+//             -inf, any +inf gives +inf; adjoint softmax(x) = exp(x - m) / sum
+//             (NaN where the result is not finite).
 //   var       sum((x - mean)^2) / (n - ddof), NaN when n - ddof <= 0;
 //             adjoint 2 (x - mean) / (n - ddof), NaN when n - ddof <= 0.
 //   norm      Euclidean, scaled by max|x| (no overflow for large x); the
 //             adjoint x / norm, and 0 at norm = 0 (the subgradient PyTorch
-//             gives).
+//             gives); (x / max|x|) / sqrt(sum) where the norm overflowed or is
+//             subnormal; with an infinite element (norm inf) sign(x) for the
+//             infinite ones and 0 for the rest (hypot's rule).
 //   argmax    the first position of the extreme in the reduced axes (row-
 //   argmin    major), a NaN counting as the extreme; an empty slice is an
 //             error; no gradient. Positions are a min-reduction over a
@@ -473,13 +475,17 @@ Array<T> logsumexp(const Array<T>& a, const std::vector<int>& axes, bool keepdim
     b.Return({b.Select(b.Emit(Op::kIsfinite, {mv}), b.Add(mv, b.Emit(Op::kLog, {sv})), mv)});
   });
   const Arr r = Run(finish, {m, s}, l.keep_shape)[0];
-  return Finish<T>("logsumexp", x, l, r, {r}, [](const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
+  // The softmax from the max and the sum, exp(x - m) / s: exp(x - r) would cancel in x - r,
+  // r rounded to the type, losing |x| eps (f32 logsumexp([1e5, 1e5]) gave weights 0.4989).
+  return Finish<T>("logsumexp", x, l, r, {r, m, s},
+                   [](const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
     const Fn softmax = Cached(JType(*x), "lse_adjoint", [](jit::Builder& b, jit::Type t) {
-      ValueId xv = b.Input(t), rv = b.Input(t), gv = b.Input(t);
+      ValueId xv = b.Input(t), rv = b.Input(t), mv = b.Input(t), sv = b.Input(t), gv = b.Input(t);
       ValueId nan = b.Const(t, std::numeric_limits<double>::quiet_NaN());
-      b.Return({b.Select(b.Emit(Op::kIsfinite, {rv}), b.Mul(gv, b.Emit(Op::kExp, {b.Sub(xv, rv)})), nan)});
+      ValueId weight = b.Div(b.Emit(Op::kExp, {b.Sub(xv, mv)}), sv);
+      b.Return({b.Select(b.Emit(Op::kIsfinite, {rv}), b.Mul(gv, weight), nan)});
     });
-    return Run(softmax, {x, saved[0], g}, x->shape)[0];
+    return Run(softmax, {x, saved[0], saved[1], saved[2], g}, x->shape)[0];
   });
 }
 
@@ -531,12 +537,26 @@ Array<T> norm(const Array<T>& a, const std::vector<int>& axes, bool keepdims) {
     b.Return({b.Select(usable, b.Mul(sv, b.Emit(Op::kSqrt, {ssum})), sv)});
   });
   const Arr r = Run(finish, {scale, s}, l.keep_shape)[0];
-  return Finish<T>("norm", x, l, r, {r}, [](const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
+  // x / r wherever r is a normal number. Where it is not, x / r is no use though the adjoint is an
+  // ordinary number (norm([1.5e308, 1.5e308]) = inf gave 0, norm([5e-324, 5e-324]) gave 1 for
+  // 0.7071): (x / scale) / sqrt(sum) takes the scaled terms of the forward pass instead. An
+  // infinite element: sign(x) for it, 0 for the finite ones, as hypot (x / r was NaN there).
+  return Finish<T>("norm", x, l, r, {r, scale, s},
+                   [](const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
     const Fn adjoint = Cached(JType(*x), "norm_adjoint", [](jit::Builder& b, jit::Type t) {
-      ValueId xv = b.Input(t), rv = b.Input(t), gv = b.Input(t);
-      b.Return({b.Select(b.Emit(Op::kEq, {rv, b.Const(t, 0)}), b.Const(t, 0), b.Mul(gv, b.Div(xv, rv)))});
+      ValueId xv = b.Input(t), rv = b.Input(t), sv = b.Input(t), ssum = b.Input(t), gv = b.Input(t);
+      const double least = t == jit::Type::kF32 ? std::numeric_limits<float>::min()
+                                                : std::numeric_limits<double>::min();
+      const ValueId inf = b.Const(t, std::numeric_limits<double>::infinity());
+      ValueId normal =
+          b.Emit(Op::kAnd, {b.Emit(Op::kIsfinite, {rv}), b.Emit(Op::kGe, {rv, b.Const(t, least)})});
+      ValueId scaled = b.Div(b.Div(xv, sv), b.Emit(Op::kSqrt, {ssum}));
+      ValueId at_inf = b.Select(b.Emit(Op::kEq, {b.Emit(Op::kAbs, {xv}), inf}),
+                                b.Emit(Op::kCopysign, {b.Const(t, 1), xv}), b.Const(t, 0));
+      ValueId d = b.Select(normal, b.Div(xv, rv), b.Select(b.Emit(Op::kEq, {sv, inf}), at_inf, scaled));
+      b.Return({b.Select(b.Emit(Op::kEq, {rv, b.Const(t, 0)}), b.Const(t, 0), b.Mul(gv, d))});
     });
-    return Run(adjoint, {x, saved[0], g}, x->shape)[0];
+    return Run(adjoint, {x, saved[0], saved[1], saved[2], g}, x->shape)[0];
   });
 }
 

@@ -4,6 +4,7 @@
 #include <concepts>
 #include <limits>
 #include <numbers>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -12,6 +13,7 @@
 #include "dualcast/activation_steps.hpp"
 #include "jit/ir/activation.h"
 #include "dualcast/digamma_steps.hpp"
+#include "dualcast/hypot_steps.hpp"
 #include "jit/error.h"
 #include "jit/passes/rewrite.h"
 
@@ -68,6 +70,7 @@ struct IrSteps {
   V Exp(V x) { return b.Emit(Op::kExp, {x}); }
   V Expm1(V x) { return b.Emit(Op::kExpm1, {x}); }
   V Copysign(V x, V y) { return b.Emit(Op::kCopysign, {x, y}); }
+  V Hypot(V x, V y) { return b.Emit(Op::kHypot, {x, y}); }
   V Lt(V x, V y) { return b.Emit(Op::kLt, {x, y}); }
   V Eq(V x, V y) { return b.Emit(Op::kEq, {x, y}); }
   V Select(V c, V x, V y) { return b.Select(c, x, y); }
@@ -424,19 +427,24 @@ class ForwardMode {
         return Plus(Scale(da, [&] { return finite(div(div(b, r()), r())); }),
                     Scale(db, [&] { return finite(b_.Neg(div(div(a, r()), r()))); }));
       }
-      // hypot: d/da = a / h, d/db = b / h, both 0 at the origin (like abs'(0)). Where h
-      // is infinite (dual_math.hpp's rule): sign(a) for an infinite a, 0 for a finite or
-      // NaN one, since hypot(inf, y) = inf for every y, NaN included (IEEE 754); both
-      // infinite: each its sign.
+      // hypot: d/da = a / h, d/db = b / h; the rule (origin, infinite arguments, an h that
+      // overflowed or is subnormal) is hypot_steps.hpp's, shared with Dual.
       case Op::kHypot: {
-        auto at_origin = [&] { return op(Op::kEq, {y, k(0)}); };
-        auto partial = [&](ValueId mine) {
-          ValueId is_inf = op(Op::kEq, {op(Op::kAbs, {mine}), k(kInf)});
-          ValueId at_inf = b_.Select(is_inf, op(Op::kCopysign, {k(1), mine}), k(0));
-          return b_.Select(at_origin(), k(0),
-                           b_.Select(op(Op::kEq, {y, k(kInf)}), at_inf, div(mine, y)));
+        namespace dd = ::dualcast::detail;
+        std::optional<dd::HypotPartials<ValueId>> p;  // built once, for the lanes that need it
+        auto partials = [&]() -> const dd::HypotPartials<ValueId>& {
+          if (!p) {
+            IrSteps m{b_, t};
+            const bool f32 = t == Type::kF32;
+            const ValueId up = k(f32 ? dd::hypot_scale<float>() : dd::hypot_scale<double>());
+            const ValueId least =
+                k(f32 ? std::numeric_limits<float>::min() : std::numeric_limits<double>::min());
+            p = dd::hypot_partials_steps(m, a, b, y, up, least);
+          }
+          return *p;
         };
-        return Plus(Scale(da, [&] { return partial(a); }), Scale(db, [&] { return partial(b); }));
+        return Plus(Scale(da, [&] { return NanGuard(y, partials().da); }),
+                    Scale(db, [&] { return NanGuard(y, partials().db); }));
       }
       // fmod/remainder: y = a - n b with n an integer, so d/da = 1 and d/db = -n,
       // n recovered from the value (a - y is n b up to rounding, and n is whole).

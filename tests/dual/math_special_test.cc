@@ -182,6 +182,76 @@ TEST_CASE("hypot: derivative 0 at the origin") {
   CHECK(o.partial(1) == 0.0);
 }
 
+// a / sqrt(a^2 + b^2) in long double: its range holds the squares of every double, subnormal
+// and near-overflow ones included.
+long double HypotPartialRef(long double a, long double b) { return a / std::sqrt(a * a + b * b); }
+
+TEST_CASE("hypot: partials a/h, b/h where h overflows from finite arguments or is subnormal") {
+  // Were 0 (h = inf), 1 (h = 1.5 5e-324 rounded to 5e-324) or 150 ulp off (h subnormal).
+  struct P {
+    double a, b;
+  };
+  for (P p : {P{1.5e308, 1.5e308}, P{1e308, 1.5e308}, P{-1.7e308, 1e308}, P{1e-310, 3e-311},
+              P{5e-324, 5e-324}, P{3e-320, -4e-320}, P{2e-308, 2e-308}, P{1e-310, 0.0}}) {
+    CAPTURE(p.a);
+    CAPTURE(p.b);
+    const D2 r = m::hypot(D2::variable(p.a, 0), D2::variable(p.b, 1));
+    CHECK(r.value() == std::hypot(p.a, p.b));
+    for (int k = 0; k < 2; ++k) {
+      const long double want = k == 0 ? HypotPartialRef(p.a, p.b) : HypotPartialRef(p.b, p.a);
+      CHECK(std::abs(r.partial(k) - want) <= 2e-16L * std::abs(want));
+    }
+  }
+  // float: hypot(2e38, 3e38) = inf, partials (0.5547, 0.8321).
+  using F2 = Dual<float, 2>;
+  struct Pf {
+    float a, b;
+  };
+  for (Pf p : {Pf{2e38f, 3e38f}, Pf{3e38f, -3e38f}, Pf{7e-45f, 7e-45f}, Pf{1e-40f, 3e-41f}}) {
+    CAPTURE(p.a);
+    CAPTURE(p.b);
+    const F2 r = m::hypot(F2::variable(p.a, 0), F2::variable(p.b, 1));
+    for (int k = 0; k < 2; ++k) {
+      const long double want = k == 0 ? HypotPartialRef(p.a, p.b) : HypotPartialRef(p.b, p.a);
+      CHECK(std::abs(r.partial(k) - want) <= 2.4e-7L * std::abs(want));
+    }
+  }
+  // A nested level (second derivatives) takes the same rule: d2/da2 hypot = b^2 / h^3.
+  using DD = Dual<D1, 1, struct OuterTag>;
+  const double a = 1.5e308, b = 1.5e308;
+  const auto nested = m::hypot(DD::variable(D1::variable(a, 0), 0), DD(D1(b)));
+  CHECK(std::abs(nested.partial(0).value() - HypotPartialRef(a, b)) <= 2e-16L * HypotPartialRef(a, b));
+  // An infinite argument still decides: (1, 0) and NaN partials for a NaN value.
+  D2 r = m::hypot(D2::variable(kInf, 0), D2::variable(1e308, 1));
+  CHECK((r.partial(0) == 1.0 && r.partial(1) == 0.0));
+  r = m::hypot(D2::variable(kNaN, 0), D2::variable(1e308, 1));
+  CHECK((std::isnan(r.partial(0)) && std::isnan(r.partial(1))));
+}
+
+TEST_CASE("digamma, lgamma', tgamma' just below 0: -1/x - gamma, +inf where it overflows (were NaN)") {
+  const long double euler = 0.577215664901532860606512090082402431L;
+  // psi(x) = -1/x - gamma + (pi^2/6) x + O(x^2) near 0 (mpmath: psi(-1e-310) = 1.0e310).
+  for (double x : {-1e-300, -1e-305, -2.2250738585072014e-308, -1e-308, -0x1p-59, -0x1p-60, -0x1p-61, -1e-20}) {
+    CAPTURE(x);
+    const long double want = -1.0L / x - euler + 1.6449340668482264365L * x;
+    CHECK(std::abs(m::digamma(x) - want) <= 2.3e-16L * std::abs(want));
+    CHECK(std::abs(m::lgamma(var(x)).partial(0) - want) <= 2.3e-16L * std::abs(want));
+  }
+  // Where -1/x overflows the double range: +inf, and tgamma' = tgamma psi = (-inf)(+inf).
+  for (double x : {-5.5626846462680035e-309, -1e-310, -5e-324}) {
+    CAPTURE(x);
+    CHECK(m::digamma(x) == kInf);
+    CHECK(m::digamma(var(x)).value() == kInf);
+    CHECK(m::lgamma(var(x)).partial(0) == kInf);
+    CHECK(m::tgamma(var(x)).value() == -kInf);
+    CHECK(m::tgamma(var(x)).partial(0) == -kInf);
+  }
+  CHECK(m::digamma(-1e-40f) == std::numeric_limits<float>::infinity());  // 1e40 is beyond float
+  CHECK(m::lgamma(Dual<float, 1>::variable(-1e-30f, 0)).partial(0) == doctest::Approx(1e30).epsilon(1e-7));
+  // The pole at -0 stays NaN (the documented convention).
+  CHECK(std::isnan(m::digamma(-0.0)));
+}
+
 TEST_CASE("pow: the special cases") {
   // dual ^ constant
   CHECK(m::pow(var(0), 0).value() == 1.0);

@@ -306,13 +306,21 @@ const char* Note(Op op) {
     case Op::kFdim: return "a - b if a > b, else +0; partials (1, -1) above the kink, (0, 0) at and below it";
     case Op::kSignbit: return "the sign bit: true for -0 and negative NaNs; no derivative (bool)";
     case Op::kSign: return "sign(+-0) = +-0, sign(NaN) = NaN; derivative 0 (NaN at NaN)";
-    case Op::kMin: case Op::kMax:
-      return "ties and a NaN first argument return the first argument, whose tangent is taken";
+    case Op::kMin:
+      return "std::min, (b < a) ? b : a: ties and a NaN first argument return the first argument, whose "
+             "tangent is taken; a NaN second argument is dropped (NumPy's minimum and the reduction "
+             "`dc::min(A)` propagate NaN; fmin drops it on either side)";
+    case Op::kMax:
+      return "std::max, (a < b) ? b : a: ties and a NaN first argument return the first argument, whose "
+             "tangent is taken; a NaN second argument is dropped (NumPy's maximum and the reduction "
+             "`dc::max(A)` propagate NaN; fmax drops it on either side)";
     case Op::kFmin: case Op::kFmax: return "IEEE: a NaN operand loses; ties take the first";
     case Op::kClamp: return "std::clamp: lo if x < lo, hi if hi < x, else x (x's tangent at a bound)";
     case Op::kPow: return "d/dx = p x^p / x (0 when p = 0); d/dp = log(x) x^p (0 at x = 0, p > 0); integer p: `pow(x, 3)`";
     case Op::kAtan2: return "partials -> 0 at an infinite argument";
-    case Op::kHypot: return "partials 0 at the origin; at infinity sign(arg) for an infinite argument, 0 for a finite or NaN one";
+    case Op::kHypot:
+      return "partials a/h, b/h, also where h overflows or is subnormal (taken from scaled arguments); 0 at the "
+             "origin; with an infinite argument sign(arg) for it, 0 for a finite or NaN one";
     case Op::kTanh: return "fdlibm's formula around t = expm1(+-2|x|) (glibc's bits); tanh' = 4e/(1+e)^2 from the same t";
     case Op::kSigmoid: return "t = exp(-|x|): t/(1+t) (x < 0) or 1/(1+t); sigmoid' = t/(1+t)/(1+t): one exp for both";
     case Op::kFastTanh: return "1 - 2/(1 + exp(2x)), slope 1 - y^2: one exp, no selects; absolute error <= 4 eps (docs/fast-activations.md)";
@@ -321,7 +329,7 @@ const char* Note(Op op) {
     case Op::kExpm1: return "expm1' = exp(x)";
     case Op::kErf: case Op::kErfc: return "derivative with exp(-x^2) from an exact split of x^2";
     case Op::kErfinv: return "erfinv(+-1) = +-inf; |y| > 1 is NaN; erfinv' = sqrt(pi)/2 exp(y^2)";
-    case Op::kLgamma: case Op::kTgamma: return "derivative via digamma (series at x + 10; for x < 0 a reflection in double-double)";
+    case Op::kLgamma: case Op::kTgamma: return "derivative via digamma (series at x + 10; for x < 0 a reflection in double-double, -1/x - gamma above -2^-60)";
     case Op::kFmod: case Op::kRemainder: return "d/da = 1, d/db = -n (the integer quotient); NaN where the value is";
     case Op::kLdexp: return "ldexp(x, n): n truncated to an integer; d/dn = 0";
     case Op::kLogaddexp: return "log(exp a + exp b) without overflow; partials 1/2 each at a = b";

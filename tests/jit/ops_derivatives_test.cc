@@ -363,6 +363,48 @@ TEST_CASE("atan2 and hypot follow the one-sided limits at infinite arguments") {
   CHECK(ValueAndPartials(Op::kAtan2, Type::kF64, {3, 4})[1] == doctest::Approx(4.0 / 25));
 }
 
+TEST_CASE("hypot: partials a/h, b/h where h overflows from finite arguments or is subnormal") {
+  // They were 0 where h = inf (hypot(1.5e308, 1.5e308)), 1 at hypot(5e-324, 5e-324) and 150 ulp
+  // off at hypot(1e-310, 3e-311). Reference: a / sqrt(a^2 + b^2) in long double, whose range
+  // holds these squares.
+  auto ref = [](L a, L b) { return a / std::sqrt(a * a + b * b); };
+  struct P {
+    double a, b;
+  };
+  for (P p : {P{1.5e308, 1.5e308}, P{1e308, -1.5e308}, P{1e-310, 3e-311}, P{5e-324, 5e-324},
+              P{-3e-320, 4e-320}, P{1e-310, 0.0}}) {
+    CAPTURE(p.a);
+    CAPTURE(p.b);
+    const std::vector<double> r = ValueAndPartials(Op::kHypot, Type::kF64, {p.a, p.b});
+    CHECK(r[0] == std::hypot(p.a, p.b));
+    CHECK(Near(r[1], ref(p.a, p.b), 2e-16));
+    CHECK(Near(r[2], ref(p.b, p.a), 2e-16));
+  }
+  for (P p : {P{2e38, 3e38}, P{-3e38, 3e38}, P{7e-45, 7e-45}, P{1e-40, 3e-41}}) {
+    CAPTURE(p.a);
+    CAPTURE(p.b);
+    const L a = static_cast<float>(p.a), b = static_cast<float>(p.b);  // the f32 inputs
+    const std::vector<double> r = ValueAndPartials(Op::kHypot, Type::kF32, {p.a, p.b});
+    CHECK(Near(r[1], ref(a, b), 2.4e-7));
+    CHECK(Near(r[2], ref(b, a), 2.4e-7));
+  }
+}
+
+TEST_CASE("lgamma' and tgamma' just below 0: +inf and -inf where digamma overflows (were NaN)") {
+  // psi(x) = -1/x - gamma + O(x) (mpmath: psi(-1e-310) = 1.0e310, beyond the double range).
+  for (double x : {-5.5626846462680035e-309, -1e-310, -5e-324}) {
+    CAPTURE(x);
+    CHECK(ValueAndPartials(Op::kLgamma, Type::kF64, {x})[1] == kInf);
+    CHECK(ValueAndPartials(Op::kTgamma, Type::kF64, {x}) == std::vector<double>{-kInf, -kInf});
+  }
+  CHECK(ValueAndPartials(Op::kLgamma, Type::kF32, {-1e-40})[1] == kInf);  // f32: 1e40 overflows
+  const L euler = 0.577215664901532860606512090082402431L;
+  for (double x : {-1e-300, -1e-308, -0x1p-61, -0x1p-59}) {
+    CAPTURE(x);
+    CHECK(Near(ValueAndPartials(Op::kLgamma, Type::kF64, {x})[1], -1 / static_cast<L>(x) - euler, 2.3e-16));
+  }
+}
+
 TEST_CASE("fdim and rint at their edges: kink, ties, infinities, NaN") {
   // fdim: a - b above the kink; at and below it +0 with partials (0, 0), the flat side's.
   std::vector<double> above = ValueAndPartials(Op::kFdim, Type::kF64, {5, 2});

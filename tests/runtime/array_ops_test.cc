@@ -14,6 +14,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -221,6 +222,105 @@ TEST_CASE("array ops: documented edge cases — ties, zeros, NaN, empty slices")
   CHECK_THROWS_WITH_AS(max(D::zeros({2, 3}), {2}), doctest::Contains("axis 2 is out of range"), Error);
   CHECK_THROWS_WITH_AS(prod(D::zeros({2, 3}), {1, -1}), doctest::Contains("repeated"), Error);
   CHECK(argmax(D::from({1, std::nan(""), 5}, {3})).item() == 1);  // NumPy: a NaN is the extreme
+}
+
+// The tape's gradient of `loss(a)` for a of type T, widened.
+template <class T>
+std::vector<long double> GradientOf(const std::vector<T>& v, const std::vector<int64_t>& shape,
+                                    const std::function<Array<T>(const Array<T>&)>& loss) {
+  Tape tape;
+  Array<T> a = Array<T>::from(v, shape);
+  const std::vector<T> g = tape.gradient(loss(a), {a})[0].to_vector();
+  return {g.begin(), g.end()};
+}
+
+// exp(a_k - max) / sum_j exp(a_j - max) in long double, over `n` consecutive elements from `first`.
+std::vector<long double> SoftmaxRef(const std::vector<long double>& a, size_t first, size_t n) {
+  long double m = -INFINITY, s = 0;
+  for (size_t k = first; k < first + n; ++k) m = std::max(m, a[k]);
+  for (size_t k = first; k < first + n; ++k) s += std::exp(a[k] - m);
+  std::vector<long double> r;
+  for (size_t k = first; k < first + n; ++k) r.push_back(std::exp(a[k] - m) / s);
+  return r;
+}
+
+template <class T>
+void CheckSoftmax(const std::vector<double>& vd, double ulps) {
+  const std::vector<T> v(vd.begin(), vd.end());
+  const std::vector<long double> a(v.begin(), v.end());
+  const long double eps = std::numeric_limits<T>::epsilon();
+  const std::vector<long double> want = SoftmaxRef(a, 0, a.size());
+  const int64_t n = static_cast<int64_t>(v.size());
+  for (const auto& g : {GradientOf<T>(v, {n}, [](const Array<T>& x) { return logsumexp(x); }),
+                        // an axis reduction of a pending operand
+                        GradientOf<T>(v, {1, n}, [](const Array<T>& x) { return sum(logsumexp(x * T(1), {1})); })}) {
+    for (size_t k = 0; k < v.size(); ++k) {
+      CAPTURE(k);
+      CHECK(std::abs(g[k] - want[k]) <= ulps * eps * want[k]);
+    }
+  }
+}
+
+TEST_CASE("array ops: logsumexp's gradient is the softmax to a few ulp however large |a| is") {
+  // It was exp(a - result), result rounded to T: |a| eps lost in the exponent (f32 [1e5, 1e5]:
+  // 0.4989 each, f64 [1e15, 1e15]: 0.472; the weights did not sum to 1).
+  CheckSoftmax<float>({1000, 1000}, 2);
+  CheckSoftmax<float>({1e5, 1e5}, 2);
+  CheckSoftmax<float>({1e5, 1e5 + 1}, 4);
+  CheckSoftmax<float>({-3e4, -3e4, -3e4}, 2);
+  CheckSoftmax<double>({1000, 1000}, 2);
+  CheckSoftmax<double>({1e12, 1e12}, 2);
+  CheckSoftmax<double>({1e15, 1e15}, 2);
+  // Random rows around large offsets (the spread keeps a - max exact and the weights normal).
+  for (double offset : {-3e4, 0.0, 1e5}) {
+    CAPTURE(offset);
+    const std::vector<double> r = Array<double>::uniform({6}, 11, -8, 8).to_vector();
+    std::vector<double> v;
+    for (double x : r) v.push_back(offset + x);
+    CheckSoftmax<double>(v, 12);
+    std::vector<double> vf;
+    for (double x : v) vf.push_back(static_cast<float>(x));
+    CheckSoftmax<float>(vf, 12);
+  }
+  // Axis 1 of a (2, 3) matrix, each row its own softmax.
+  const std::vector<double> m{1e5, 1e5 + 1, 1e5 - 2, -7, 3, 0.5};
+  const std::vector<long double> ml(m.begin(), m.end());
+  const std::vector<long double> g = GradientOf<double>(m, {2, 3}, [](const D& x) { return sum(logsumexp(x, {1})); });
+  for (size_t row = 0; row < 2; ++row) {
+    const std::vector<long double> want = SoftmaxRef(ml, 3 * row, 3);
+    for (size_t k = 0; k < 3; ++k) CHECK(std::abs(g[3 * row + k] - want[k]) <= 4 * 2.2e-16L * want[k]);
+  }
+}
+
+TEST_CASE("array ops: norm's gradient a/norm where the norm overflows or is subnormal; sign at an infinity") {
+  // It was a / norm: 0 at an overflowed norm ([1.5e308, 1.5e308]), 1 at [5e-324, 5e-324], and
+  // NaN for an infinite element, where hypot documents and gives sign(a). Reference:
+  // a / sqrt(sum a^2) in long double.
+  auto check = [](const auto& v, double rel) {
+    using T = typename std::decay_t<decltype(v)>::value_type;
+    long double s = 0;
+    for (T x : v) s += static_cast<long double>(x) * x;
+    const std::vector<long double> g =
+        GradientOf<T>(v, {static_cast<int64_t>(v.size())}, [](const Array<T>& a) { return norm(a); });
+    for (size_t k = 0; k < v.size(); ++k) {
+      CAPTURE(k);
+      const long double want = v[k] / std::sqrt(s);
+      CHECK(std::abs(g[k] - want) <= rel * std::abs(want));
+    }
+  };
+  check(std::vector<double>{1.5e308, 1.5e308}, 4e-16);
+  check(std::vector<double>{1e308, -1.5e308, 3e307}, 4e-16);
+  check(std::vector<double>{5e-324, 5e-324}, 4e-16);
+  check(std::vector<double>{1e-310, 3e-311}, 4e-16);
+  check(std::vector<double>{1e-310, -1e-310, 2e-312}, 4e-16);
+  check(std::vector<float>{2e38f, 3e38f}, 4.8e-7);
+  check(std::vector<float>{7e-45f, 7e-45f}, 4.8e-7);
+  // Normal norms keep a / norm (moderate values: against central differences elsewhere).
+  check(std::vector<double>{3, -4, 12}, 4e-16);
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK(GradientOf<double>({inf, 1}, {2}, [](const D& a) { return norm(a); }) == std::vector<long double>{1, 0});
+  CHECK(GradientOf<double>({-inf, 2, inf}, {3}, [](const D& a) { return norm(a); }) ==
+        std::vector<long double>{-1, 0, 1});
 }
 
 TEST_CASE("array ops: a NaN variance (N - ddof <= 0) and empty-slice reductions are on the tape") {

@@ -1,12 +1,15 @@
 // Tests of Array operators, comparisons, math functions and where(): values against std:: references, fusion.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "dualcast/array.hpp"
+#include "dualcast/array_ops.hpp"
 #include "dualcast/broadcast.hpp"
 #include "dualcast/operators.hpp"
 #include "dualcast/partials.hpp"
@@ -124,6 +127,26 @@ TEST_CASE("binary math functions and fma with arrays and numbers") {
   pairwise(fma(a, b, 1.0), [](double x, double y) { return std::fma(x, y, 1.0); });
   CHECK(pow(a, 2.0).to_vector() == std::vector<double>{0.25, 4, 2.25, 9, 0});
   CHECK(pow(2.0, b).to_vector() == std::vector<double>{4, std::sqrt(2.0), std::pow(2, -1.5), 0.125, 2});
+}
+
+TEST_CASE("elementwise min and max are std::min/std::max: a NaN first argument is returned, a second dropped") {
+  // Documented (docs/ops.md, operators.hpp) against NumPy's maximum, which propagates both; the
+  // reductions max(A)/min(A) propagate NaN and fmin/fmax drop it on either side.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto a = Array<double>::from({1, nan, nan, 2}, {4});
+  auto b = Array<double>::from({nan, 1, nan, 3}, {4});
+  const std::vector<double> as = a.to_vector(), bs = b.to_vector();
+  const std::vector<double> mx = max(a, b).to_vector(), mn = min(a, b).to_vector();
+  const std::vector<double> fx = fmax(a, b).to_vector();
+  for (size_t i = 0; i < as.size(); ++i) {
+    CAPTURE(i);
+    const double want_max = std::max(as[i], bs[i]), want_min = std::min(as[i], bs[i]);
+    CHECK((mx[i] == want_max || (std::isnan(mx[i]) && std::isnan(want_max))));
+    CHECK((mn[i] == want_min || (std::isnan(mn[i]) && std::isnan(want_min))));
+    const double want_fmax = std::fmax(as[i], bs[i]);
+    CHECK((fx[i] == want_fmax || (std::isnan(fx[i]) && std::isnan(want_fmax))));
+  }
+  CHECK(std::isnan(max(b).item()));  // the reduction propagates
 }
 
 TEST_CASE("where(c, a, b) equals select(c != 0, a, b) and computes both sides") {

@@ -1,4 +1,4 @@
-// Tests of dualcast::partials: values and dy_m/dx_j against Dual<double>, wrt subsets, user views, errors.
+// Tests of dualcast::partials: values and dy_m/dx_j against Dual<double>, wrt subsets, user views, errors, edge values.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -6,12 +6,16 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <dualcast/dual.hpp>
 
 #include "dualcast/array.hpp"
+#include "dualcast/operators.hpp"
 #include "dualcast/partials.hpp"
+#include "dualcast/reductions.hpp"
+#include "dualcast/tape.hpp"
 #include "jit/error.h"
 #include "jit/stats.h"
 
@@ -178,6 +182,44 @@ TEST_CASE("partials: floor & co., sign and relu give NaN at a NaN input, 0 at +-
   CHECK(d[0] == 0);
   CHECK(d[1] == 3);
   CHECK(std::isnan(d[2]));
+}
+
+TEST_CASE("partials: hypot where h overflows or is subnormal, compiled and on the tape") {
+  // hypot's partials were 0 at an h that overflowed from finite arguments and lost digits at a
+  // subnormal h. Reference: a / sqrt(a^2 + b^2) in long double.
+  const std::vector<double> a{1.5e308, 1e308, 1e-310, 5e-324, 3.0}, b{1.5e308, -1.5e308, 3e-311, 5e-324, 4.0};
+  Kernel hyp = kernel("hyp", [](auto x, auto y) { return dualcast::math::hypot(x, y); });
+  const auto A = Array<double>::from(a, {5}), B = Array<double>::from(b, {5});
+  Partials<double> p = partials(hyp, {A, B});
+  std::vector<double> da = p.d(0, 0).to_vector(), db = p.d(0, 1).to_vector();
+  Tape tape;
+  const auto At = Array<double>::from(a, {5}), Bt = Array<double>::from(b, {5});
+  const std::vector<Array<double>> g = tape.gradient(sum(hypot(At, Bt)), {At, Bt});
+  for (size_t k = 0; k < a.size(); ++k) {
+    CAPTURE(k);
+    const long double h = std::sqrt(static_cast<long double>(a[k]) * a[k] + static_cast<long double>(b[k]) * b[k]);
+    for (const auto& [got, want] : {std::pair{da[k], a[k] / h}, std::pair{db[k], b[k] / h},
+                                    std::pair{g[0].to_vector()[k], a[k] / h}, std::pair{g[1].to_vector()[k], b[k] / h}}) {
+      CHECK(std::abs(got - want) <= 2e-16L * std::abs(want));
+    }
+  }
+  const std::vector<float> af{2e38f, 7e-45f}, bf{3e38f, 7e-45f};
+  Partials<float> pf = partials(hyp, {Array<float>::from(af, {2}), Array<float>::from(bf, {2})});
+  for (size_t k = 0; k < af.size(); ++k) {
+    const long double h = std::sqrt(static_cast<long double>(af[k]) * af[k] + static_cast<long double>(bf[k]) * bf[k]);
+    CHECK(std::abs(pf.d(0, 0).to_vector()[k] - af[k] / h) <= 2.4e-7L * (af[k] / h));
+    CHECK(std::abs(pf.d(0, 1).to_vector()[k] - bf[k] / h) <= 2.4e-7L * (bf[k] / h));
+  }
+}
+
+TEST_CASE("partials: lgamma' and tgamma' just below 0 are +inf and -inf, compiled (were NaN)") {
+  // mpmath: psi(-1e-310) = 1.0e310, beyond double: +inf; tgamma' = tgamma psi = (-inf)(+inf).
+  const double inf = std::numeric_limits<double>::infinity();
+  const auto X = Array<double>::from({-5.5626846462680035e-309, -1e-310, -5e-324}, {3});
+  Kernel lg = kernel("lg", [](auto x) { return dualcast::math::lgamma(x); });
+  Kernel tg = kernel("tg", [](auto x) { return dualcast::math::tgamma(x); });
+  CHECK(partials(lg, {X}).d(0, 0).to_vector() == std::vector<double>{inf, inf, inf});
+  CHECK(partials(tg, {X}).d(0, 0).to_vector() == std::vector<double>{-inf, -inf, -inf});
 }
 
 TEST_CASE("partials into user views land in the user's buffer; errors leave it untouched") {

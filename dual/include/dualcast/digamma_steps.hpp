@@ -17,7 +17,8 @@
 //                              steps that bring x below x0 + 1/2 (positive terms: no cancellation)
 //   x >= 10:                   log x - 1/(2x) - sum_k B_2k / (2k x^2k), k = 1..7
 //   x <= 0:                    psi(1 - x) - pi cot(pi x) in double-double (the two cancel near
-//                              digamma's negative roots); NaN at the poles 0, -1, -2, ...
+//                              digamma's negative roots); NaN at the poles 0, -1, -2, ...;
+//                              -1/x - gamma above -2^-60 (+inf where 1/x overflows)
 // taylor() is the series of digamma about x0 (36 terms, mpmath). Within 1 ulp in f64 with
 // glibc's scalar log for x > 0; docs/accuracy.md has the measured bounds.
 //
@@ -192,10 +193,16 @@ DUALCAST_HD V digamma_reflection_steps(M& m, V x) {
 }
 
 // psi(x) for x <= 0 (and NaN): NaN at the poles 0, -1, -2, ... (and -inf), else the reflection.
+// Just below 0 psi(x) = -1/x - gamma + O(x): taken so for -2^-60 < x < 0, where the O(x) terms
+// are below 2^-118 of it. The reflection cannot be used where 1/x overflows (x > -5.6e-309):
+// its cot term's double-double quotient is inf - inf = NaN there, for psi = +inf.
 template <class M, class V>
 DUALCAST_HD V digamma_nonpositive_steps(M& m, V x) {
+  constexpr double euler_gamma = 0.57721566490153286061;
   const V pole = m.Div(m.Sub(x, x), m.Sub(x, x));  // 0/0 = NaN where selected (x finite there)
-  return m.Select(m.Eq(m.Floor(x), x), pole, digamma_reflection_steps(m, x));
+  const V near_zero = m.Sub(m.Div(m.Const(-1), x), m.Const(euler_gamma));
+  return m.Select(m.Eq(m.Floor(x), x), pole,
+                  m.Select(m.Lt(m.Const(-0x1p-60), x), near_zero, digamma_reflection_steps(m, x)));
 }
 
 }  // namespace dualcast::detail

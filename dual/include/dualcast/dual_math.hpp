@@ -3,6 +3,7 @@
 
 #include "dualcast/host_device.hpp"
 #include "dualcast/dual_number.hpp"
+#include "dualcast/hypot_steps.hpp"
 #include "dualcast/math.hpp"
 
 namespace dualcast::detail {
@@ -69,6 +70,8 @@ DUALCAST_HD T exp_neg_square(const T& v) {
 //   relu                  relu(x) = x > 0 ? x : 0 (+0; NaN stays NaN); relu'(0) = 0
 //   min(a, b)             (b < a) ? b : a   - a tie takes value AND derivative of a
 //   max(a, b)             (a < b) ? b : a   - a tie takes value AND derivative of a
+//                         (std::min/std::max: a NaN a is returned, a NaN b dropped; NumPy's
+//                         minimum/maximum propagate either, fmin/fmax drop either)
 //   fmin, fmax            IEEE: a NaN loses (the other argument, with its derivative);
 //                         otherwise as min/max, ties take the first argument
 //   clamp(x, lo, hi)      lo if x < lo, hi if hi < x, else x: on a bound x wins (d/dx = 1)
@@ -90,8 +93,10 @@ DUALCAST_HD T exp_neg_square(const T& v) {
 //   powi(x, n)            d/dx = n * x^(n-1); n == 0 gives 0
 //   sqrt, cbrt, rsqrt at 0  +-inf (honest); a lane seeded with 0 still gives 0
 //   hypot(a, b) at (0,0)  both derivatives 0 (like abs: hypot(x, 0) = |x|)
-//   hypot at +-inf        the infinite argument(s) get sign(arg), finite or NaN ones 0
-//                         (hypot(inf, y) = inf for every y, NaN included: IEEE 754)
+//   hypot, an infinite    the infinite argument(s) get sign(arg), finite or NaN ones 0
+//     argument            (hypot(inf, y) = inf for every y, NaN included: IEEE 754); finite
+//                         arguments whose hypot overflows (or is subnormal) keep a/h, b/h,
+//                         taken from the arguments scaled by a power of two (hypot_steps.hpp)
 //   atan2(y, x) at (0,0)  NaN (no meaningful limit)
 //   atan2 at +-inf        both derivatives 0 (the limit of b/r^2, -a/r^2)
 //   logaddexp(a, b)       a == b (also +-inf): (1/2, 1/2)
@@ -171,7 +176,9 @@ struct DualSteps {
   DUALCAST_HD T Exp(const T& a) const { return exp(a); }
   DUALCAST_HD T Expm1(const T& a) const { return expm1(a); }
   DUALCAST_HD T Copysign(const T& a, const T& b) const { return copysign(a, b); }
+  DUALCAST_HD T Hypot(const T& a, const T& b) const { return hypot(a, b); }
   DUALCAST_HD bool Lt(const T& a, const T& b) const { return a < b; }
+  DUALCAST_HD bool Eq(const T& a, const T& b) const { return a == b; }
   DUALCAST_HD T Select(bool c, const T& a, const T& b) const { return c ? a : b; }
 };
 
@@ -321,26 +328,23 @@ DUALCAST_HD ::dualcast::detail::common_dual_t<A, B> atan2(const A& a_, const B& 
   return dd::chain2(a, dd::nan_guard(y, da), b, dd::nan_guard(y, db), y);
 }
 
+// hypot: d/da = a / h, d/db = b / h, also where h overflowed or is subnormal; the rule and its
+// conventions at the origin and at infinity are hypot_steps.hpp's, shared with the jvp pass.
 template <class A, class B>
   requires(::dualcast::detail::dual_args<A, B>)
 DUALCAST_HD ::dualcast::detail::common_dual_t<A, B> hypot(const A& a_, const B& b_) {
   using D = ::dualcast::detail::common_dual_t<A, B>;
   using T = typename D::value_type;
+  using S = scalar_type_t<T>;
   namespace dd = ::dualcast::detail;
   const D a(a_), b(b_);
   const T& av = a.value();
   const T& bv = b.value();
   const T y = hypot(av, bv);
-  const bool origin = (y == 0);
-  const bool inf = y - y != y - y && y == y;
-  // At an infinite value (hypot(inf, y) = inf for every y, NaN included): sign(v) for an
-  // infinite argument, 0 for a finite or NaN one, on which the value does not depend there.
-  auto coef = [&](const T& v) {
-    if (origin) return T(0);
-    if (inf) return (v == v && v - v != v - v) ? dd::sign(v) : T(0);
-    return T(v / y);
-  };
-  return dd::chain2(a, dd::nan_guard(y, coef(av)), b, dd::nan_guard(y, coef(bv)), y);
+  const T up(dd::hypot_scale<S>()), least(dd::min_normal<S>());
+  dd::stdx::conditional_t<dd::floating_point<T>, dd::ScalarSteps<S>, detail_dual::DualSteps<T>> m;
+  const auto p = dd::hypot_partials_steps(m, av, bv, y, up, least);
+  return dd::chain2(a, dd::nan_guard(y, p.da), b, dd::nan_guard(y, p.db), y);
 }
 
 template <class A, class B>

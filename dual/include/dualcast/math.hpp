@@ -167,8 +167,8 @@ DUALCAST_HD constexpr T min_normal() {
     return T(3.36210314311209350626e-4932L);
 }
 
-// The steps' arithmetic on plain T (activation_steps.hpp, digamma_steps.hpp): one C++ operation
-// per step, so scalar code, Dual and the JIT backends' lowerings agree bit for bit.
+// The steps' arithmetic on plain T (activation_steps.hpp, digamma_steps.hpp, hypot_steps.hpp): one
+// C++ operation per step, so scalar code, Dual and the JIT backends' lowerings agree bit for bit.
 template <floating_point T>
 struct ScalarSteps {
   using V = T;
@@ -182,6 +182,7 @@ struct ScalarSteps {
   DUALCAST_HD T Exp(const T& a) const { return libm::exp(a); }
   DUALCAST_HD T Expm1(const T& a) const { return libm::expm1(a); }
   DUALCAST_HD T Copysign(const T& a, const T& b) const { return libm::copysign(a, b); }
+  DUALCAST_HD T Hypot(const T& a, const T& b) const { return libm::hypot(a, b); }
   DUALCAST_HD bool Lt(const T& a, const T& b) const { return a < b; }
   DUALCAST_HD bool Eq(const T& a, const T& b) const { return a == b; }
   DUALCAST_HD T Select(bool c, const T& a, const T& b) const { return c ? a : b; }
@@ -322,7 +323,8 @@ DUALCAST_SCALAR_2(remainder, detail::libm::remainder(a, b))
 // fdim(a, b) = a > b ? a - b : +0 (NaN if either is NaN).
 DUALCAST_SCALAR_2(fdim, detail::libm::fdim(a, b))
 DUALCAST_SCALAR_2(nextafter, detail::libm::nextafter(a, b))
-// Ties (and min(+0, -0)) return the first argument; a NaN first argument is returned.
+// std::min/std::max: ties (and min(+0, -0)) return the first argument; a NaN first argument is
+// returned, a NaN second argument is dropped (NumPy's minimum/maximum propagate either).
 DUALCAST_SCALAR_2(min, (b < a) ? b : a)
 DUALCAST_SCALAR_2(max, (a < b) ? b : a)
 // IEEE fmin/fmax: a NaN loses to a number; ties return the first argument.
@@ -479,7 +481,9 @@ DUALCAST_HD inline detail::stdx::common_type_t<A, B> logaddexp(A a, B b) {
   return logaddexp(R(a), R(b));
 }
 
-// Inverse error function on [-1, 1] (+-inf at +-1, NaN outside), <= 1 ulp in float and double.
+// Inverse error function on [-1, 1] (+-inf at +-1, NaN outside): in double, about 1.2 ulp at
+// worst (1.19 measured at y = -0.1385: the last Newton step is as good as libm's erf), float
+// rounded once from it.
 template <detail::floating_point T>
 DUALCAST_HD inline T erfinv(T y) {
   return T(detail::special::erfinv(double(y)));

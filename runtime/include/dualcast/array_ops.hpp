@@ -17,13 +17,16 @@
 //               product of the others at the only zero, 0 with two or more
 //               (counted, never 0/0)
 //   logsumexp:  computed as m + log Σ exp(a - m) with m the slice's max (no
-//               overflow); ā = ḡ · exp(a - result) (the softmax). An empty
+//               overflow); ā = ḡ · exp(a - m) / Σ exp(a - m) (the softmax; not
+//               exp(a - result), which cancels: |a| eps lost). An empty
 //               slice gives -inf; a non-finite result gives NaN adjoints.
 //   var:        Σ (a - mean)² / (N - ddof); ā = ḡ · 2 (a - mean) / (N - ddof);
 //               N - ddof <= 0 gives NaN (NumPy's convention)
 //   norm:       the 2-norm, scaled by max|a| so it neither overflows nor
 //               underflows; ā = ḡ · a / norm, and 0 where the norm is 0 (the
-//               minimum-norm subgradient)
+//               minimum-norm subgradient); a / norm from the scaled terms
+//               where the norm overflowed or is subnormal; an infinite element
+//               gets sign(a), the others 0 (as hypot)
 //   argmax/argmin: indices (first occurrence; a NaN counts as the extreme, as
 //               in NumPy), stored as numbers of the array's type, no gradient;
 //               float32 refuses slices of more than 2^24 elements (indices

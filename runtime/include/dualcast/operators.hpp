@@ -6,7 +6,10 @@
 // a plain number (either side); numbers are constants, never differentiated.
 // Comparisons return arrays of 0 and 1 in the arrays' type, with no gradient.
 // The math functions mirror dualcast::math (same names and conventions:
-// sigmoid, softplus, relu, min/max ties, pow at 0, ...).
+// sigmoid, softplus, relu, min/max ties, pow at 0, ...). So min(a, b) and
+// max(a, b) are std::min/std::max per element: a NaN in a is returned, a NaN
+// in b is dropped (NumPy's minimum/maximum propagate both; the reductions
+// dc::min(A), dc::max(A) propagate NaN; fmin/fmax drop it on either side).
 //
 // where(c, a, b) is select(c != 0, a, b): both a and b are computed for
 // every element, as in TensorFlow/JAX/PyTorch. It is what the reverse-mode
