@@ -178,6 +178,7 @@ TEST_CASE("printing tells different values apart: whole numbers in full, else 8 
   CHECK(element_str(3.4028235e38f) == "3.4028235e+38");
   CHECK(element_str(1e-5) == "1e-05");
   CHECK(element_str(5e-324) == "5e-324");
+  CHECK(element_str(1e-45f) == "1e-45");  // the least float32 subnormal
   CHECK(element_str(1e16) == "1e+16");
   // Longer ones are rounded to 8 and keep their zeros; a non-integer keeps one decimal.
   CHECK(element_str(1.0 / 3) == "0.33333333");
