@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -580,6 +581,37 @@ TEST_CASE("comparisons of constants answer without a decision; constant outputs 
   Function none = Trace("no_inputs", []() { return 1.5; }, std::vector<Type>{});
   REQUIRE(Verify(none).ok());
   CHECK(none.output_type(0) == Type::kF64);
+}
+
+TEST_CASE("a negative-NaN constant keeps its sign: signbit folds to true, the value stays -NaN") {
+  // The builder made every NaN constant +NaN, so signbit(V(-NaN)) gave 0 in a
+  // kernel and 1 on double (docs/ops.md: signbit is true for negative NaNs).
+  // The reference is C++ on double: std::signbit(-NaN) and -(-NaN).
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  REQUIRE(std::signbit(-nan));
+  for (Type t : {Type::kF32, Type::kF64}) {
+    CAPTURE(TypeName(t));
+    Function sb = Trace("sb", [&](auto x) {
+      using V = decltype(x);
+      return select(signbit(V(-nan)), V(1), V(0)) + x * 0;
+    }, Types(t, 1));
+    REQUIRE(Verify(sb).ok());
+    const double zero[] = {0.0};
+    CHECK(Interpret(sb, std::span<const double>(zero))[0] == 1);
+
+    // Both signs as values, distinct nodes; the printer says which.
+    Function both = Trace("both", [&](auto x) {
+      using V = decltype(x);
+      return std::tuple{select(x > 0, V(-nan), x), select(x > 0, V(nan), x), -V(-nan)};
+    }, Types(t, 1));
+    REQUIRE(Verify(both).ok());
+    const double one[] = {1.0};
+    const std::vector<double> got = Interpret(both, std::span<const double>(one));
+    CHECK((std::isnan(got[0]) && std::signbit(got[0])));
+    CHECK((std::isnan(got[1]) && !std::signbit(got[1])));
+    CHECK((std::isnan(got[2]) && !std::signbit(got[2])));
+    CHECK(Contains(Print(both), "const -nan"));
+  }
 }
 
 TEST_CASE("the result type of a kernel is checked at compile time") {
