@@ -614,6 +614,34 @@ TEST_CASE("a negative-NaN constant keeps its sign: signbit folds to true, the va
   }
 }
 
+TEST_CASE("an int64 number in a float32 kernel is rounded once, as C++ float + long long") {
+  // Through double first, L = 2^60 + 2^36 + 1 became 2^60 + 2^36 (the 1 lost), a
+  // tie that rounds to the even 2^60 in float. Rounded once, L is past the
+  // midpoint 2^60 + 2^36 and gives 2^60 + 2^37 (float's ulp at 2^60 is 2^37).
+  static constexpr long long L = (1LL << 60) + (1LL << 36) + 1;
+  const double once = 0x1p60 + 0x1p37;
+  REQUIRE(static_cast<double>(0.0f + L) == once);  // the C++ rule the kernel follows
+  const double zero[] = {0.0};
+  auto value = [&](auto k) {
+    return Interpret(Trace("i64", k, Types(Type::kF32, 1)), std::span<const double>(zero))[0];
+  };
+  CHECK(value([](auto x) { return x + L; }) == once);                     // a number operand
+  CHECK(value([](auto x) { return decltype(x)(L) + x; }) == once);        // a Var made from it
+  CHECK(value([](auto x) { return select(x > 0, x, L); }) == once);       // a select operand
+  CHECK(value([](auto) { return L; }) == once);                          // a constant output
+  CHECK(value([](auto x) { return x + 9007199254740993ULL; }) == 0x1p53);  // 2^53 + 1: both agree
+  // f64 kernels are unchanged: L rounds to double once (to 2^60 + 2^36).
+  CHECK(Interpret(Trace("i64", [](auto x) { return x + L; }, Types(Type::kF64, 1)),
+                  std::span<const double>(zero))[0] == 0x1p60 + 0x1p36);
+  if constexpr (std::numeric_limits<long double>::digits >= 64) {
+    // The same double rounding for a long double: 1 + 2^-24 + 2^-60 is above
+    // float's midpoint 1 + 2^-24, but in double it is that midpoint (a tie to 1).
+    const long double ld = 1.0L + 0x1p-24L + 0x1p-60L;
+    REQUIRE(static_cast<float>(ld) == 1.0f + 0x1p-23f);
+    CHECK(value([&](auto x) { return x + ld; }) == 1.0 + 0x1p-23);
+  }
+}
+
 TEST_CASE("the result type of a kernel is checked at compile time") {
   static_assert(KernelResult<Var>);
   static_assert(KernelResult<double>);
