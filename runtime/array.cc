@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -828,6 +829,28 @@ void Array<T>::assign(const std::vector<T>& values) {
                  [&](int64_t i, int64_t off) { base[off] = values[static_cast<size_t>(i)]; });
 }
 
+template <ElementType T>
+std::string element_str(T value) {
+  const double x = static_cast<double>(value);
+  if (std::isnan(x)) return "nan";  // NumPy prints no sign on nan
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  const double magnitude = std::fabs(x);
+  const bool whole = std::trunc(x) == x;
+  if (whole && magnitude < 1e16) return absl::StrFormat("%.0f", x);
+  // A non-integer keeps its integer digits and one decimal, so it never reads as a whole number.
+  int digits = 8;
+  if (!whole && magnitude >= 1) {
+    digits = std::max(digits, static_cast<int>(std::floor(std::log10(magnitude))) + 2);
+  }
+  for (int p = 1; p <= digits; ++p) {
+    const std::string text = absl::StrFormat("%.*g", p, x);
+    T back{};
+    std::from_chars(text.data(), text.data() + text.size(), back);  // in T: one rounding
+    if (back == value) return text;
+  }
+  return absl::StrFormat("%#.*g", digits, x);  // the trailing zeros say it was rounded
+}
+
 namespace {
 // Reads only the elements it prints, through the array's strides: an elided
 // print of a huge array (or stride-0 view) copies nothing.
@@ -835,8 +858,7 @@ template <class T>
 void PrintLevel(std::string& out, const T* base, const Shape& shape, const Shape& strides,
                 size_t dim, int64_t offset, bool elide, int indent) {
   if (dim == shape.size()) {
-    const double x = static_cast<double>(base[offset]);
-    out += std::isnan(x) ? std::string("nan") : absl::StrFormat("%.6g", x);  // NumPy prints no sign on nan
+    out += element_str(base[offset]);
     return;
   }
   out += "[";
@@ -874,5 +896,7 @@ template class Array<float>;
 template class Array<double>;
 template std::ostream& operator<<(std::ostream&, const Array<float>&);
 template std::ostream& operator<<(std::ostream&, const Array<double>&);
+template std::string element_str(float);
+template std::string element_str(double);
 
 }  // namespace dualcast

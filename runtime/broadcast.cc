@@ -123,7 +123,8 @@ std::vector<std::shared_ptr<ArrayImpl>> Broadcast(const Kernel& k, std::vector<O
   node->constant.reserve(operands.size());
   for (Operand& op : operands) {  // ours (by value): the arrays move into the node
     const bool number = op.kind == Operand::kNumber;
-    node->inputs.push_back(number ? NumberArray(op.number, dtype, device) : std::move(op.array));
+    const double value = dtype == DType::kF32 ? static_cast<double>(op.number_f32) : op.number;
+    node->inputs.push_back(number ? NumberArray(value, dtype, device) : std::move(op.array));
     node->constant.push_back(number);
   }
 

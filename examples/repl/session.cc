@@ -70,10 +70,7 @@ void Materialize(const Value& v) {
 }  // namespace
 
 std::string FormatArray(const A& a) {
-  if (a.rank() == 0) {
-    const double x = a.item();
-    return std::isnan(x) ? std::string("nan") : absl::StrFormat("%.6g", x);  // as NumPy: no sign on nan
-  }
+  if (a.rank() == 0) return element_str(a.item());  // the digits an array element would get
   std::string text = a.str();
   if (a.size() == 0 && a.rank() > 1) {
     // "array([], ...)" alone would read as shape (0,): say the shape, as NumPy does.

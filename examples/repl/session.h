@@ -129,7 +129,8 @@ class Session {
 };
 
 // Formats a value the way the REPL prints it: a rank-0 array as a plain
-// number (%.6g), others as the runtime's Array::str().
+// number (element_str: every digit of a whole number below 1e16, else up to 8
+// significant digits), others as the runtime's Array::str().
 std::string FormatArray(const A& a);
 
 }  // namespace dualcast::repl

@@ -72,8 +72,10 @@ ValueId Builder::Const(Type type, double value) {
   inst.type = type;
   if (type == Type::kF32) value = static_cast<double>(static_cast<float>(value));
   if (type == Type::kBool) value = value != 0 ? 1 : 0;
-  // One NaN: hash-consing and the structural hash must not depend on payloads.
-  inst.imm = std::isnan(value) ? std::numeric_limits<double>::quiet_NaN() : value;
+  // One NaN per sign: hash-consing and the structural hash must not depend on
+  // payloads, but signbit and copysign see the sign (a -NaN literal keeps it).
+  inst.imm = std::isnan(value) ? std::copysign(std::numeric_limits<double>::quiet_NaN(), value)
+                               : value;
   return Intern(inst);
 }
 

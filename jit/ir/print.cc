@@ -12,7 +12,7 @@ namespace dualcast::jit {
 
 std::string FormatConst(Type type, double value) {
   if (type == Type::kBool) return value != 0 ? "true" : "false";
-  if (std::isnan(value)) return "nan";
+  if (std::isnan(value)) return std::signbit(value) ? "-nan" : "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
   return type == Type::kF32 ? absl::StrFormat("%.9g", value) : absl::StrFormat("%.17g", value);
 }

@@ -25,7 +25,7 @@ namespace dualcast::jit {
 
 std::string Print(const Function& f);
 
-// The text of one constant as the printer writes it ("1", "-0", "nan", "true").
+// The text of one constant as the printer writes it ("1", "-0", "nan", "-nan", "true").
 std::string FormatConst(Type type, double value);
 
 }  // namespace dualcast::jit

@@ -73,8 +73,8 @@ class Simplifier : public Rewriter {
       values[i] = a.imm;
     }
     // The interpreter's own evaluation, in the instruction's precision. A NaN
-    // result stays an instruction: the builder keeps one canonical NaN
-    // constant, but copysign and signbit can see the sign of a computed NaN.
+    // result stays an instruction: the sign of a computed NaN is the
+    // hardware's (copysign and signbit can see it), not the interpreter's.
     const double value = EvalScalarOp(inst.op, inst.type, values);
     if (std::isnan(value)) return std::nullopt;
     return b.Const(inst.type, value);

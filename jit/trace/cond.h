@@ -71,7 +71,7 @@ void Flatten(const T& value, std::vector<ValueId>& ids) {
   if constexpr (std::same_as<T, Var>) {
     ids.push_back(value.id());
   } else if constexpr (TraceScalar<T>) {
-    ids.push_back(DefaultConstant(static_cast<double>(value)));  // RecordCond retypes it
+    ids.push_back(DefaultConstant(NumberOf(value)));  // RecordCond retypes it
   } else {
     std::apply([&](const auto&... e) { (Flatten(e, ids), ...); }, value);
   }

@@ -499,15 +499,21 @@ void ThrowArity(const std::string& name, size_t arity,
 
 // ---- the hooks of var.h ----
 
-ValueId DefaultConstant(double value) {
+namespace {
+ValueId NumberConstant(Builder& builder, Type type, Number value) {
+  return builder.Const(type, type == Type::kF32 ? static_cast<double>(value.f32) : value.f64);
+}
+}  // namespace
+
+ValueId DefaultConstant(Number value) {
   Tracer::State& s = Current();
-  return s.builder.Const(s.default_type, value);
+  return NumberConstant(s.builder, s.default_type, value);
 }
 
-ValueId ConstantLike(ValueId partner, double value) {
+ValueId ConstantLike(ValueId partner, Number value) {
   Tracer::State& s = Current();
   s.Check(partner);
-  return s.builder.Const(s.dag.type(partner), value);
+  return NumberConstant(s.builder, s.dag.type(partner), value);
 }
 
 ValueId BoolConstant(bool value) { return Current().builder.Const(Type::kBool, value); }

@@ -156,7 +156,7 @@ ValueId OutputId(const T& value) {
   if constexpr (std::same_as<T, Var>) {
     return value.id();
   } else {
-    return DefaultConstant(static_cast<double>(value));
+    return DefaultConstant(NumberOf(value));
   }
 }
 

@@ -7,6 +7,11 @@
 // or f64) lives in the IR. A plain number mixed with a Var becomes a constant
 // of the Var's type (so `x * 2` on an f32 x multiplies by an f32 2); a Var
 // made from a number alone takes the kernel's default type (the inputs' type).
+// The number is converted to that type straight from its own, once, as C++
+// converts it (an int64 above 2^53 in an f32 kernel is not rounded twice
+// through double). One exception: in a kernel with both f32 and f64 inputs, a
+// Var made from a number alone is f64 and meets an f32 Var re-rounded from it.
+// A NaN constant keeps its sign (signbit sees it); its payload is dropped.
 // Arithmetic on two constants is folded (exactly: IEEE + - * / in the type);
 // math functions are never folded, so results match the backends' libm.
 //
@@ -45,10 +50,22 @@ class Var;
 class Bool;
 
 namespace trace_detail {
+// A number as each element type holds it, converted straight from its own
+// type: a 64-bit integer beyond 2^53 (or a long double) becomes a float with
+// one rounding, as in C++'s float + long long, not two through double.
+struct Number {
+  double f64;
+  float f32;
+};
+template <class S>
+Number NumberOf(S value) {
+  return {static_cast<double>(value), static_cast<float>(value)};
+}
+
 // Hooks into the current thread's trace, defined in trace.cc. Each throws
 // Error(kTrace) when no trace is active or a handle is unset or stale.
-ValueId DefaultConstant(double value);
-ValueId ConstantLike(ValueId partner, double value);  // a constant of partner's type
+ValueId DefaultConstant(Number value);
+ValueId ConstantLike(ValueId partner, Number value);  // a constant of partner's type
 ValueId BoolConstant(bool value);
 ValueId Record(Op op, ValueId a);
 ValueId Record(Op op, ValueId a, ValueId b);
@@ -68,7 +85,7 @@ class Var {
   Var() = default;
   // A constant of the kernel's default type. Only valid while tracing.
   template <TraceScalar S>
-  Var(S value) : id_(trace_detail::DefaultConstant(static_cast<double>(value))) {}  // NOLINT
+  Var(S value) : id_(trace_detail::DefaultConstant(trace_detail::NumberOf(value))) {}  // NOLINT
 
   static Var FromId(ValueId id) {
     Var v;
@@ -150,9 +167,9 @@ ValueId Operand(const T& value, ValueId partner) {
   if constexpr (std::same_as<T, Var>) {
     return value.id();
   } else if (partner == kNoValue) {
-    return DefaultConstant(static_cast<double>(value));
+    return DefaultConstant(NumberOf(value));
   } else {
-    return ConstantLike(partner, static_cast<double>(value));
+    return ConstantLike(partner, NumberOf(value));
   }
 }
 

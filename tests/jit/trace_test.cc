@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -580,6 +581,65 @@ TEST_CASE("comparisons of constants answer without a decision; constant outputs 
   Function none = Trace("no_inputs", []() { return 1.5; }, std::vector<Type>{});
   REQUIRE(Verify(none).ok());
   CHECK(none.output_type(0) == Type::kF64);
+}
+
+TEST_CASE("a negative-NaN constant keeps its sign: signbit folds to true, the value stays -NaN") {
+  // The builder made every NaN constant +NaN, so signbit(V(-NaN)) gave 0 in a
+  // kernel and 1 on double (docs/ops.md: signbit is true for negative NaNs).
+  // The reference is C++ on double: std::signbit(-NaN) and -(-NaN).
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  REQUIRE(std::signbit(-nan));
+  for (Type t : {Type::kF32, Type::kF64}) {
+    CAPTURE(TypeName(t));
+    Function sb = Trace("sb", [&](auto x) {
+      using V = decltype(x);
+      return select(signbit(V(-nan)), V(1), V(0)) + x * 0;
+    }, Types(t, 1));
+    REQUIRE(Verify(sb).ok());
+    const double zero[] = {0.0};
+    CHECK(Interpret(sb, std::span<const double>(zero))[0] == 1);
+
+    // Both signs as values, distinct nodes; the printer says which.
+    Function both = Trace("both", [&](auto x) {
+      using V = decltype(x);
+      return std::tuple{select(x > 0, V(-nan), x), select(x > 0, V(nan), x), -V(-nan)};
+    }, Types(t, 1));
+    REQUIRE(Verify(both).ok());
+    const double one[] = {1.0};
+    const std::vector<double> got = Interpret(both, std::span<const double>(one));
+    CHECK((std::isnan(got[0]) && std::signbit(got[0])));
+    CHECK((std::isnan(got[1]) && !std::signbit(got[1])));
+    CHECK((std::isnan(got[2]) && !std::signbit(got[2])));
+    CHECK(Contains(Print(both), "const -nan"));
+  }
+}
+
+TEST_CASE("an int64 number in a float32 kernel is rounded once, as C++ float + long long") {
+  // Through double first, L = 2^60 + 2^36 + 1 became 2^60 + 2^36 (the 1 lost), a
+  // tie that rounds to the even 2^60 in float. Rounded once, L is past the
+  // midpoint 2^60 + 2^36 and gives 2^60 + 2^37 (float's ulp at 2^60 is 2^37).
+  static constexpr long long L = (1LL << 60) + (1LL << 36) + 1;
+  const double once = 0x1p60 + 0x1p37;
+  REQUIRE(static_cast<double>(0.0f + L) == once);  // the C++ rule the kernel follows
+  const double zero[] = {0.0};
+  auto value = [&](auto k) {
+    return Interpret(Trace("i64", k, Types(Type::kF32, 1)), std::span<const double>(zero))[0];
+  };
+  CHECK(value([](auto x) { return x + L; }) == once);                     // a number operand
+  CHECK(value([](auto x) { return decltype(x)(L) + x; }) == once);        // a Var made from it
+  CHECK(value([](auto x) { return select(x > 0, x, L); }) == once);       // a select operand
+  CHECK(value([](auto) { return L; }) == once);                          // a constant output
+  CHECK(value([](auto x) { return x + 9007199254740993ULL; }) == 0x1p53);  // 2^53 + 1: both agree
+  // f64 kernels are unchanged: L rounds to double once (to 2^60 + 2^36).
+  CHECK(Interpret(Trace("i64", [](auto x) { return x + L; }, Types(Type::kF64, 1)),
+                  std::span<const double>(zero))[0] == 0x1p60 + 0x1p36);
+  if constexpr (std::numeric_limits<long double>::digits >= 64) {
+    // The same double rounding for a long double: 1 + 2^-24 + 2^-60 is above
+    // float's midpoint 1 + 2^-24, but in double it is that midpoint (a tie to 1).
+    const long double ld = 1.0L + 0x1p-24L + 0x1p-60L;
+    REQUIRE(static_cast<float>(ld) == 1.0f + 0x1p-23f);
+    CHECK(value([&](auto x) { return x + ld; }) == 1.0 + 0x1p-23);
+  }
 }
 
 TEST_CASE("the result type of a kernel is checked at compile time") {

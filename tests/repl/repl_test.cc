@@ -419,6 +419,22 @@ TEST_CASE("several statements on a line: run in order, ';' keeps each from print
   CHECK(s.variable("g") == nullptr);
 }
 
+TEST_CASE("session: numbers print as Array::str prints elements, so different values look different") {
+  // Printed with %.6g, 2^53 + 1 read back as 9.0072e+15 and 1 + 1e-9 as 1 (while == 1 gave 0).
+  // The references: the double nearest 9007199254740993 is 2^53 (Python int(9007199254740993.0)),
+  // 1 + 1e-9 to 8 significant digits with its zeros, 1/3 to 8 digits.
+  std::ostringstream out, err;
+  Session s(out, err);
+  CHECK(s.Run("9007199254740993"));
+  CHECK(s.Run("1 + 1e-9"));
+  CHECK(s.Run("(1 + 1e-9) == 1"));
+  CHECK(s.Run("1 / 3"));
+  CHECK(s.Run("[1000001, 1000002]"));
+  CHECK(out.str() ==
+        "9007199254740992\n1.0000000\n0\n0.33333333\narray([1000001, 1000002], dtype=float64)\n");
+  CHECK(err.str().empty());
+}
+
 TEST_CASE("session: completion names, output indexing from 1, and Ctrl-C between sub-expressions") {
   std::ostringstream out, err;
   Session s(out, err);

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -156,6 +157,37 @@ TEST_CASE("printing is NumPy-like and elides large arrays") {
   CHECK(Array<double>::scalar(3).str() == "array(3, dtype=float64)");
   std::string big = Array<float>::arange(5000).str();
   CHECK(big == "array([0, 1, 2, ..., 4997, 4998, 4999], dtype=float32)");
+}
+
+TEST_CASE("printing tells different values apart: whole numbers in full, else 8 significant digits") {
+  // %.6g printed {1000001, 1000002} as "1e+06, 1e+06" and 1 + 1e-9 as "1".
+  // The references are NumPy's digits (np.array(...) repr, and int(np.float32(v))
+  // for the exact value of a float32 whole number).
+  CHECK(Array<double>::from({1000001, 1000002}, {2}).str() ==
+        "array([1000001, 1000002], dtype=float64)");
+  CHECK(Array<float>::from({16777216, 16777218}, {2}).str() ==
+        "array([16777216, 16777218], dtype=float32)");
+  CHECK(Array<double>::from({1, 1 + 1e-9}, {2}).str() == "array([1, 1.0000000], dtype=float64)");
+  CHECK(element_str(9007199254740993.0) == "9007199254740992");  // the double nearest 2^53 + 1
+  CHECK(element_str(3e10f) == "30000001024");
+  CHECK(element_str(-0.0) == "-0");
+  // Shortest round trip when it has at most 8 digits, in the element's own type.
+  CHECK(element_str(0.1) == "0.1");
+  CHECK(element_str(0.1f) == "0.1");
+  CHECK(element_str(1.0f / 3) == "0.33333334");
+  CHECK(element_str(3.4028235e38f) == "3.4028235e+38");
+  CHECK(element_str(1e-5) == "1e-05");
+  CHECK(element_str(5e-324) == "5e-324");
+  CHECK(element_str(1e-45f) == "1e-45");  // the least float32 subnormal
+  CHECK(element_str(1e16) == "1e+16");
+  // Longer ones are rounded to 8 and keep their zeros; a non-integer keeps one decimal.
+  CHECK(element_str(1.0 / 3) == "0.33333333");
+  CHECK(element_str(0.1 + 0.2) == "0.30000000");
+  CHECK(element_str(1e16 + 2) == "1.0000000e+16");
+  CHECK(element_str(12345678.5) == "12345678.5");
+  CHECK(element_str(123456789.125) == "123456789.1");
+  CHECK(element_str(-std::numeric_limits<double>::quiet_NaN()) == "nan");
+  CHECK(element_str(-std::numeric_limits<float>::infinity()) == "-inf");
 }
 
 TEST_CASE("a CUDA device without a driver reports why and arrays stay on the CPU") {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "dualcast/broadcast.hpp"
 #include "dualcast/dual.hpp"
 #include "dualcast/kernel.hpp"
+#include "dualcast/operators.hpp"
 #include "dualcast/reductions.hpp"
 #include "dualcast/tape.hpp"
 #include "jit/error.h"
@@ -190,6 +192,34 @@ TEST_CASE("broadcast_n returns one array per output; numbers are rank-0 constant
   }
   CHECK(MessageOf([&] { broadcast(k, x, 2.0); }, ErrorKind::kArity) ==
         "sincos: the kernel returns 2 outputs; use broadcast_n to get one array per output");
+}
+
+TEST_CASE("compiled kernels keep a -NaN constant's sign and round an int64 number to float once") {
+  // signbit(V(-NaN)) gave 0 in a kernel (1 on double: docs/ops.md), and 2^60 + 2^36 + 1
+  // reached float32 through double: 2^60, where C++ float + long long gives 2^60 + 2^37
+  // (float's ulp at 2^60 is 2^37 and the number is past the midpoint; in double it is the tie).
+  Kernel sign = kernel("neg_nan", [](auto x) {
+    using namespace dualcast::math;
+    using V = decltype(x);
+    const V minus_nan = V(-std::numeric_limits<double>::quiet_NaN());
+    return std::tuple{select(x > 0, minus_nan, x), select(signbit(minus_nan), V(1), V(0)) + x * 0};
+  });
+  std::vector<Array<double>> d = broadcast_n(sign, Array<double>::ones({2}));
+  std::vector<Array<float>> f = broadcast_n(sign, Array<float>::ones({2}));
+  for (double v : d[0].to_vector()) CHECK((std::isnan(v) && std::signbit(v)));
+  for (float v : f[0].to_vector()) CHECK((std::isnan(v) && std::signbit(v)));
+  CHECK(d[1].to_vector() == std::vector<double>{1, 1});
+  CHECK(f[1].to_vector() == std::vector<float>{1, 1});
+
+  static constexpr long long L = (1LL << 60) + (1LL << 36) + 1;
+  const float once = 0x1p60f + 0x1p37f;
+  REQUIRE(0.0f + L == once);
+  const std::vector<float> want{once, once};
+  auto z = Array<float>::zeros({2});
+  CHECK(broadcast(kernel("lit_i64", [](auto x) { return x + L; }), z).to_vector() == want);
+  CHECK(broadcast(kernel("add", [](auto x, auto n) { return x + n; }), z, L).to_vector() == want);
+  CHECK((z + L).to_vector() == want);
+  CHECK((Array<double>::zeros({1}) + L).item() == 0x1p60 + 0x1p36);  // double: its own one rounding
 }
 
 TEST_CASE("dualcast::math::sin(x) spelled out in a kernel traces as unqualified sin(x) does") {

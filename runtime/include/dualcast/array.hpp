@@ -113,7 +113,23 @@ class Array {
   // Writes `values` into this array's memory (through views too).
   void assign(const std::vector<T>& values);
 
-  // NumPy-like text, elided with "..." when large.
+  // NumPy-like text, elided with "..." when large (over 1000 elements: the
+  // first and last 3 along each axis), e.g. "array([1000001, 0.1], dtype=float64)".
+  // Each element is written by element_str, faithfully enough that different
+  // values print differently except where they agree to 8 digits:
+  //   - nan (no sign, as NumPy), inf and -inf;
+  //   - a whole number below 1e16 in magnitude: every digit, no point
+  //     ("1000001", "16777218", "-0"), the element's exact value;
+  //   - any other number: the shortest decimal that reads back as the same
+  //     element, if it has at most 8 significant digits (a non-integer of 1e7
+  //     or more: its integer digits and one decimal). One that needs more is
+  //     rounded to that many and keeps its trailing zeros ("1.0000000" for
+  //     1 + 1e-9), so a rounded number never reads as an integer;
+  //   - notation as printf's %g: scientific below 1e-4 and for whole numbers
+  //     from 1e16 ("1e-05", "1e+16").
+  // This is NumPy's repr at its default precision of 8 (unique shortest
+  // digits, whole numbers in full), per element: no common width or notation
+  // across the array, and no trailing "." on whole numbers.
   std::string str() const;
 
   const std::shared_ptr<detail::ArrayImpl>& impl() const { return impl_; }
@@ -125,6 +141,10 @@ class Array {
 
 template <ElementType T>
 std::ostream& operator<<(std::ostream& os, const Array<T>& a);
+
+// One number as Array::str() writes an element of type T (the rule is there).
+template <ElementType T>
+std::string element_str(T x);
 
 extern template class Array<float>;
 extern template class Array<double>;

@@ -11,8 +11,9 @@
 // records on this thread, the kernel also produces the partials with respect
 // to the leaves (or, in recompute mode, the tape re-runs it later).
 //
-// Arguments are Arrays of one element type, or plain numbers (rank-0 constants,
-// never differentiated). A write through dualcast (assign, mutable_data, ...)
+// Arguments are Arrays of one element type, or plain numbers (rank-0 constants
+// of that type, converted from the number's own type once, as C++ does; never
+// differentiated). A write through dualcast (assign, mutable_data, ...)
 // first computes the pending results that read that memory; a write through
 // your own pointer cannot: eval() those results before it (embedding.md §2).
 //
@@ -56,6 +57,7 @@ struct Operand {
   enum Kind { kArray, kNumber, kEmptyHandle } kind = kArray;
   std::shared_ptr<ArrayImpl> array;
   double number = 0;
+  float number_f32 = 0;  // converted straight from the number's type: one rounding, as in C++
 };
 
 // The non-template core of broadcast/broadcast_n: validates, records the lazy
@@ -90,7 +92,7 @@ Operand ToOperand(const A& a) {
     if (!a.valid()) return Operand{Operand::kEmptyHandle, nullptr, 0};
     return Operand{Operand::kArray, a.impl(), 0};
   } else {
-    return Operand{Operand::kNumber, nullptr, static_cast<double>(a)};
+    return Operand{Operand::kNumber, nullptr, static_cast<double>(a), static_cast<float>(a)};
   }
 }
 
