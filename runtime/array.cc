@@ -572,10 +572,11 @@ T* Array<T>::mutable_data() {
   // Pending results that read this memory keep the values it has now
   // (pending_readers.h): they are computed before the caller writes.
   detail::ComputeReadersBeforeWrite(*impl_);
-  // Counted as a write: from now on the array holds the caller's values (a
-  // leaf to a tape), and a tape that kept this memory refuses to use it.
-  detail::NoteInPlaceWrite(*impl_);
-  impl_->origin.reset();
+  // Counted as a write: from now on the array is a leaf to a tape, and a
+  // tape that kept this memory refuses to use it. Which elements the caller
+  // writes is unknown, so an array computed from others stays marked as such
+  // (a tape refuses a gradient through it rather than miss the elements left).
+  detail::NotePointerWrite(*impl_);
   return const_cast<T*>(p);
 }
 
@@ -824,7 +825,13 @@ void Array<T>::assign(const std::vector<T>& values) {
                                 "that do not interleave)",
                                 ShapeText(impl_->shape), ShapeText(impl_->strides)));
   }
-  T* base = mutable_data();  // notes the in-place write
+  // As mutable_data(), but every element gets a new value: the array holds
+  // user values from now on (a leaf to a tape, computed from nothing).
+  const T* p = data();
+  detail::ComputeReadersBeforeWrite(*impl_);
+  detail::NoteInPlaceWrite(*impl_, /*whole=*/true);
+  impl_->origin.reset();
+  T* base = const_cast<T*>(p);
   detail::ForEachElement(impl_->shape, impl_->strides,
                  [&](int64_t i, int64_t off) { base[off] = values[static_cast<size_t>(i)]; });
 }

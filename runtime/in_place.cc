@@ -20,11 +20,28 @@ std::atomic<uint64_t> g_epoch{0};
 // looks into its shard, and the shard's count lets it skip the lock when
 // nothing stamped lives there (a simulation that writes its state in place
 // each step keeps a few stamped storages alive, not one per shard).
+// A storage's stamp, and the computed values written into it (WrittenValues).
+struct Stamp {
+  uint64_t epoch = 0;
+  // The writes that left values computed from other arrays (those with a
+  // writer), and the writes of user values over all of the storage after
+  // one (they hide the earlier ones), oldest first, the latest kMaxWriters.
+  struct Write {
+    uint64_t epoch;
+    std::shared_ptr<const Origin> writer;  // null: user values
+    bool covers;                           // every byte of the storage was written
+  };
+  std::vector<Write> writes;
+  bool forgot = false;  // older writes were dropped
+  static constexpr size_t kMaxWriters = 64;
+};
 struct Shard {
   std::mutex mu;
   std::atomic<size_t> size{0};  // entries in `last`
-  absl::flat_hash_map<const Storage*, uint64_t> last;  // guarded by mu
+  absl::flat_hash_map<const Storage*, Stamp> last;  // guarded by mu
 };
+// Storages with a write in Stamp::writes: none, and NoteOrigin skips the look.
+std::atomic<size_t> g_written_with_values{0};
 constexpr size_t kShards = 16;
 Shard& ShardOf(const Storage* storage) {
   static auto* shards = new Shard[kShards];  // never destroyed: storage may be freed at exit
@@ -53,7 +70,28 @@ std::mutex& HistoryLock() {
 }
 }  // namespace
 
-void NoteInPlaceWrite(ArrayImpl& a) {
+namespace {
+// Whether writing all of `a` writes every byte of `storage` (a view of the
+// same memory, or `a`'s own storage).
+bool Covers(const ArrayImpl& a, const Storage& storage) {
+  if (!a.contiguous() || storage.data == nullptr) return false;
+  const auto begin = reinterpret_cast<uintptr_t>(a.data());
+  const auto end = begin + static_cast<uintptr_t>(a.size()) * SizeOf(a.dtype);
+  const auto s_begin = reinterpret_cast<uintptr_t>(storage.data);
+  return begin <= s_begin && s_begin + storage.bytes <= end;
+}
+
+void Remember(Stamp& stamp, Stamp::Write write) {
+  if (stamp.writes.empty()) g_written_with_values.fetch_add(1, std::memory_order_relaxed);
+  if (stamp.writes.size() >= Stamp::kMaxWriters) {
+    stamp.writes.erase(stamp.writes.begin());
+    stamp.forgot = true;
+  }
+  stamp.writes.push_back(std::move(write));
+}
+}  // namespace
+
+void NoteInPlaceWrite(ArrayImpl& a, bool whole) {
   if (a.grad_fn != nullptr || a.origin != nullptr) {
     std::lock_guard<std::mutex> lock(HistoryLock());
     ArrayImpl::WriteHistory& h = a.writes;
@@ -74,10 +112,109 @@ void NoteInPlaceWrite(ArrayImpl& a) {
     // Taken under the lock, so that a stamp never exceeds the epoch a reader
     // of the counter then sees in the map.
     const uint64_t epoch = g_epoch.fetch_add(1, std::memory_order_acq_rel) + 1;
-    auto [it, inserted] = shard.last.insert_or_assign(storage, epoch);
-    (void)it;
+    auto [it, inserted] = shard.last.try_emplace(storage);
     if (inserted) shard.size.fetch_add(1, std::memory_order_relaxed);
+    Stamp& stamp = it->second;
+    stamp.epoch = epoch;
+    // User values over all of it hide the computed values written before
+    // (one such write stands for a run of them).
+    if (whole && !stamp.writes.empty() && Covers(a, *storage) &&
+        (stamp.writes.back().writer != nullptr || !stamp.writes.back().covers)) {
+      Remember(stamp, {epoch, nullptr, true});
+    }
   }
+}
+
+void NoteInPlaceWriter(const ArrayImpl& a, bool whole) {
+  if (a.storage == nullptr || a.origin == nullptr) return;
+  for (const Storage* storage : AliasesOf(a.storage.get())) {
+    Shard& shard = ShardOf(storage);
+    std::lock_guard<std::mutex> lock(shard.mu);
+    auto it = shard.last.find(storage);
+    if (it == shard.last.end()) continue;  // not written through dualcast
+    Stamp& stamp = it->second;
+    const bool covers = whole && Covers(a, *storage);
+    if (!stamp.writes.empty() && stamp.writes.back().epoch == stamp.epoch) {
+      stamp.writes.back() = {stamp.epoch, a.origin, covers};
+    } else {
+      Remember(stamp, {stamp.epoch, a.origin, covers});
+    }
+  }
+}
+
+WrittenValues WrittenValuesAt(const Storage* storage, uint64_t epoch) {
+  WrittenValues out;
+  if (storage == nullptr || epoch == 0 || g_written_with_values.load(std::memory_order_relaxed) == 0) {
+    return out;
+  }
+  Shard& shard = ShardOf(storage);
+  if (shard.size.load(std::memory_order_relaxed) == 0) return out;
+  std::lock_guard<std::mutex> lock(shard.mu);
+  auto it = shard.last.find(storage);
+  if (it == shard.last.end()) return out;
+  const Stamp& stamp = it->second;
+  for (size_t k = stamp.writes.size(); k-- > 0;) {
+    const Stamp::Write& w = stamp.writes[k];
+    if (w.epoch > epoch) continue;  // written after that read
+    if (w.writer != nullptr) out.writers.push_back(w.writer);
+    if (w.covers) return out;
+  }
+  out.complete = !stamp.forgot;
+  return out;
+}
+
+namespace {
+// The bytes an array's elements span, [first, last).
+std::pair<uintptr_t, uintptr_t> ByteSpan(const ArrayImpl& a) {
+  int64_t lo = a.offset, hi = a.offset;
+  for (size_t d = 0; d < a.shape.size(); ++d) {
+    const int64_t reach = a.strides[d] * (a.shape[d] - 1);
+    (reach < 0 ? lo : hi) += reach;
+  }
+  const auto base = reinterpret_cast<uintptr_t>(a.storage->data);
+  const auto size = static_cast<uintptr_t>(SizeOf(a.dtype));
+  return {base + static_cast<uintptr_t>(lo) * size, base + static_cast<uintptr_t>(hi + 1) * size};
+}
+}  // namespace
+
+bool SharesMemory(const ArrayImpl& a, const ArrayImpl& b) {
+  if (&a == &b || a.storage == nullptr || b.storage == nullptr || a.size() == 0 || b.size() == 0) {
+    return false;
+  }
+  if (a.storage != b.storage && !(a.storage->aliasable.load(std::memory_order_acquire) &&
+                                  b.storage->aliasable.load(std::memory_order_acquire))) {
+    return false;
+  }
+  if (a.device != b.device) return false;
+  const auto [a_begin, a_end] = ByteSpan(a);
+  const auto [b_begin, b_end] = ByteSpan(b);
+  return a_begin < b_end && b_begin < a_end;
+}
+
+bool AnyWrittenValues() { return g_written_with_values.load(std::memory_order_relaxed) != 0; }
+
+void NotePointerWrite(ArrayImpl& a) {
+  std::shared_ptr<const Origin> before = a.origin;
+  NoteInPlaceWrite(a, /*whole=*/false);
+  // A view (slice, transpose, reshape) shows its base's memory: what that
+  // memory holds was computed only if the base was.
+  std::shared_ptr<const Origin> memory = before;
+  for (int k = 0; memory != nullptr && memory->inputs.size() == 1 && k < 64; ++k) {
+    const std::shared_ptr<ArrayImpl> base = memory->inputs[0].lock();
+    if (base == nullptr || base->storage != a.storage) break;
+    memory = base->origin;
+  }
+  if (memory == nullptr) {  // user values; computed ones written before stay noted (WrittenValuesAt)
+    a.origin.reset();
+    return;
+  }
+  if (!before->pointer_written) {
+    auto written = std::make_shared<Origin>(*before);
+    written->pointer_written = true;
+    before = std::move(written);
+  }
+  a.origin = std::move(before);
+  NoteInPlaceWriter(a, /*whole=*/false);
 }
 
 bool InputsTellAncestry(const Origin& o) {
@@ -109,7 +246,7 @@ uint64_t LastInPlaceWrite(const Storage* storage) {
   if (shard.size.load(std::memory_order_relaxed) == 0) return 0;
   std::lock_guard<std::mutex> lock(shard.mu);
   auto it = shard.last.find(storage);
-  return it == shard.last.end() ? 0 : it->second;
+  return it == shard.last.end() ? 0 : it->second.epoch;
 }
 
 void ForgetInPlaceWrites(const Storage* storage) {
@@ -118,7 +255,11 @@ void ForgetInPlaceWrites(const Storage* storage) {
   Shard& shard = ShardOf(storage);
   if (shard.size.load(std::memory_order_relaxed) == 0) return;
   std::lock_guard<std::mutex> lock(shard.mu);
-  if (shard.last.erase(storage) > 0) shard.size.fetch_sub(1, std::memory_order_relaxed);
+  auto it = shard.last.find(storage);
+  if (it == shard.last.end()) return;
+  if (!it->second.writes.empty()) g_written_with_values.fetch_sub(1, std::memory_order_relaxed);
+  shard.last.erase(it);
+  shard.size.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void CheckNotWrittenSince(uint64_t epoch, const ArrayImpl& a, const std::string& what,

@@ -10,7 +10,9 @@
 //   - takes a new epoch from one process-wide counter and stamps the storage
 //     with it (views share the stamp: they share the storage), and
 //   - makes the written array a leaf (its tape node is dropped; the caller
-//     sets its Origin: none for user values, the kernel's for a destination),
+//     sets its Origin: none for user values, the kernel's for a destination,
+//     the old one marked pointer_written after mutable_data(), which may
+//     have left some computed values),
 //     a new version of it: the array counts its writes and remembers the node
 //     that had computed each version written over. A node recorded before the
 //     write keeps the version it read (GradNode::inputs_seen), so its
@@ -18,6 +20,12 @@
 //     `h = tanh(x); loss = sum(h * h) + sum(x); h.assign(...)` gave d/dx = 1),
 //     and a gradient with respect to the array is one with respect to its
 //     values now: uses of an older version are uses of another variable.
+// The memory also remembers the Origin of computed values written into it
+// (a partials() destination, accumulate_gradient()'s buffer, mutable_data()
+// over computed values), so that a view made before the write, or a view()
+// of the same buffer made separately, leads to them as the written array
+// does (NoteInPlaceWriter, WrittenValuesAt); a write of user values over
+// all of it hides them again.
 // The tape remembers the epoch at which it recorded each node; the sweep refuses,
 // with an Error naming the node, the argument and the fix, to read a kept
 // array whose storage was stamped later.
@@ -40,6 +48,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "dualcast/detail/array_impl.hpp"
 #include "dualcast/detail/grad_node.hpp"
 
@@ -50,7 +59,41 @@ uint64_t InPlaceWriteEpoch();
 
 // `a` is about to be (or was just) written in place: stamps its storage
 // with a new epoch and drops its tape node (it is a leaf from now on).
-void NoteInPlaceWrite(ArrayImpl& a);
+// `whole`: every element of `a` gets a new value (assign, a partials()
+// destination), rather than some unknown ones (mutable_data()) or an
+// addition to the old (accumulate_gradient()).
+void NoteInPlaceWrite(ArrayImpl& a, bool whole);
+
+// Then, once the caller set a.origin to what computed the values written
+// (partials(), a sweep): notes that Origin on the memory, so that every
+// array reading it (a view made before, another view() of the buffer) is
+// known to hold values computed from other arrays, as `a` is: a tape
+// missed that path (`v = slice(dest); partials(k, {a}, {dest}); sum(v)`
+// gave d/da = 0, silently).
+void NoteInPlaceWriter(const ArrayImpl& a, bool whole);
+
+// A write through the pointer mutable_data() hands out: which elements it
+// changes cannot be known, so values computed into `a` before may remain.
+// `a` keeps its Origin, marked pointer_written (a tape then refuses a
+// gradient through it instead of taking the array for user values).
+void NotePointerWrite(ArrayImpl& a);
+
+// The Origins of the computed values that memory of `storage` held at
+// `epoch` (an epoch LastInPlaceWrite gave, e.g. when a node read it),
+// latest first: those written since the last write of user values over all
+// of the storage. `complete` is false when older writes were forgotten.
+struct WrittenValues {
+  absl::InlinedVector<std::shared_ptr<const Origin>, 2> writers;
+  bool complete = true;
+};
+WrittenValues WrittenValuesAt(const Storage* storage, uint64_t epoch);
+// Whether any live storage has such values noted (else none has any).
+bool AnyWrittenValues();
+
+// Whether `a` and `b` (different arrays) may read the same memory: one
+// storage, or views of one buffer made separately (storage_aliases.h), and
+// overlapping element ranges (interleaved ones count).
+bool SharesMemory(const ArrayImpl& a, const ArrayImpl& b);
 
 // How many times `a` was written in place through itself (its version).
 inline uint32_t WriteCount(const ArrayImpl& a) { return a.writes.count.load(std::memory_order_relaxed); }

@@ -186,6 +186,22 @@ bool PathBehindLeaves(const std::vector<std::shared_ptr<ArrayImpl>>& leaves,
       node = std::move(next);
     }
     if (a->origin != nullptr && visit_origin(*a->origin)) return true;
+    // Values partials(), a sweep or mutable_data() wrote into its memory
+    // through another array (in_place.h).
+    if (AnyWrittenValues() && a->storage != nullptr) {
+      const WrittenValues written = WrittenValuesAt(a->storage.get(), LastInPlaceWrite(a->storage.get()));
+      if (!written.complete) return true;
+      for (const auto& w : written.writers) {
+        if (w != a->origin && visit_origin(*w)) return true;
+      }
+    }
+  }
+  // A leaf over a requested input's memory is, to the kernel, another
+  // variable: the sweep refuses that.
+  for (const auto& leaf : leaves) {
+    for (const auto& in : inputs) {
+      if (SharesMemory(*leaf, *in)) return true;
+    }
   }
   return false;
 }

@@ -181,10 +181,14 @@ Partials<T> ComputePartials(const Kernel& k, const std::vector<Array<T>>& inputs
   std::vector<std::shared_ptr<ArrayImpl>> computed;
   for (size_t k = 0; k < outs.size(); ++k) {
     if (outs[k] == nullptr) continue;
-    if (exec.destinations[k] != nullptr) detail::NoteInPlaceWrite(*outs[k]);
+    if (exec.destinations[k] != nullptr) detail::NoteInPlaceWrite(*outs[k], /*whole=*/true);
     computed.push_back(outs[k]);
   }
   detail::NoteOrigin(name, impls, computed);
+  // Other views of a destination's memory hold those computed values too.
+  for (size_t k = 0; k < outs.size(); ++k) {
+    if (outs[k] != nullptr && exec.destinations[k] != nullptr) detail::NoteInPlaceWriter(*outs[k], true);
+  }
 
   std::vector<std::shared_ptr<ArrayImpl>> values;
   if (options.values) values.assign(outs.begin(), outs.begin() + M);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <tuple>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -225,7 +226,18 @@ void NoteOrigin(std::string_view op, ArraySpan inputs, ArraySpan outputs, bool c
   thread_local RecentOrigin recents[kRecent];
   thread_local uint64_t clock = 0;
   ++clock;
-  if (!constant) {
+  // Values partials() or a sweep wrote into an input's memory (through it or
+  // another view, in_place.h) were computed from other arrays: upstream too.
+  absl::InlinedVector<std::shared_ptr<const Origin>, 2> writers;
+  if (!constant && AnyWrittenValues()) {
+    for (const auto& in : inputs) {
+      if (in == nullptr || in->storage == nullptr) continue;
+      for (auto& w : WrittenValuesAt(in->storage.get(), LastInPlaceWrite(in->storage.get())).writers) {
+        if (w != in->origin && !w->constant) writers.push_back(std::move(w));
+      }
+    }
+  }
+  if (!constant && writers.empty()) {
     for (RecentOrigin& recent : recents) {
       if (!Matches(recent, op, inputs, taped, before_write)) continue;
       recent.last_used = clock;
@@ -256,7 +268,14 @@ void NoteOrigin(std::string_view op, ArraySpan inputs, ArraySpan outputs, bool c
       const Origin* up = in->origin.get();  // set once `in` was computed; `in` is held
       bound += 1 + (up == nullptr || up->constant ? 0 : up->ancestors.size());
     }
+    for (const auto& w : writers) bound += w->ancestors.size();
     ancestors.reserve(bound);
+    for (const auto& w : writers) {
+      origin->truncated = origin->truncated || w->truncated;
+      for (const auto& up : w->ancestors) {
+        if (!up.expired()) ancestors.push_back(up);
+      }
+    }
     for (const auto& in : inputs) {
       if (in == nullptr) continue;
       ancestors.emplace_back(in);
@@ -276,6 +295,8 @@ void NoteOrigin(std::string_view op, ArraySpan inputs, ArraySpan outputs, bool c
       origin->truncated = true;
     }
     if (ancestors.capacity() > 2 * ancestors.size() + 8) ancestors.shrink_to_fit();  // many had died
+  }
+  if (!constant && writers.empty()) {
     RecentOrigin& recent = *std::min_element(
         std::begin(recents), std::end(recents),
         [](const RecentOrigin& a, const RecentOrigin& b) { return a.last_used < b.last_used; });
@@ -386,6 +407,23 @@ absl::flat_hash_set<Key> OlderVersionKeys(const std::vector<Step>& steps, const 
   return keys;
 }
 
+// Whether `a` and `b` were computed one from the other or both from a third
+// array (views made before the tape opened): their Origins link them, and
+// the untaped walk judges them as the arrays they are.
+bool ComputedOneFromOther(const detail::ArrayImpl& a, const detail::ArrayImpl& b) {
+  absl::flat_hash_set<const detail::ArrayImpl*> upstream = {&a};
+  if (a.origin != nullptr) {
+    for (const auto& w : a.origin->ancestors) upstream.insert(w.lock().get());
+  }
+  if (upstream.contains(&b)) return true;
+  if (b.origin == nullptr) return false;
+  for (const auto& w : b.origin->ancestors) {
+    const std::shared_ptr<detail::ArrayImpl> up = w.lock();
+    if (up != nullptr && upstream.contains(up.get())) return true;
+  }
+  return false;
+}
+
 std::string Described(size_t i, const detail::ArrayImpl& a) {
   return absl::StrCat("input ", i + 1, " (shape ", ShapeText(a.shape), ")");
 }
@@ -405,6 +443,9 @@ std::string Described(size_t i, const detail::ArrayImpl& a) {
 struct Via {
   const detail::ArrayImpl* array = nullptr;
   const detail::Origin* origin = nullptr;
+  // `origin` computed values written into the array's memory through
+  // another array (a view of it, or a view() of the same buffer).
+  bool memory = false;
 };
 using UntapedMap = absl::flat_hash_map<const detail::ArrayImpl*, Via>;
 struct Behind {
@@ -422,10 +463,14 @@ Behind BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeI
     Via via;                  // the first array on the path the tape did not record
     Via constant;             // the first result of an op without a gradient
     uint32_t version = kNow;  // the version a taped node read (in_place.h)
+    // When a taped node read it: the epoch of the last write into its memory
+    // then (kNow: now, for the loss).
+    uint64_t epoch = 0;
+    bool read_now = false;
   };
   Behind behind;
-  std::vector<Item> stack = {{loss, {}, {}}};
-  absl::flat_hash_set<std::pair<const detail::ArrayImpl*, uint32_t>> seen_taped;
+  std::vector<Item> stack = {{loss, {}, {}, kNow, 0, true}};
+  absl::flat_hash_set<std::tuple<const detail::ArrayImpl*, uint32_t, uint64_t>> seen_taped;
   for (int budget = 100000; !stack.empty() && budget > 0; --budget) {
     Item item = std::move(stack.back());
     stack.pop_back();
@@ -434,7 +479,7 @@ Behind BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeI
       if (!behind.untaped.try_emplace(&a, item.via).second) continue;
     } else if (item.constant.array != nullptr) {
       if (!behind.through_constant.try_emplace(&a, item.constant).second) continue;
-    } else if (!seen_taped.insert({&a, item.version}).second) {
+    } else if (!seen_taped.insert({&a, item.version, item.epoch}).second) {
       continue;
     }
     // The inputs that output m of a taped node reads (a fused group's outputs differ).
@@ -443,7 +488,8 @@ Behind BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeI
         const bool read = node.reads.empty() || (m < node.reads.size() && j < node.reads[m].size() &&
                                                  node.reads[m][j]);
         if (node.inputs[j] == nullptr || !read) continue;
-        stack.push_back({node.inputs[j], marks.via, marks.constant, node.seen(j).version});
+        const detail::GradNode::InputSeen seen = node.seen(j);
+        stack.push_back({node.inputs[j], marks.via, marks.constant, seen.version, seen.epoch});
       }
     };
     // What computed the values met: the array's own node and Origin, or, when
@@ -459,11 +505,9 @@ Behind BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeI
       origin = then.origin.get();
       if (then.origin != nullptr) behind.origins.push_back(std::move(then.origin));
     }
-    if (producer != nullptr && on_tape.contains(producer.get())) {
-      push_inputs(*producer, static_cast<size_t>(output), item);
-    } else if (origin != nullptr) {
-      const detail::Origin& o = *origin;
-      const Via self{&a, origin};
+    // The untaped Origin `o` computed the values met (all or some of them).
+    auto behind_origin = [&](const detail::Origin& o, bool memory) {
+      const Via self{&a, &o, memory};
       const bool constant = o.constant && o.taped && item.via.array == nullptr;
       if (!o.constant) {
         // Everything upstream of an untaped array is behind it: its flattened
@@ -490,6 +534,21 @@ Behind BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeI
           }
         }
       }
+    };
+    if (producer != nullptr && on_tape.contains(producer.get())) {
+      push_inputs(*producer, static_cast<size_t>(output), item);
+    } else if (origin != nullptr) {
+      behind_origin(*origin, false);
+    }
+    // Values written into its memory by partials() or a sweep, through this
+    // array or another view of the memory (in_place.h), as it was read.
+    const uint64_t epoch = item.read_now ? detail::LastInPlaceWrite(a.storage.get()) : item.epoch;
+    detail::WrittenValues written = detail::WrittenValuesAt(a.storage.get(), epoch);
+    if (!written.complete && behind.forgotten == nullptr) behind.forgotten = &a;
+    for (auto& writer : written.writers) {
+      if (writer.get() == origin) continue;
+      behind_origin(*writer, true);
+      behind.origins.push_back(std::move(writer));  // kept for the Via that names it
     }
   }
   return behind;
@@ -509,14 +568,29 @@ bool IsSweepResult(const detail::Origin* origin) {
 std::string UntapedText(const Via& v) {
   const detail::ArrayImpl& via = *v.array;
   const detail::Origin& o = *v.origin;
+  const std::string array = absl::StrCat("an array of shape ", ShapeText(via.shape));
   if (IsSweepResult(v.origin)) {
-    return absl::StrCat("an array of shape ", ShapeText(via.shape), " computed by ", o.op,
+    return absl::StrCat(array, v.memory ? " whose memory holds values written by " : " computed by ", o.op,
                         " (a reverse sweep, which no tape records: dualcast has no gradient of a "
                         "gradient), which this tape sees as a constant");
   }
+  if (o.pointer_written) {
+    return absl::StrCat(array,
+                        v.memory ? absl::StrCat(" whose memory was written through mutable_data() of an "
+                                                "array over it computed by '", o.op, "'")
+                                 : absl::StrCat(" computed by '", o.op, "' and then written through mutable_data()"),
+                        ", which hands out a pointer to all of it: dualcast cannot tell which of its "
+                        "elements were overwritten and which still hold values computed from this "
+                        "input, so the tape sees the array as a constant");
+  }
+  if (v.memory) {
+    return absl::StrCat(array, " whose memory holds values written there by '", o.op,
+                        "' (as a partials() destination, through another view of the same memory; "
+                        "partials() is not recorded by any tape), which this tape sees as a constant");
+  }
   if (o.before_write && !o.taped) {
     // The user made it under the tape; a write elsewhere computed it first.
-    return absl::StrCat("an array of shape ", ShapeText(via.shape), " computed by '", o.op,
+    return absl::StrCat(array, " computed by '", o.op,
                         "' while still pending, by a write in place (Array::assign, mutable_data(), "
                         "or a destination of partials() or accumulate_gradient()) into memory its "
                         "inputs may share: such a write computes the pending arrays that read that "
@@ -526,7 +600,7 @@ std::string UntapedText(const Via& v) {
                         "sharing memory even where no element is shared), which this tape sees as a "
                         "constant");
   }
-  return absl::StrCat("an array of shape ", ShapeText(via.shape), " computed by '", o.op, "' ",
+  return absl::StrCat(array, " computed by '", o.op, "' ",
                       o.taped ? "outside this tape's record (before it was opened or cleared, while "
                                 "another tape recorded)"
                               : "before this Tape was opened (or while no tape was recording, or "
@@ -549,6 +623,17 @@ constexpr char kComputedFromOldValues[] =
 
 // What to do about a path through `via`, an array the tape did not record.
 std::string UntapedAdvice(const Via& via, bool used) {
+  if (via.origin->pointer_written) {
+    return ". To give it new values that depend on nothing, assign() them all (Array::assign); "
+           "to write some elements of a constant, write into a fresh array of its values "
+           "(Array::from(v.to_vector(), v.shape())); to keep the dependence on the rest, compute the "
+           "new array with dualcast (e.g. a kernel that selects the new values) rather than in place";
+  }
+  if (via.memory && !IsSweepResult(via.origin)) {
+    return ". No tape records partials(): to differentiate through those values, compute them "
+           "with broadcast() under the tape; if they are meant as a constant, use a fresh copy "
+           "(Array::from(v.to_vector(), v.shape()))";
+  }
   if (via.origin->before_write && !via.origin->taped) {
     return ". Evaluate it (eval()) under the tape before anything may write that buffer, or give "
            "each thread its own buffer (or parts of one whose elements do not interleave with "
@@ -704,7 +789,7 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
                             : " does not reach the loss on this tape: the loss depends on it only through ",
                        UntapedText(it->second), used ? "; the gradient would miss that path" : "",
                        WrittenInPlace(*inputs[i]) && !IsSweepResult(it->second.origin) &&
-                               !it->second.origin->before_write
+                               !it->second.origin->before_write && !it->second.origin->pointer_written
                            ? kComputedFromOldValues
                            : UntapedAdvice(it->second, used)));
     }
@@ -726,30 +811,93 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
                                "forward computation, or use a fresh copy of its values "
                                "(Array::from(v.to_vector(), v.shape())) as the constant"));
     }
+    // Another array over its memory that the tape takes for a variable of
+    // its own (a view written in place since it was made, a view() of the
+    // same buffer made separately) carries part of the loss's dependence on
+    // these values, which a gradient with respect to this array would miss
+    // (`s = slice(x); s.assign(...); sum(x * w) + sum(s * v)` gave d/dx = w).
+    if (key.output < 0 && inputs[i]->storage != nullptr &&
+        (detail::InPlaceWriteEpoch() > 0 || inputs[i]->storage->aliasable.load(std::memory_order_acquire))) {
+      absl::flat_hash_set<Key> others;
+      const detail::ArrayImpl* other = nullptr;
+      for (const Step& step : steps) {
+        const detail::GradNode& node = *step.node;
+        for (size_t j = 0; j < node.inputs.size(); ++j) {
+          const detail::ArrayImpl* b = node.inputs[j].get();
+          if (b == nullptr || b == inputs[i].get()) continue;
+          const Key k = InputKey(node, j, on_tape);
+          if (k.output >= 0 || !detail::SharesMemory(*b, *inputs[i]) || ComputedOneFromOther(*b, *inputs[i])) {
+            continue;  // a view made from the other before the tape is judged by its Origin
+          }
+          others.insert(k);
+          other = b;
+        }
+      }
+      if (!others.empty() && reach(others, nullptr).contains(loss_key)) {
+        throw Error(ErrorKind::kInvalidArgument,
+                    absl::StrCat(what, ": the loss reads the memory of ", Described(i, *inputs[i]),
+                                 " also through another array (shape ", ShapeText(other->shape),
+                                 ") that the tape takes for a variable of its own: a view of that memory "
+                                 "written in place since it was made (Array::assign, mutable_data(), a "
+                                 "destination of partials() or accumulate_gradient()), which made it a "
+                                 "new leaf, or a view() of the same buffer made separately. A gradient "
+                                 "with respect to input ", i + 1, " would miss that path. Make the view "
+                                 "again from input ", i + 1, " after writing (slice, transpose or "
+                                 "reshape it then: the tape records that), or request the gradient "
+                                 "with respect to that array too and combine them"));
+      }
+    }
     // Its values before an in-place write are another variable (in_place.h):
     // which one the caller means cannot be told.
     if (const absl::flat_hash_set<Key> older = OlderVersionKeys(steps, *inputs[i], key, on_tape);
-        !older.empty() && reach(older, nullptr).contains(loss_key)) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  absl::StrCat(what, ": the loss reaches ", Described(i, *inputs[i]),
-                               used ? " both as it is now and" : " only",
-                               " as it was before it was written in place (Array::assign, "
-                               "mutable_data(), or as a destination of partials() or "
-                               "accumulate_gradient()",
-                               detail::WriteCount(*inputs[i]) == 0
-                                   ? ", not through this array but through another view of its memory, "
-                                     "perhaps on another thread; views of one buffer whose elements "
-                                     "interleave, such as 2-column blocks of a 4-column table, count as "
-                                     "sharing memory even where they share no element"
-                                   : "",
-                               "); its values then and now are different "
-                               "variables, and a gradient with respect to the array cannot tell which "
-                               "one is meant. Take the gradient before writing, or write the new "
-                               "values into a fresh array (copy()) instead of in place",
-                               detail::WriteCount(*inputs[i]) == 0
-                                   ? " (or into a separate buffer, or parts of this one that do not "
-                                     "interleave with this array: a column each, blocks of rows)"
-                                   : ""));
+        !older.empty()) {
+      const absl::flat_hash_set<Key> from_older = reach(older, nullptr);
+      if (from_older.contains(loss_key)) {
+        // A view made before the write shows the new values, though the
+        // tape recorded it from the old ones: the reason is that view.
+        for (const Step& step : steps) {
+          const detail::GradNode& node = *step.node;
+          for (size_t j = 0; j < node.inputs_seen.size(); ++j) {
+            if (!node.inputs_seen[j].stale || node.inputs[j] == nullptr ||
+                !from_older.contains(InputKey(node, j, on_tape)) ||
+                !detail::SharesMemory(*node.inputs[j], *inputs[i])) {
+              continue;
+            }
+            const std::shared_ptr<detail::GradNode> producer = detail::InputSeenBy(node, j).node;
+            throw Error(ErrorKind::kInvalidArgument,
+                        absl::StrCat(what, ": the loss reads ", Described(i, *inputs[i]),
+                                     " through an array of shape ", ShapeText(node.inputs[j]->shape),
+                                     " computed by '", producer != nullptr ? producer->name : "?",
+                                     "' from it before it was written in place (Array::assign, "
+                                     "mutable_data(), or as a destination of partials() or "
+                                     "accumulate_gradient()): a view of its memory, that array shows "
+                                     "the new values, but the tape recorded it as computed from the old "
+                                     "ones, so it cannot carry a gradient to either. Make the view again "
+                                     "after writing (slice, transpose or reshape the written array "
+                                     "then), or take the gradient before writing"));
+          }
+        }
+        throw Error(ErrorKind::kInvalidArgument,
+                    absl::StrCat(what, ": the loss reaches ", Described(i, *inputs[i]),
+                                 used ? " both as it is now and" : " only",
+                                 " as it was before it was written in place (Array::assign, "
+                                 "mutable_data(), or as a destination of partials() or "
+                                 "accumulate_gradient()",
+                                 detail::WriteCount(*inputs[i]) == 0
+                                     ? ", not through this array but through another view of its "
+                                       "memory, perhaps on another thread; views of one buffer whose "
+                                       "elements interleave, such as 2-column blocks of a 4-column "
+                                       "table, count as sharing memory even where they share no element"
+                                     : "",
+                                 "); its values then and now are different "
+                                 "variables, and a gradient with respect to the array cannot tell which "
+                                 "one is meant. Take the gradient before writing, or write the new "
+                                 "values into a fresh array (copy()) instead of in place",
+                                 detail::WriteCount(*inputs[i]) == 0
+                                     ? " (or into a separate buffer, or parts of this one that do not "
+                                       "interleave with this array: a column each, blocks of rows)"
+                                     : ""));
+      }
     }
     used_inputs[i] = used;
     if (used || allow_unused) continue;
@@ -1002,10 +1150,13 @@ void Tape::accumulate_gradient(const Array<T>& loss, const std::vector<Array<T>>
     if (adjoints[i] == nullptr) continue;
     detail::ComputeReadersBeforeWrite(*grads[i].impl());  // they keep the buffer's values before +=
     detail::AddInto(*grads[i].impl(), *adjoints[i]);
-    detail::NoteInPlaceWrite(*grads[i].impl());  // a tape that kept this memory must not use it
+    // A tape that kept this memory must not use it; the old values stay in the sum.
+    detail::NoteInPlaceWrite(*grads[i].impl(), /*whole=*/false);
     written.push_back(grads[i].impl());
   }
   NoteSweepOrigin(what, loss_impl, impls, written);
+  // Views of a buffer made before hold the gradient too (in_place.h).
+  for (const auto& buffer : written) detail::NoteInPlaceWriter(*buffer, /*whole=*/false);
 }
 
 template std::vector<Array<float>> Tape::gradient(const Array<float>&, const std::vector<Array<float>>&,

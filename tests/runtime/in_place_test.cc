@@ -9,6 +9,7 @@
 // are hand-written derivatives at the recorded inputs.
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -141,7 +142,6 @@ TEST_CASE("accumulate_gradient's buffer is written in place: a node that kept it
   CHECK(g.to_vector() == std::vector<double>{6, 10});
   CHECK(Has(ErrorOf([&] { tape.gradient(loss, {x}); }), "argument 2 of 'mul'"));
 }
-
 }  // namespace
 }  // namespace dualcast
 
@@ -359,6 +359,149 @@ TEST_CASE("a leaf written through another view between two uses: an Error, never
   CHECK(Has(ErrorOf([&] { tape.gradient(first + second, {x}); }),
             "both as it is now and as it was before it was written in place"));
   for (double d : tape.gradient(second, {x})[0].to_vector()) CHECK(d == doctest::Approx(std::cos(1.0)).epsilon(1e-14));
+}
+
+TEST_CASE("a partials() or accumulate_gradient() destination read through another view: refused like the destination") {
+  // Before: the destination's Origin was set on the written array only, so a
+  // slice or transpose made before the write, or a second view() of the same
+  // buffer, hid the untaped path: d/da (sum(v * w) + sum(a)) came out [1 1]
+  // where it is 2 a w + 1 = [11 25] (a = [1 2], w = [5 6]).
+  const std::string kWritten = "whose memory holds values written there by 'square'";
+  auto check = [&](const std::function<D(const D& dest)>& view_of, bool view_before_tape) {
+    D a = D::from({1, 2}, {2}), w = D::from({5, 6}, {2}), dest = D::zeros({2});
+    std::optional<D> early;
+    if (view_before_tape) early = view_of(dest);
+    Tape tape;
+    D v = early ? *early : view_of(dest);
+    PartialsOptions<double> o;
+    o.value_out = {dest};
+    partials(Square(), {a}, o);
+    D loss = sum(v.reshape({2}) * w) + sum(a);
+    CHECK(loss.to_vector() == std::vector<double>{1 * 5 + 4 * 6 + 3});
+    const std::string m = ErrorOf([&] { tape.gradient(loss, {a}); });
+    CHECK(Has(m, "input 1 (shape [2]) reaches the loss on this tape, but also through"));
+    CHECK(Has(m, kWritten));
+  };
+  check([](const D& d) { return slice(d, {{0, 2}}); }, false);
+  check([](const D& d) { return slice(d, {{0, 2}}); }, true);
+  check([](const D& d) { return d.reshape({2, 1}).transpose(); }, false);
+
+  // Two views of one user buffer, made separately (docs/embedding.md).
+  {
+    std::vector<double> buf(2, 0.0);
+    D a = D::from({1, 2}, {2}), w = D::from({5, 6}, {2});
+    Tape tape;
+    D dest = D::view(buf.data(), {2}), v = D::view(buf.data(), {2});
+    PartialsOptions<double> o;
+    o.value_out = {dest};
+    partials(Square(), {a}, o);
+    CHECK(Has(ErrorOf([&] { tape.gradient(sum(v * w) + sum(a), {a}); }), kWritten));
+    // The advice: computed under the tape, the path is there: 2 a w + 1.
+    D k = broadcast(Square(), a);
+    CHECK(tape.gradient(sum(k * w) + sum(a), {a})[0].to_vector() == std::vector<double>{11, 25});
+  }
+  // accumulate_gradient's buffer read through a view made before: as the buffer itself.
+  {
+    D a = D::from({1, 2}, {2}), w = D::from({5, 6}, {2}), g = D::zeros({2});
+    Tape tape;
+    D v = slice(g, {{0, 2}});
+    tape.accumulate_gradient(sum(a * a * a), {a}, {g});  // g = 3 a^2
+    CHECK(v.to_vector() == std::vector<double>{3, 12});
+    const std::string m = ErrorOf([&] { tape.gradient(sum(v * w) + sum(a), {a}); });
+    CHECK(Has(m, "whose memory holds values written by Tape::accumulate_gradient"));
+    CHECK(Has(m, "dualcast differentiates once"));
+  }
+}
+
+TEST_CASE("a write through mutable_data() into a computed array: refused, never its other elements dropped") {
+  // mutable_data() hands out all of y, so which elements change is unknown.
+  // Before, y became a leaf of user values: with x = [1 2 3], w = [5 6 7],
+  // y = 2x, y[0] = 7, d/dx (sum(y * w) + sum(x)) came out [1 1 1] where it is
+  // [1, 2*6+1, 2*7+1] = [1 13 15]; without the + sum(x), strict mode said x
+  // did not reach the loss, and with nothing written at all (true: 2w).
+  D x = D::from({1, 2, 3}, {3}), w = D::from({5, 6, 7}, {3});
+  for (int variant = 0; variant < 3; ++variant) {
+    Tape tape;
+    D y = x * 2.0;
+    double* p = y.mutable_data();
+    if (variant < 2) p[0] = 7;
+    D loss = variant == 0 ? sum(y * w) + sum(x) : sum(y * w);
+    const std::string m = ErrorOf([&] { tape.gradient(loss, {x}); });
+    CHECK(Has(m, "computed by 'mul' and then written through mutable_data()"));
+    CHECK(Has(m, "cannot tell which of its elements were overwritten"));
+    CHECK(Has(m, "assign()"));
+    CHECK_FALSE(Has(m, "nothing recorded on this tape connects them"));
+    CHECK(Has(ErrorOf([&] { tape.gradient(loss, {x}, {.allow_unused = true}); }), "mutable_data()"));
+  }
+  // The documented uses stay: a leaf written through its pointer is a new
+  // leaf (d/dx sum(x * w) = w); assign() replaces every value, so y is then
+  // a constant and d/dx (sum(y * w) + sum(x)) = 1; a write through a view of
+  // a leaf writes the leaf (d/dx sum(x * w) = w at its values now).
+  {
+    D leaf = D::from({1, 2, 3}, {3});
+    Tape tape;
+    leaf.mutable_data()[0] = 9;
+    CHECK(tape.gradient(sum(leaf * w), {leaf})[0].to_vector() == std::vector<double>{5, 6, 7});
+  }
+  {
+    Tape tape;
+    D y = x * 2.0;
+    y.assign({7, 8, 9});
+    CHECK(tape.gradient(sum(y * w) + sum(x), {x})[0].to_vector() == std::vector<double>{1, 1, 1});
+  }
+  {
+    D leaf = D::from({1, 2, 3}, {3});
+    Tape tape;
+    slice(leaf, {{0, 2}}).mutable_data()[1] = 9;
+    D loss = sum(leaf * w);
+    CHECK(loss.to_vector() == std::vector<double>{5 + 9 * 6 + 3 * 7});
+    CHECK(tape.gradient(loss, {leaf})[0].to_vector() == std::vector<double>{5, 6, 7});
+  }
+}
+
+TEST_CASE("a view written in place and its base both read by the loss: refused, not the base's part alone") {
+  // s = x[0:2]; s.assign(...) made s a leaf of its own, so d/dx (sum(x * w) +
+  // sum(s * v)) came out w = [5 6 7]; s is x's memory, so it is w + [v, 0] =
+  // [105 206 7] (x = [10 20 3] then, v = [100 200]).
+  D w = D::from({5, 6, 7}, {3}), v = D::from({100, 200}, {2});
+  {
+    D x = D::from({1, 2, 3}, {3});
+    Tape tape;
+    D s = slice(x, {{0, 2}});
+    s.assign({10, 20});
+    D loss = sum(x * w) + sum(s * v);
+    CHECK(loss.to_vector() == std::vector<double>{10 * 5 + 20 * 6 + 3 * 7 + 10 * 100 + 20 * 200});
+    const std::string m = ErrorOf([&] { tape.gradient(loss, {x}); });
+    CHECK(Has(m, "reads the memory of input 1 (shape [3]) also through another array (shape [2])"));
+    CHECK(Has(m, "Make the view again"));
+    // The advice: a view made after the write is recorded from x.
+    D s2 = slice(x, {{0, 2}});
+    CHECK(tape.gradient(sum(x * w) + sum(s2 * v), {x})[0].to_vector() == std::vector<double>{105, 206, 7});
+  }
+  {  // Two view()s of one buffer, nothing written: the same memory, two leaves.
+    std::vector<double> buf = {1, 2, 3};
+    Tape tape;
+    D x = D::view(buf.data(), {3}), other = D::view(buf.data(), {3});
+    CHECK(Has(ErrorOf([&] { tape.gradient(sum(x * w) + sum(other), {x}); }), "also through another array"));
+    CHECK(tape.gradient(sum(x * w), {x})[0].to_vector() == std::vector<double>{5, 6, 7});
+  }
+}
+
+TEST_CASE("a view made before its base was written, read after: the refusal names the view") {
+  // It said the loss reached x "only as it was before it was written in
+  // place", but the loss read x's new values, through the view.
+  D v = D::from({100, 200}, {2});
+  D x = D::from({1, 2, 3}, {3});
+  Tape tape;
+  D s = slice(x, {{0, 2}});
+  x.assign({10, 20, 30});
+  D loss = sum(s * v);
+  CHECK(loss.to_vector() == std::vector<double>{10 * 100 + 20 * 200});
+  const std::string m = ErrorOf([&] { tape.gradient(loss, {x}); });
+  CHECK(Has(m, "through an array of shape [2] computed by 'slice' from it before it was written in place"));
+  CHECK(Has(m, "Make the view again after writing"));
+  CHECK_FALSE(Has(m, "only as it was before"));
+  CHECK(tape.gradient(sum(slice(x, {{0, 2}}) * v), {x})[0].to_vector() == std::vector<double>{100, 200, 0});
 }
 
 }  // namespace

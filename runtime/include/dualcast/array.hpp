@@ -91,9 +91,13 @@ class Array {
   const Array& eval() const;
   // Pointer to the first element (CPU arrays); computes a pending array.
   const T* data() const;
-  // The same, for writing: a write in place (as assign() is). Pending results
-  // that read this memory are computed first; the array is a leaf from then
-  // on, and a Tape that kept its memory refuses to use it. Read through data().
+  // The same, for writing: a write in place. Pending results that read this
+  // memory are computed first; the array is a leaf from then on, and a Tape
+  // that kept its memory refuses to use it. Which elements the caller changes
+  // cannot be known: on an array computed from others (y = x * 2) a Tape
+  // then refuses a gradient through it (some values may still be x's);
+  // assign() all values instead, or write into a fresh Array::from copy.
+  // Read through data().
   T* mutable_data();
 
   // Layout operations. While a Tape records, each records a node (as do the
@@ -110,7 +114,8 @@ class Array {
   Array reshape(Shape shape) const;
   // A view with permuted axes; no argument reverses them (a matrix transpose).
   Array transpose(std::vector<int> perm = {}) const;
-  // Writes `values` into this array's memory (through views too).
+  // Writes `values` into this array's memory (through views too): every
+  // element new, so a Tape takes the array for user values from then on.
   void assign(const std::vector<T>& values);
 
   // NumPy-like text, elided with "..." when large (over 1000 elements: the

@@ -55,7 +55,15 @@
 //    An array written in place holds a new variable from then on: what was
 //    recorded before still leads to what computed the values it read, and a
 //    loss that reaches an input as it was before such a write is an Error
-//    (which values are meant cannot be told), never a mix of both.
+//    (which values are meant cannot be told), never a mix of both. Every
+//    view of written memory counts as written: values partials() or
+//    accumulate_gradient() wrote are untaped through any view of them; a view
+//    written in place (or a view() of the same buffer made separately) that
+//    the loss reads beside an input over that memory is an Error (the tape
+//    takes it for a variable of its own); and mutable_data() on an array
+//    computed from others (which elements it changes cannot be known) makes
+//    a gradient through that array an Error, where assign() (every element
+//    new) makes it a constant.
 //  - Adjoints are freed as soon as the node that consumed them is done;
 //    nodes that cannot reach any requested input are skipped.
 //  - Nothing the sweep computes is recorded (no higher-order gradients).

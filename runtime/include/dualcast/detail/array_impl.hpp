@@ -87,6 +87,9 @@ struct Origin {
   // array may be gone, e.g. argmax(x * 2) drops x * 2, while its node lives
   // on the tape), so the path can still be followed to name the input.
   std::vector<std::pair<std::weak_ptr<GradNode>, int>> producers;
+  // The array was written through mutable_data() since it was computed by
+  // `op`: some of its values may still be that op's (runtime/in_place.h).
+  bool pointer_written = false;
 };
 
 struct ArrayImpl {
