@@ -127,7 +127,7 @@ void NoteInPlaceWrite(ArrayImpl& a, bool whole) {
 
 void NoteInPlaceWriter(const ArrayImpl& a, bool whole) {
   if (a.storage == nullptr || a.origin == nullptr) return;
-  for (const Storage* storage : AliasesOf(a.storage.get())) {
+  for (const Storage* storage : AliasesOf(a)) {
     Shard& shard = ShardOf(storage);
     std::lock_guard<std::mutex> lock(shard.mu);
     auto it = shard.last.find(storage);
