@@ -33,6 +33,7 @@
 #include "jit/error.h"
 #include "runtime/grad_kernels.h"
 #include "runtime/layout_grad.h"
+#include "runtime/lazy_ready.h"
 #include "runtime/pending_readers.h"
 #include "runtime/storage_aliases.h"
 
@@ -524,12 +525,17 @@ template <ElementType T>
 Device Array<T>::device() const { return checked().device; }
 template <ElementType T>
 bool Array<T>::is_view() const {
-  return checked().storage != nullptr && !impl_->storage->owning;
+  checked();
+  const detail::Storage* storage = detail::ReadPendingState(*impl_).storage;  // null while pending
+  return storage != nullptr && !storage->owning;
 }
 template <ElementType T>
 bool Array<T>::is_read_only() const { return checked().read_only; }
 template <ElementType T>
-bool Array<T>::is_pending() const { return checked().pending != nullptr; }
+bool Array<T>::is_pending() const {
+  checked();
+  return detail::ReadPendingState(*impl_).node != nullptr;  // another thread may be computing it
+}
 
 template <ElementType T>
 const Array<T>& Array<T>::eval() const {

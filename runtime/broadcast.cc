@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "dualcast/detail/execute.hpp"
 #include "dualcast/detail/lazy.hpp"
@@ -14,6 +15,7 @@
 #include "runtime/array_pool.h"
 #include "runtime/grad_kernels.h"
 #include "runtime/backend.h"
+#include "runtime/lazy_ready.h"
 #include "runtime/pending_readers.h"
 
 namespace dualcast {
@@ -128,24 +130,31 @@ std::vector<std::shared_ptr<ArrayImpl>> Broadcast(const Kernel& k, std::vector<O
     node->constant.push_back(number);
   }
 
+  // Read through the flags' protocol: another thread may be computing an input now.
+  absl::InlinedVector<PendingState, 4> states;  // no allocation for the usual few inputs
+  for (const auto& in : node->inputs) states.push_back(ReadPendingState(*in));
+  auto compute = [&](size_t i) {
+    Materialize(*node->inputs[i]);
+    states[i] = ReadPendingState(*node->inputs[i]);  // computed: one load
+  };
   // A pending reduction cuts the group: it is computed (fused into its own
   // producer) before this broadcast reads it.
-  for (const auto& in : node->inputs) {
-    if (in->pending != nullptr && in->pending->reduce != nullptr) Materialize(*in);
+  for (size_t i = 0; i < states.size(); ++i) {
+    if (states[i].node != nullptr && states[i].node->reduce != nullptr) compute(i);
   }
   // Evaluate pending arguments first when fusion is off, or when the group
   // this node would join has grown past the cap.
   absl::flat_hash_set<const LazyNode*> seen;
   const long own = std::max<long>(1, static_cast<long>(fn->insts.size() - fn->num_inputs()));
   long estimate = own, nodes = 1;
-  for (const auto& in : node->inputs) {
-    if (in->pending != nullptr && seen.insert(in->pending.get()).second) {
-      estimate += in->pending->group_estimate;
-      nodes += in->pending->group_nodes;
+  for (const PendingState& state : states) {
+    if (state.node != nullptr && seen.insert(state.node.get()).second) {
+      estimate += state.node->group_estimate;
+      nodes += state.node->group_nodes;
     }
   }
   if (Unfused::active() || estimate > kMaxFusedInsts || nodes > kMaxFusedNodes) {
-    for (const auto& in : node->inputs) Materialize(*in);
+    for (size_t i = 0; i < states.size(); ++i) compute(i);
     estimate = own;
     nodes = 1;
   }
@@ -169,7 +178,7 @@ std::vector<std::shared_ptr<ArrayImpl>> Broadcast(const Kernel& k, std::vector<O
   if (Unfused::active()) {
     Materialize(*outputs[0]);  // computed now: no write can reach it pending
   } else {
-    NotePendingNode(node);
+    NotePendingNode(node, states);
   }
   return outputs;
 }

@@ -99,8 +99,10 @@ GraphLock::GraphLock() : lock_(LazyGraphMutex()) {}
 void Publish(ArrayImpl& t, std::shared_ptr<Storage> storage, std::vector<int64_t> strides,
              int64_t offset) {
   t.storage = std::move(storage);
-  t.strides = std::move(strides);
-  t.offset = offset;
+  // A pending array's layout (contiguous) is read without the lock by the
+  // thread that made it (broadcast.cc), so it is written only if it changes.
+  if (t.strides != strides) t.strides = std::move(strides);
+  if (t.offset != offset) t.offset = offset;
   t.pending.reset();
   t.pending_output = 0;
   t.computed.store(true, std::memory_order_release);

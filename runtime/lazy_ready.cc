@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <utility>
 
 #include "dualcast/detail/execute.hpp"
@@ -44,6 +45,31 @@ void FillLean(LeanResult&& r, const std::shared_ptr<ArrayImpl>& root, NodeList* 
     // Contiguous, as Broadcast gave `root` its strides.
     Publish(*root, std::move(r.storage), std::move(root->strides), root->offset);
   }
+}
+
+PendingState ReadPendingState(ArrayImpl& a) {
+  if (a.computed.load(std::memory_order_acquire)) return {nullptr, a.storage.get()};
+  {
+    GraphReadSection read;
+    if (read.ok()) {
+      // The claim keeps a lean launch from filling `a` while it is read; the
+      // section keeps the exclusive path out.
+      if (!a.claimed.exchange(true, std::memory_order_acquire)) {
+        PendingState state{a.pending, a.storage.get()};
+        if (state.node == nullptr) {  // computed: flagged for good, as MaterializeReady does (the claim stays)
+          a.computed.store(true, std::memory_order_release);
+        } else {
+          a.claimed.store(false, std::memory_order_release);
+        }
+        return state;
+      }
+      if (a.computed.load(std::memory_order_acquire)) return {nullptr, a.storage.get()};
+    }
+  }
+  // Claimed by a thread computing it now: its fill is in a read section or
+  // under the lock, both of which the lock waits out.
+  std::lock_guard<GraphMutex> lock(LazyGraphMutex());
+  return {a.pending, a.storage.get()};
 }
 
 bool MaterializeReady(ArrayImpl& impl, bool launch, NodeList* freed) {

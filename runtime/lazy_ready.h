@@ -54,4 +54,18 @@ void FillLean(LeanResult&& r, const std::shared_ptr<ArrayImpl>& root, NodeList* 
 // what was not known here is decided (and the flags set for next time).
 bool MaterializeReady(ArrayImpl& impl, bool launch, NodeList* freed);
 
+// An array's laziness as another thread may be changing it: its node while
+// pending (null once computed), and its storage once computed. Another
+// thread computes an array this thread made when they share it, or when it
+// writes memory the array reads (pending_readers.h), so `pending` and
+// `storage` are read only under the flags' protocol: without a lock when
+// flagged computed (the common case: one acquire load), else in a read
+// section holding the array's claim for the read, else under the exclusive
+// lock. Not under the exclusive lock or in a read section already.
+struct PendingState {
+  std::shared_ptr<LazyNode> node;
+  const Storage* storage = nullptr;
+};
+PendingState ReadPendingState(ArrayImpl& a);
+
 }  // namespace dualcast::detail

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "runtime/lazy_group.h"
+#include "runtime/lazy_ready.h"
 #include "runtime/storage_aliases.h"
 
 namespace dualcast::detail {
@@ -105,17 +107,14 @@ Registry& ThisThreadRegistry() {
 
 }  // namespace
 
-void NotePendingNode(const std::shared_ptr<LazyNode>& node) {
+void NotePendingNode(const std::shared_ptr<LazyNode>& node, std::span<const PendingState> inputs) {
   Entry entry;
   entry.node = node;
-  // Read without the lock, as broadcast() reads its arguments: they belong
-  // to this thread while it makes the node.
-  for (const std::shared_ptr<ArrayImpl>& in : node->inputs) {
-    if (in == nullptr) continue;
-    if (in->pending != nullptr) {
+  for (const PendingState& in : inputs) {
+    if (in.node != nullptr) {
       entry.had_pending_input = true;
-    } else if (in->storage != nullptr) {
-      entry.storage_bits |= StorageBit(in->storage.get());
+    } else if (in.storage != nullptr) {
+      entry.storage_bits |= StorageBit(in.storage);
     }
   }
   Registry& r = ThisThreadRegistry();
@@ -125,6 +124,14 @@ void NotePendingNode(const std::shared_ptr<LazyNode>& node) {
     r.prune_at = std::max(Registry::kMinPrune, 2 * r.nodes.size());
   }
   r.nodes.push_back(std::move(entry));
+}
+
+void NotePendingNode(const std::shared_ptr<LazyNode>& node) {
+  absl::InlinedVector<PendingState, 4> inputs;
+  for (const std::shared_ptr<ArrayImpl>& in : node->inputs) {
+    if (in != nullptr) inputs.push_back(ReadPendingState(*in));
+  }
+  NotePendingNode(node, inputs);
 }
 
 void ComputeReadersBeforeWrite(ArrayImpl& target) {

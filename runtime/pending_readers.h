@@ -38,13 +38,17 @@
 #pragma once
 
 #include <memory>
+#include <span>
 
 #include "dualcast/detail/array_impl.hpp"
 #include "dualcast/detail/lazy.hpp"
+#include "runtime/lazy_ready.h"
 
 namespace dualcast::detail {
 
-// Registers a pending node just made on this thread.
+// Registers a pending node just made on this thread, given its inputs' state
+// (ReadPendingState, lazy_ready.h) as the node was made; the second form reads it.
+void NotePendingNode(const std::shared_ptr<LazyNode>& node, std::span<const PendingState> inputs);
 void NotePendingNode(const std::shared_ptr<LazyNode>& node);
 
 // Computes `target` if it is pending, then every pending result whose node

@@ -259,6 +259,42 @@ TEST_CASE("8 threads read two outputs of one pending chain: overlapping groups w
   }
 }
 
+TEST_CASE("8 threads build on a shared pending array while others compute it: every value is right") {
+  // Half the threads read `a` (computing it, on the lean path or under the
+  // lock) while the others make broadcasts that read it and ask whether it
+  // is pending. Making a broadcast once read `a`'s node without the lock
+  // while another thread's fill reset it (a data race ThreadSanitizer saw).
+  const dc::Kernel f = Affine<3>();
+  const dc::Kernel g = Affine<13>();
+  const std::vector<double> xv = Iota(33, 4), yv = Iota(33, -5);
+  const auto x = Array<double>::from(xv, {33});
+  const auto y = Array<double>::from(yv, {33});
+  int wrong = 0;
+  for (int rep = 0; rep < 300; ++rep) {
+    const Array<double> a = dc::broadcast(f, x, y);
+    std::vector<std::vector<double>> got(kThreads);
+    RunTogether([&](int t) {
+      if (t % 2 == 0) {
+        got[t] = a.to_vector();
+        return;
+      }
+      const Array<double> b = dc::broadcast(g, a, x);
+      const Array<double> c = dc::broadcast(g, b, a);
+      (void)a.is_pending();
+      got[t] = c.to_vector();
+    });
+    for (int t = 0; t < kThreads; ++t) {
+      REQUIRE(got[t].size() == xv.size());
+      for (size_t i = 0; i < xv.size(); ++i) {
+        const double av = xv[i] * 3 + yv[i];
+        const double want = t % 2 == 0 ? av : (av * 13 + xv[i]) * 13 + av;
+        if (got[t][i] != want) ++wrong;
+      }
+    }
+  }
+  CHECK(wrong == 0);
+}
+
 TEST_CASE("8 threads meet on shared pending arrays: lean claims and locked groups agree, each node runs once") {
   // a is a ready node (evaluated by a thread's lean path, in a read section
   // of the graph lock); b and c read a, so a thread reading them gathers a
