@@ -57,6 +57,8 @@ class Backend {
   // Whether an output summed over axes is laid out as the contiguous scratch
   // the kernel adds into (CPU: double partials, combined by the launcher) or
   // as its destination itself (CUDA: the kernel's finishing pass stores it).
+  // Either way the launch divides a reduced output by its divisor
+  // (ReducedDestination::divisor) before the one rounding.
   virtual bool SumsIntoScratch() const = 0;
   // Compiles `spec` (memory and disk caches behind it, one compile per key)
   // and runs it over `args`; outputs summed over axes go to `reduced`. The

@@ -106,12 +106,12 @@ std::shared_ptr<ArrayImpl> CudaTransfer(const ArrayImpl& src, Device to) {
 }
 
 void CudaExecute(const std::string& kernel_name, const jit::KernelSpec& spec,
-                 const jit::KernelArgs& args, Device device) {
+                 const jit::KernelArgs& args, Device device, std::span<const double> divisors) {
   RequireDevice(device, kernel_name);
   absl::StatusOr<std::shared_ptr<const jit::cuda::CudaKernel>> kernel =
       jit::cuda::GetCudaKernel(spec, device.index());
   if (!kernel.ok()) ThrowStatus(kernel.status());
-  ThrowIfError(jit::cuda::LaunchCudaKernel(**kernel, args, spec.rank));
+  ThrowIfError(jit::cuda::LaunchCudaKernel(**kernel, args, spec.rank, divisors));
 }
 
 namespace {
@@ -216,7 +216,7 @@ std::shared_ptr<Storage> CudaAllocate(size_t, Device device) { NoCuda(device.nam
 void CudaRelease(Storage&) {}
 std::shared_ptr<ArrayImpl> CudaTransfer(const ArrayImpl&, Device to) { NoCuda(to.name()); }
 void CudaExecute(const std::string& kernel_name, const jit::KernelSpec&, const jit::KernelArgs&,
-                 Device) {
+                 Device, std::span<const double>) {
   NoCuda(kernel_name);
 }
 void CudaStoreZeros(const std::shared_ptr<ArrayImpl>& dest) { NoCuda(dest->device.name()); }
@@ -248,8 +248,11 @@ class Cuda final : public Backend {
   bool SumsIntoScratch() const override { return false; }
   jit::KernelCache::Ref Run(const std::string& kernel_name, const jit::KernelSpec& spec,
                             const jit::KernelArgs& args,
-                            std::span<const jit::ReducedDestination>, Device device) override {
-    CudaExecute(kernel_name, spec, args, device);  // sums land in their destinations
+                            std::span<const jit::ReducedDestination> reduced, Device device) override {
+    // Sums land in their destinations, divided (a mean) before their rounding.
+    std::vector<double> divisors;
+    for (const jit::ReducedDestination& r : reduced) divisors.push_back(r.divisor);
+    CudaExecute(kernel_name, spec, args, device, divisors);
     return nullptr;
   }
   std::shared_ptr<ArrayImpl> Gemm(const std::shared_ptr<ArrayImpl>& a,

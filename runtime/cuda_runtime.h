@@ -12,6 +12,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,8 +35,10 @@ std::shared_ptr<ArrayImpl> CudaTransfer(const ArrayImpl& src, Device to);
 
 // Compiles (once per spec and device) and launches `spec`'s kernel on
 // `device` over `args` (device addresses). Asynchronous on dualcast's stream.
+// Reduced output m's total is divided by divisors[m] (none: 1) before its
+// rounding to the element type.
 void CudaExecute(const std::string& kernel_name, const jit::KernelSpec& spec,
-                 const jit::KernelArgs& args, Device device);
+                 const jit::KernelArgs& args, Device device, std::span<const double> divisors = {});
 
 // A new contiguous (m, n) CUDA array a·b for 2-D CUDA arrays a (m, k) and b
 // (k, n), any strides, through cuBLAS (jit/cuda/cublas_api.h). Row- or

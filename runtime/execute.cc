@@ -269,10 +269,9 @@ std::vector<int> ReductionLoopOrder(const std::vector<std::vector<int64_t>>& sha
 
 namespace {
 
-// The divisors (ExecuteOptions::divisors) that no launcher's scratch took
-// (`scratch_divided` false: an empty reduction's zeros, a backend that sums
-// in the destination itself): applied here, in the element type. Returns
-// whether any was.
+// The divisors (ExecuteOptions::divisors) that no launch took
+// (`scratch_divided` false: an empty reduction's zeros, an output summed over
+// no merged axis): applied here, in the element type. Returns whether any was.
 bool DivideAfter(const ExecuteOptions& options, const std::vector<bool>& scratch_divided,
                  std::vector<std::shared_ptr<ArrayImpl>>& outputs) {
   bool any = false;
@@ -470,7 +469,7 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
   if (!options.divisors.empty()) {
     std::vector<bool> scratch_divided(n_out, false);
     for (size_t m = 0; m < n_out; ++m) {
-      scratch_divided[m] = backend.SumsIntoScratch() && plan.reduces && spec.reduces(m) != 0;
+      scratch_divided[m] = plan.reduces && spec.reduces(m) != 0;  // both backends' launches divide
     }
     // A plan replays the launch alone: kept only when the launcher divided.
     if (DivideAfter(options, scratch_divided, outputs)) return outputs;

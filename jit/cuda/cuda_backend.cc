@@ -31,8 +31,11 @@ absl::Status CheckLaunch(CUresult result, const CudaKernel& kernel, int64_t n, i
 
 }  // namespace
 
+// The format version changes with the generated kernels' parameters (an
+// image cached by an older dualcast would take the wrong arguments): v2 adds
+// each reduced output's divisor.
 std::string CudaObjectKey(const KernelSpec& spec, const NvrtcTarget& target) {
-  return absl::StrFormat("dualcast-cuda-v1/%s/%s/%016x/%s", NvrtcVersionString(), target.Name(),
+  return absl::StrFormat("dualcast-cuda-v2/%s/%s/%016x/%s", NvrtcVersionString(), target.Name(),
                          Fnv1a64(absl::StrJoin(NvrtcOptions(target), " ")),
                          CudaKernelSymbol(spec));
 }
@@ -155,7 +158,8 @@ absl::StatusOr<std::shared_ptr<const CudaKernel>> GetCudaKernel(const KernelSpec
   return std::shared_ptr<const CudaKernel>(*cached, (*cached)->entry_as<const CudaKernel*>());
 }
 
-absl::Status LaunchCudaKernel(const CudaKernel& kernel, const KernelArgs& args, int rank) {
+absl::Status LaunchCudaKernel(const CudaKernel& kernel, const KernelArgs& args, int rank,
+                              std::span<const double> divisors) {
   const bool reduced = kernel.function_fin != nullptr;
   if (reduced && rank > 0 && (args.begin != 0 || args.end != args.sizes[0])) {
     return MakeStatus(ErrorKind::kInternal,
@@ -167,6 +171,7 @@ absl::Status LaunchCudaKernel(const CudaKernel& kernel, const KernelArgs& args, 
   uint64_t scratch = 0;
   if (reduced) {
     plan = PlanCudaReduction(kernel.output_reduce, args.sizes, rank);
+    plan.divisors.assign(divisors.begin(), divisors.end());
     absl::StatusOr<uint64_t> buffer =
         DeviceAlloc(kernel.ordinal, static_cast<size_t>(plan.scratch_doubles) * sizeof(double));
     if (!buffer.ok()) return buffer.status();

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -94,7 +95,10 @@ absl::StatusOr<std::shared_ptr<const CudaKernel>> GetCudaKernel(const KernelSpec
 // outputs takes a scratch buffer from the caching allocator (returned after
 // the launches are queued: every use is ordered on dualcast's one stream),
 // launches its main entry point (skipped when there are no elements) and its
-// finish, and must be given the whole of dim 0.
-absl::Status LaunchCudaKernel(const CudaKernel& kernel, const KernelArgs& args, int rank);
+// finish, and must be given the whole of dim 0. The finish divides reduced
+// output m's double total by divisors[m] (none given: 1) before rounding it
+// to the element type, as the CPU launcher does (a mean's count).
+absl::Status LaunchCudaKernel(const CudaKernel& kernel, const KernelArgs& args, int rank,
+                              std::span<const double> divisors = {});
 
 }  // namespace dualcast::jit::cuda

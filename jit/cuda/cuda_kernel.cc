@@ -2,6 +2,7 @@
 #include "jit/cuda/cuda_kernel.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -96,6 +97,7 @@ class SourceWriter {
       if (reduce_[m] == 0) continue;
       params.push_back({K::kSplits, m, 0});
       params.push_back({K::kScratchBase, m, 0});
+      params.push_back({K::kDivisor, m, 0});
     }
   }
 
@@ -111,6 +113,7 @@ class SourceWriter {
       case K::kScratch: return "scratch";
       case K::kSplits: return absl::StrCat("red", p.operand, "_splits");
       case K::kScratchBase: return absl::StrCat("red", p.operand, "_base");
+      case K::kDivisor: return absl::StrCat("red", p.operand, "_div");
     }
     return "?";
   }
@@ -127,6 +130,7 @@ class SourceWriter {
           decls.push_back(absl::StrCat(elem_, "* __restrict__ ", ParamName(p)));
           break;
         case K::kScratch: decls.push_back("double* __restrict__ scratch"); break;
+        case K::kDivisor: decls.push_back(absl::StrCat("const double ", ParamName(p))); break;
         default: decls.push_back(absl::StrCat("const dc_i64 ", ParamName(p))); break;
       }
     }
@@ -332,7 +336,7 @@ class SourceWriter {
         WriteSplitIndices(t, pad, kept, "k");
         absl::StrAppend(&t, pad, "const dc_i64 o_out", m, " = ", OutputOffset(m), ";\n", pad,
                         Store(m, absl::StrCat("out", m, "[o_out", m, "]"),
-                              absl::StrCat("(", elem_, ")", total)));
+                              absl::StrCat("(", elem_, ")(", total, " / red", m, "_div)")));
         return t;
       };
       absl::StrAppend(&s, "  {  // output ", m, "\n", "    const I kept = ", Product(kept), ";\n",
@@ -445,6 +449,11 @@ CudaLaunchValues MarshalCudaLaunch(const std::vector<CudaParam>& params, int ele
       case K::kScratchBase:
         out.values.push_back(plan ? static_cast<uint64_t>(plan->base[p.operand]) : 0);
         break;
+      case K::kDivisor: {
+        const bool given = plan != nullptr && static_cast<size_t>(p.operand) < plan->divisors.size();
+        out.values.push_back(std::bit_cast<uint64_t>(given ? plan->divisors[p.operand] : 1.0));
+        break;
+      }
     }
   }
   return out;

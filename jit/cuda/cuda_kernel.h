@@ -64,6 +64,8 @@ struct CudaParam {
     kScratch,      // double* partial sums (reduced specs)
     kSplits,       // reduced output `operand`: splits of its reduced range
     kScratchBase,  // reduced output `operand`: its first double in scratch
+    kDivisor,      // reduced output `operand`: its double total is divided by this
+                   // before the one rounding to the element type (a mean's count)
   };
   Kind kind;
   int operand = 0;  // input or output index (pointers and strides)
@@ -89,6 +91,7 @@ inline constexpr int kCudaFinishSerialSplits = 16;
 // base[m] + s * kept_m + k.
 struct CudaReductionPlan {
   std::vector<int64_t> splits, base;
+  std::vector<double> divisors;  // per output (none: 1), as the launcher was given them
   int64_t scratch_doubles = 0;
   int64_t max_kept = 0;  // the largest output element count (the finish's work)
 };
@@ -104,8 +107,8 @@ CudaReductionPlan PlanCudaReduction(const std::vector<uint32_t>& output_reduce,
                                     const int64_t* sizes, int rank);
 
 // One launch's parameter values, in plan order (what cuLaunchKernel's
-// kernelParams point at: every value is 8 bytes, a device address or a
-// `long long`), over the whole index space of `args`: dims 1..R-1 whole,
+// kernelParams point at: every value is 8 bytes, a device address, a
+// `long long` or a double's bits), over the whole index space of `args`: dims 1..R-1 whole,
 // dim 0 restricted to [begin, end) by shifting every pointer to row `begin`.
 // The values are filled in even when n == 0 (the kernel then does nothing).
 struct CudaLaunchValues {

@@ -219,6 +219,43 @@ TEST_CASE("GPU: max, min, prod, logsumexp, var, norm and their gradients match t
   ArrayReductionsOnGpu<double>();
 }
 
+// A mean on the GPU is its double total divided by the count in the finish
+// kernel, rounded once, as on the CPU (mean_rounding_test.cc): before, the
+// total was rounded to the element type first, so a float32 mean of 3e38s
+// was inf and mean(ones(49)) in double was 0.99999999999999989.
+template <class T>
+void MeansOnGpu() {
+  const Device gpu = Device::cuda(0);
+  for (int n : {1, 41, 49, 98, 4097}) {
+    CAPTURE(n);
+    const auto ones = Array<T>::ones({n}, gpu);
+    CHECK(Host(mean(ones))[0] == T(1));
+    CHECK(Host(mean(ones * T(1)))[0] == T(1));  // fused into the producer
+    const auto rows = Array<T>::ones({3, n}, gpu);
+    for (T m : Host(mean(rows, {1}))) CHECK(m == T(1));
+    for (T m : Host(mean(rows + T(0), {0}))) CHECK(m == T(1));
+  }
+  if constexpr (sizeof(T) == 4) {
+    const auto big = Array<float>::full({4}, 3e38f, gpu);
+    CHECK(Host(mean(big))[0] == 3e38f);
+    CHECK(std::isinf(Host(sum(big))[0]));  // the sum itself overflows
+  }
+  CHECK(std::isnan(Host(mean(Array<T>::zeros({0}, gpu)))[0]));  // 0 / 0, as NumPy
+  // Through a tape: the loss value and d mean / d x_i = 1/n.
+  const int n = 49;
+  const auto x = Array<T>::full({n}, T(2), gpu);
+  Tape tape;
+  auto [value, grads] = tape.value_and_gradient(mean(x * x), {x});
+  CHECK(Host(value)[0] == T(4));
+  for (T g : Host(grads[0])) CHECK(g == static_cast<T>(4.0 / n));
+}
+
+TEST_CASE("GPU: means are divided before their one rounding, as on the CPU") {
+  DC_REQUIRE_GPU();
+  MeansOnGpu<float>();
+  MeansOnGpu<double>();
+}
+
 // copy() used to be from(to_vector()): a CUDA array went to the host and
 // back. It is a copy kernel on the device now (a copying reshape is too), and
 // str() prints from one host copy; values and the tape's copy node as on the CPU.

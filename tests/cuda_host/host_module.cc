@@ -37,6 +37,9 @@ std::string Launcher(const jit::cuda::CudaKernelSource& src, const char* variant
       case CudaParam::Kind::kScratch:
         args.push_back(absl::StrCat("(double*)(unsigned long)v[", k, "]"));
         break;
+      case CudaParam::Kind::kDivisor:  // a double's bits, as cuLaunchKernel reads them
+        args.push_back(absl::StrCat("__longlong_as_double((long long)v[", k, "])"));
+        break;
       default: args.push_back(absl::StrCat("(long long)v[", k, "]")); break;
     }
   }

@@ -11,7 +11,7 @@
 //
 // cuModuleLoadData writes the source with one launcher per `extern "C"
 // __global__` entry point (the parameter list parsed from the source: every
-// parameter is 8 bytes, a pointer or a long long) and compiles it with the
+// parameter is 8 bytes: a pointer, a long long or a double) and compiles it with the
 // compiler that built the tests; cuLaunchKernel calls the launcher, which runs
 // the grid through the shim's fibers.
 #include <cuda.h>
@@ -69,7 +69,7 @@ std::string Launchers(const std::string& source) {
     while (std::getline(params, param, ',')) {
       while (!param.empty() && param[0] == ' ') param.erase(0, 1);
       if (k > 0) args += ", ";
-      args += "(" + TypeOf(param) + ")*(unsigned long long*)p[" + std::to_string(k++) + "]";
+      args += "*(" + TypeOf(param) + "*)p[" + std::to_string(k++) + "]";  // its 8 bytes, as the driver reads them
     }
     out += "extern \"C\" int dc_emu_" + name +
            "(long long grid, int block, void** p) {\n  auto thread = [p] { " + name + "(" + args +
