@@ -12,6 +12,8 @@
 //   dualcast-simulation                          # 10^5 points, 4 load steps
 //   dualcast-simulation --elements 2000 --check  # what ctest runs
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -45,22 +47,44 @@ struct Options {
   std::exit(why == nullptr ? 0 : 2);
 }
 
+// The whole word as a number, or the usage with what is wrong (atoi read
+// "--steps 4x" as 4 and "--elements 1e5" as 1).
+int WholeNumber(const char* option, const char* text) {
+  int v = 0;
+  const char* end = text + std::strlen(text);
+  const auto [ptr, ec] = std::from_chars(text, end, v);
+  if (*text == '\0' || ptr != end || ec != std::errc()) {
+    Usage((std::string(option) + " '" + text + "': not a whole number that fits in an int").c_str());
+  }
+  return v;
+}
+double RealNumber(const char* option, const char* text) {
+  char* end = nullptr;
+  const double v = std::strtod(text, &end);
+  if (*text == '\0' || std::isspace(static_cast<unsigned char>(*text)) || *end != '\0' ||
+      !std::isfinite(v)) {
+    Usage((std::string(option) + " '" + text + "': not a finite number").c_str());
+  }
+  return v;
+}
+
 Options Parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
+    const char* arg = argv[i];  // value() moves i on
     auto value = [&]() -> const char* {
       if (i + 1 >= argc) Usage((std::string(argv[i]) + " needs a value").c_str());
       return argv[++i];
     };
     if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) Usage();
-    else if (!std::strcmp(argv[i], "--elements")) o.elements = std::atoi(value());
-    else if (!std::strcmp(argv[i], "--steps")) o.steps = std::atoi(value());
-    else if (!std::strcmp(argv[i], "--u-max")) o.u_max = std::atof(value());
-    else if (!std::strcmp(argv[i], "--sensitivity-elements")) o.sensitivity_elements = std::atoi(value());
+    else if (!std::strcmp(argv[i], "--elements")) o.elements = WholeNumber(arg, value());
+    else if (!std::strcmp(argv[i], "--steps")) o.steps = WholeNumber(arg, value());
+    else if (!std::strcmp(argv[i], "--u-max")) o.u_max = RealNumber(arg, value());
+    else if (!std::strcmp(argv[i], "--sensitivity-elements")) o.sensitivity_elements = WholeNumber(arg, value());
     else if (!std::strcmp(argv[i], "--check")) o.check = true;
-    else if (!std::strcmp(argv[i], "--ratio-bound")) o.ratio_bound = std::atof(value());
-    else if (!std::strcmp(argv[i], "--min-order")) o.min_order = std::atof(value());
-    else if (!std::strcmp(argv[i], "--fd-tolerance")) o.fd_tolerance = std::atof(value());
+    else if (!std::strcmp(argv[i], "--ratio-bound")) o.ratio_bound = RealNumber(arg, value());
+    else if (!std::strcmp(argv[i], "--min-order")) o.min_order = RealNumber(arg, value());
+    else if (!std::strcmp(argv[i], "--fd-tolerance")) o.fd_tolerance = RealNumber(arg, value());
     else Usage(("unknown option '" + std::string(argv[i]) + "'").c_str());
   }
   if (o.elements < 2 || o.steps < 1 || o.sensitivity_elements < 2) {
