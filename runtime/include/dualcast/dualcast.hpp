@@ -40,8 +40,10 @@ using jit::ResetStats;
 
 // Gives the freed array memory dualcast keeps for reuse back to the system
 // (blocks of 32 KiB and up, at most DUALCAST_ARRAY_CACHE_MAX, default 1G):
-// for a code that leaves a phase of large arrays behind. Arrays in use are
-// untouched; later allocations fault their pages in again.
+// for a code that leaves a phase of large arrays behind. The resident memory
+// falls by that much (blocks of 256 KiB and up are unmapped; smaller free
+// pages are trimmed from the C library's heap). Arrays in use are untouched;
+// later allocations fault their pages in again.
 inline void release_cached_memory() { detail::ReleaseCachedMemory(); }
 
 }  // namespace dualcast
