@@ -580,20 +580,35 @@ namespace {
 // The values of a computed CPU array, for reads that keep the pointer to
 // themselves (to_vector, item, at): unlike data(), nothing is registered.
 template <class T>
-const T* HostValues(const Array<T>& a) {
+const T* HostValues(const Array<T>& a, const char* what) {
   a.eval();
   const ArrayImpl& impl = *a.impl();
   if (!impl.device.is_cpu()) {
-    throw Error(ErrorKind::kDevice, absl::StrCat("Array::data: the array lives on ", impl.device.name(),
-                                                 "; copy it with .to(Device::cpu()) first"));
+    throw Error(ErrorKind::kDevice,
+                absl::StrCat(what, ": the array lives on ", impl.device.name(),
+                             ", whose memory the host cannot address; copy it with "
+                             ".to(Device::cpu()) first (to_vector, item, at and assign copy for you)"));
   }
   return static_cast<const T*>(impl.data());
+}
+
+// Element `off` (from the array's offset) of a computed device array, copied
+// to the host alone.
+template <class T>
+T DeviceElement(const ArrayImpl& a, int64_t off) {
+  std::shared_ptr<ArrayImpl> one = detail::ViewOf(a, {}, {});
+  one->offset += off;
+  std::shared_ptr<ArrayImpl> host = detail::BackendFor(a.device).Transfer(*one, Device::cpu());
+  return *static_cast<const T*>(host->data());
 }
 }  // namespace
 
 template <ElementType T>
-const T* Array<T>::data() const {
-  const T* p = HostValues(*this);
+const T* Array<T>::data() const { return DataFor("Array::data"); }
+
+template <ElementType T>
+const T* Array<T>::DataFor(const char* what) const {
+  const T* p = HostValues(*this, what);
   // The caller may make a view of this memory: writes through either must
   // see the other (storage_aliases.h).
   detail::RegisterAliasable(*impl_->storage, sizeof(T), sizeof(T));
@@ -602,7 +617,7 @@ const T* Array<T>::data() const {
 
 template <ElementType T>
 T* Array<T>::mutable_data() {
-  const T* p = data();
+  const T* p = DataFor("Array::mutable_data");
   if (impl_->read_only) {
     throw Error(ErrorKind::kInvalidArgument,
                 "Array::mutable_data: this is a read-only view of const memory");
@@ -656,7 +671,7 @@ std::vector<T> HostVector(int64_t n, const char* what) {
 template <ElementType T>
 std::vector<T> Array<T>::to_vector() const {
   if (!checked().device.is_cpu()) return to(Device::cpu()).to_vector();
-  const T* base = HostValues(*this);
+  const T* base = HostValues(*this, "Array::to_vector");
   std::vector<T> out = HostVector<T>(impl_->size(), "Array::to_vector");
   if (impl_->contiguous()) {
     if (!out.empty()) std::memcpy(out.data(), base, out.size() * sizeof(T));
@@ -674,12 +689,16 @@ T Array<T>::item() const {
                 absl::StrFormat("Array::item: the array has shape %s (%d elements), not one element",
                                 ShapeText(shape()), size()));
   }
-  return HostValues(*this)[0];
+  if (!impl_->device.is_cpu()) {
+    eval();
+    return DeviceElement<T>(*impl_, 0);
+  }
+  return HostValues(*this, "Array::item")[0];
 }
 
 template <ElementType T>
 T Array<T>::at(const Shape& index) const {
-  const T* base = HostValues(*this);
+  eval();
   if (index.size() != impl_->shape.size()) {
     throw Error(ErrorKind::kShape, absl::StrFormat("Array::at: index %s has rank %d, array is %s",
                                                    ShapeText(index), index.size(),
@@ -694,7 +713,8 @@ T Array<T>::at(const Shape& index) const {
     }
     off += index[d] * impl_->strides[d];
   }
-  return base[off];
+  if (!impl_->device.is_cpu()) return DeviceElement<T>(*impl_, off);
+  return HostValues(*this, "Array::at")[off];
 }
 
 template <ElementType T>
@@ -865,7 +885,16 @@ void Array<T>::assign(const std::vector<T>& values) {
   }
   // As mutable_data(), but every element gets a new value: the array holds
   // user values from now on (a leaf to a tape, computed from nothing).
-  const T* p = data();
+  if (!impl_->device.is_cpu()) {  // the values moved to the device first, then copied in there
+    eval();
+    const Array<T> values_there = Array<T>::from(values, impl_->shape, impl_->device);
+    detail::ComputeReadersBeforeWrite(*impl_);
+    detail::NoteInPlaceWrite(*impl_, /*whole=*/true);
+    impl_->origin.reset();
+    detail::CopyInto(*impl_, *values_there.impl());
+    return;
+  }
+  const T* p = DataFor("Array::assign");
   detail::ComputeReadersBeforeWrite(*impl_);
   detail::NoteInPlaceWrite(*impl_, /*whole=*/true);
   impl_->origin.reset();
@@ -924,7 +953,7 @@ template <ElementType T>
 std::string Array<T>::str() const {
   // A device array is printed from one host copy of it.
   const Array host = checked().device.is_cpu() ? *this : to(Device::cpu());
-  const T* base = HostValues(host);
+  const T* base = HostValues(host, "Array::str");
   std::string out = "array(";
   PrintLevel(out, base, host.impl_->shape, host.impl_->strides, 0, 0, impl_->size() > 1000, 6);
   absl::StrAppend(&out, ", dtype=", detail::DTypeName(impl_->dtype));

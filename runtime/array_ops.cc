@@ -42,7 +42,7 @@ struct SliceNode final : detail::GradNode {
   std::vector<std::shared_ptr<ArrayImpl>> Backward(
       const std::vector<std::shared_ptr<ArrayImpl>>& outs) override {
     if (outs.empty() || outs[0] == nullptr) return {nullptr};
-    std::shared_ptr<ArrayImpl> full = detail::Filled(dtype, in_shape, 0.0);
+    std::shared_ptr<ArrayImpl> full = detail::Filled(dtype, in_shape, 0.0, outs[0]->device);
     std::shared_ptr<ArrayImpl> region = detail::ViewOf(*full, out_shape, strides);
     region->offset += offset;
     detail::AddInto(*region, *outs[0]);
@@ -90,7 +90,12 @@ Array<T> Join(const char* what, const std::vector<Array<T>>& arrays, int axis, b
     }
     arrays[k].eval();
     ins.push_back(arrays[k].impl());
-    detail::CheckHostArray(*ins.back(), what);
+    if (ins[k]->device != ins[0]->device) {
+      throw Error(ErrorKind::kDevice,
+                  absl::StrCat(what, ": array ", k + 1, " is on ", ins[k]->device.name(),
+                               " but array 1 is on ", ins[0]->device.name(),
+                               "; move the arrays to one device with .to(device) first"));
+    }
     user_shapes.push_back(ins.back()->shape);
   }
   const int rank = static_cast<int>(user_shapes[0].size()) + (new_axis ? 1 : 0);

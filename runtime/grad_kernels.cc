@@ -61,17 +61,6 @@ void CheckComputed(const ArrayImpl& a, const char* what) {
   }
 }
 
-void CheckHostArray(const ArrayImpl& a, const char* what) {
-  if (a.storage == nullptr) {
-    throw Error(ErrorKind::kInternal, absl::StrCat(what, ": array is not computed yet"));
-  }
-  if (!a.device.is_cpu()) {
-    throw Error(ErrorKind::kDevice, absl::StrCat(what, ": the reverse sweep runs on the CPU only in "
-                                                 "this version; the array lives on ",
-                                                 a.device.name()));
-  }
-}
-
 std::shared_ptr<ArrayImpl> ViewOf(const ArrayImpl& a, std::vector<int64_t> shape,
                                   std::vector<int64_t> strides) {
   auto v = std::make_shared<ArrayImpl>();

@@ -111,8 +111,6 @@ class NeededInputsScope {
   const std::vector<bool>* saved_;
 };
 
-// Throws Error(kDevice) unless `a` is a materialised CPU array (`what` names the op).
-void CheckHostArray(const ArrayImpl& a, const char* what);
 // Throws Error(kInternal) unless `a` is materialised (any device: for the
 // helpers above, which run generated kernels where the array lives).
 void CheckComputed(const ArrayImpl& a, const char* what);

@@ -256,6 +256,58 @@ TEST_CASE("GPU: means are divided before their one rounding, as on the CPU") {
   MeansOnGpu<double>();
 }
 
+// slice's gradient scattered into zeros made on the CPU, so it failed on
+// CUDA arrays ("add_into: destination ... is on cpu"); concat and stack
+// refused CUDA arrays with a message about the reverse sweep; item(), at()
+// and assign() refused them naming Array::data. All now run where the
+// arrays live, against hand values.
+template <class T>
+void JoinsAndElementAccessOnGpu() {
+  const Device gpu = Device::cuda(0);
+  const auto x = Array<T>::from({1, 2, 3, 4}, {4}, gpu);
+  {
+    Tape tape;
+    auto g = tape.gradient(sum(slice(x, {{0, 2}}) * slice(x, {{0, 2}})), {x});
+    CHECK(g[0].device() == gpu);
+    CHECK(Host(g[0]) == std::vector<T>{2, 4, 0, 0});
+  }
+  const auto y = Array<T>::from({10, 20, 30, 40}, {4}, gpu);
+  const Array<T> c = concat(std::vector<Array<T>>{x, y}, 0);
+  CHECK(c.device() == gpu);
+  CHECK(Host(c) == std::vector<T>{1, 2, 3, 4, 10, 20, 30, 40});
+  const Array<T> st = stack(std::vector<Array<T>>{x, y}, -1);
+  CHECK(st.shape() == Shape{4, 2});
+  CHECK(Host(st) == std::vector<T>{1, 10, 2, 20, 3, 30, 4, 40});
+  {
+    Tape tape;
+    const auto w = Array<T>::from({1, 2, 3, 4, 5, 6, 7, 8}, {4, 2}, gpu);
+    auto g = tape.gradient(sum(stack(std::vector<Array<T>>{x, y}, -1) * w), {x, y});
+    CHECK(Host(g[0]) == std::vector<T>{1, 3, 5, 7});
+    CHECK(Host(g[1]) == std::vector<T>{2, 4, 6, 8});
+  }
+  const auto on_cpu = Array<T>::from({5}, {1});
+  CHECK_THROWS_WITH_AS(concat(std::vector<Array<T>>{x, on_cpu}, 0),
+                       doctest::Contains("concat: array 2 is on cpu but array 1 is on cuda:0"), Error);
+  // Element reads copy the element; assign copies the values there.
+  CHECK(sum(x).item() == T(10));
+  const auto m = Array<T>::from({1, 2, 3, 4, 5, 6}, {2, 3}, gpu);
+  CHECK(m.at({1, 2}) == T(6));
+  CHECK(m.transpose().at({2, 0}) == T(3));
+  Array<T> z = Array<T>::zeros({2, 3}, gpu);
+  const Array<T> pending = z + T(1);  // reads z's old values
+  z.transpose().assign({1, 2, 3, 4, 5, 6});
+  CHECK(Host(z) == std::vector<T>{1, 3, 5, 2, 4, 6});
+  CHECK(Host(pending) == std::vector<T>(6, T(1)));
+  CHECK_THROWS_WITH_AS(z.mutable_data(), doctest::Contains("Array::mutable_data: the array lives on cuda:0"),
+                       Error);
+}
+
+TEST_CASE("GPU: slice gradients, concat, stack, item, at and assign on CUDA arrays") {
+  DC_REQUIRE_GPU();
+  JoinsAndElementAccessOnGpu<float>();
+  JoinsAndElementAccessOnGpu<double>();
+}
+
 // copy() used to be from(to_vector()): a CUDA array went to the host and
 // back. It is a copy kernel on the device now (a copying reshape is too), and
 // str() prints from one host copy; values and the tape's copy node as on the CPU.

@@ -84,12 +84,14 @@ class Array {
   bool is_read_only() const;  // a view of const memory
   bool is_pending() const;    // a broadcast (or sum/mean of one) not computed yet
 
-  // Reads (each computes a pending array first).
+  // Reads (each computes a pending array first; from a device array each
+  // copies what it reads to the host: at() one element).
   std::vector<T> to_vector() const;
   T item() const;  // the one element of a size-1 array
   T at(const Shape& index) const;
   const Array& eval() const;
-  // Pointer to the first element (CPU arrays); computes a pending array.
+  // Pointer to the first element (CPU arrays only: an Error names the
+  // device otherwise); computes a pending array.
   const T* data() const;
   // The same, for writing: a write in place. Pending results that read this
   // memory are computed first; the array is a leaf from then on, and a Tape
@@ -114,8 +116,9 @@ class Array {
   Array reshape(Shape shape) const;
   // A view with permuted axes; no argument reverses them (a matrix transpose).
   Array transpose(std::vector<int> perm = {}) const;
-  // Writes `values` into this array's memory (through views too): every
-  // element new, so a Tape takes the array for user values from then on.
+  // Writes `values` into this array's memory (through views too; on a
+  // device, copied there first): every element new, so a Tape takes the
+  // array for user values from then on.
   void assign(const std::vector<T>& values);
 
   // NumPy-like text, elided with "..." when large (over 1000 elements: the
@@ -141,6 +144,7 @@ class Array {
 
  private:
   const detail::ArrayImpl& checked() const;
+  const T* DataFor(const char* what) const;  // data(), its Error naming `what`
   std::shared_ptr<detail::ArrayImpl> impl_;
 };
 

@@ -114,7 +114,8 @@ template <ElementType T>
 Array<T> slice(const Array<T>& a, const std::vector<Slice>& dims);
 
 // Joins arrays along an existing axis (concat) or a new one (stack). Shapes
-// must match except along `axis` (concat) or entirely (stack).
+// must match except along `axis` (concat) or entirely (stack), and the arrays
+// must be on one device (the result is there).
 template <ElementType T>
 Array<T> concat(const std::vector<Array<T>>& arrays, int axis = 0);
 template <ElementType T>
