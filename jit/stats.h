@@ -23,7 +23,8 @@ namespace dualcast::jit {
 // The process-wide caches that grow per distinct kernel, each bounded with
 // LRU eviction (lru_map.h, kernel_cache.h) and counted here.
 enum class Cache : uint8_t {
-  kKernel,    // compiled kernels (kernel_cache.h); misses are compiles and disk loads
+  kKernel,    // compiled kernels (kernel_cache.h); misses are compiles, disk loads and
+              // re-requests of evicted CPU kernels (still linked: neither)
   kCompose,   // fused groups' composed functions (runtime lazy.cc)
   kJvp,       // forward-mode (partials) functions (runtime lazy.cc CachedJvp)
   kBackward,  // reverse-sweep functions of broadcast tape nodes (runtime broadcast_grad.cc)

@@ -92,7 +92,10 @@ absl::StatusOr<KernelCache::Ref> KernelCache::GetOrCompileWithKey(uint64_t key,
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
-  if (compiled.ok()) {
+  if (compiled.ok() && compiled->already_built) {
+    // A miss (counted above), but neither a compile nor a disk load.
+    LogLine(absl::StrFormat("found %s still linked (%s)", compiled->symbol, spec.Describe()));
+  } else if (compiled.ok()) {
     RecordCompile(ms, compiled->from_disk);
     LogLine(absl::StrFormat("%s %s in %.1f ms (%s)", compiled->from_disk ? "loaded" : "compiled",
                             compiled->symbol, ms, spec.Describe()));

@@ -56,6 +56,7 @@ struct CompiledKernel {
   double compile_ms = 0;        // as measured by the backend
   bool from_disk = false;       // loaded from the object store, not compiled
   std::shared_ptr<void> owner;  // keeps the code alive (JIT dylib, CUDA module), may be null
+  bool already_built = false;   // the backend still had it (an evicted CPU kernel): not a compile
 };
 
 struct CachedKernel {

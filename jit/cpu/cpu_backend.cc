@@ -53,6 +53,7 @@ absl::StatusOr<CompiledCpuKernel> CompileCpuKernel(const KernelSpec& spec, Objec
   kernel.symbol = symbol;
   kernel.compile_ms = compiled->compile_ms;
   kernel.from_object_store = compiled->from_object_store;
+  kernel.already_linked = compiled->already_linked;
   return kernel;
 }
 

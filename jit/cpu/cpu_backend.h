@@ -44,6 +44,7 @@ struct CompiledCpuKernel {
   std::string symbol;              // the exported name, e.g. "dc_cell_f32_0123456789abcdef"
   double compile_ms = 0;           // wall time of this call; 0 when it was already linked
   bool from_object_store = false;  // linked from the store's bytes, not compiled
+  bool already_linked = false;     // found linked (an evicted kernel asked for again)
 };
 
 // Compiles (or finds) the kernel of `spec`. `store` may be null. Errors:

@@ -378,7 +378,7 @@ absl::StatusOr<JitCompiled> OrcJit::Compile(const std::string& symbol,
   State& s = *state_;
   std::lock_guard<std::mutex> lock(s.mutex);
   if (!s.init_error.empty()) return JitUnusable(symbol, s.init_error);
-  if (auto it = s.linked.find(symbol); it != s.linked.end()) return JitCompiled{it->second, 0, false};
+  if (auto it = s.linked.find(symbol); it != s.linked.end()) return JitCompiled{it->second, 0, false, true};
 
   if (store != nullptr) {
     if (std::optional<std::string> bytes = store->Load(store_key);

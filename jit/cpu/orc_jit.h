@@ -58,6 +58,7 @@ struct JitCompiled {
   uint64_t address = 0;
   double compile_ms = 0;           // wall time of this call (0 when already linked)
   bool from_object_store = false;  // linked from stored bytes, LLVM's optimiser not run
+  bool already_linked = false;     // linked by an earlier call: nothing built or loaded
 };
 
 class OrcJit {

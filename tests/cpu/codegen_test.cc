@@ -240,6 +240,18 @@ std::shared_ptr<Function> BranchyFunction(Type t) {
   return f;
 }
 
+TEST_CASE("a kernel asked for again is found linked, not compiled again") {
+  // What an evicted kernel's re-request gets (kernel_cache.h): stats count
+  // it as a cache miss but not as a compile.
+  Harness<double> h{ArithmeticFunction(Type::kF64), {3}, {0, 0, 0}};
+  absl::StatusOr<CompiledCpuKernel> first = CompileCpuKernel(h.Spec(), nullptr);
+  REQUIRE(first.ok());
+  absl::StatusOr<CompiledCpuKernel> again = CompileCpuKernel(h.Spec(), nullptr);
+  REQUIRE(again.ok());
+  CHECK(again->already_linked);
+  CHECK(reinterpret_cast<uintptr_t>(again->entry) == reinterpret_cast<uintptr_t>(first->entry));
+}
+
 TEST_CASE("rank 0: the single element is computed only by the chunk that holds it") {
   Harness<double> h{ArithmeticFunction(Type::kF64), {}, {0, 0, 0}};
   KernelEntry entry = Compile(h);

@@ -115,6 +115,30 @@ TEST_CASE("same spec twice compiles once; other sizes hit; other bits compile") 
   CHECK(st.cache_hits == 2);
 }
 
+TEST_CASE("an evicted kernel the backend still has is a miss, not a compile") {
+  // DUALCAST_KERNEL_CACHE_MAX=2 with three kernels in turn counted 3000
+  // "compiles" in 20 ms: each re-request found the CPU kernel still linked.
+  KernelCache cache(1);
+  int calls = 0;
+  auto backend = [&]() -> absl::StatusOr<CompiledKernel> {
+    CompiledKernel k;
+    k.entry = reinterpret_cast<void*>(uintptr_t{0x2000});
+    k.symbol = "kept";
+    k.already_built = ++calls > 1;  // built once, then found
+    return k;
+  };
+  ResetStats();
+  const KernelSpec a = SpecFor({{4, 1}, {4, 4}}), b = SpecFor({{1, 4}, {4, 4}});
+  for (int round = 0; round < 3; ++round) {
+    REQUIRE(cache.GetOrCompile(a, backend).ok());
+    REQUIRE(cache.GetOrCompile(b, backend).ok());  // evicts a (capacity 1)
+  }
+  const Stats st = GetStats();
+  CHECK(calls == 6);
+  CHECK(st.caches[static_cast<int>(Cache::kKernel)].misses == 6);
+  CHECK(st.compiles == 1);
+}
+
 TEST_CASE("a 64-bit key collision still gives each spec its own kernel") {
   KernelCache cache;
   FakeCompiler compiler;
