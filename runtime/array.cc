@@ -530,6 +530,7 @@ std::shared_ptr<ArrayImpl> MakeView(const T* data, Shape shape, Shape strides, b
   // Another view of this memory may be made. Its arrays use only this view's
   // elements' grid: columns of one table do not alias (storage_aliases.h).
   detail::RegisterAliasable(*impl->storage, detail::ExtentOf(*impl).step, sizeof(T));
+  detail::InheritWrittenValues(*impl);  // values partials() or a sweep wrote there stay untaped
   impl->read_only = read_only;
   return impl;
 }

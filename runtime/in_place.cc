@@ -1,6 +1,7 @@
 // The in-place write stamps (see in_place.h).
 #include "runtime/in_place.h"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <vector>
@@ -42,6 +43,50 @@ struct Shard {
 };
 // Storages with a write in Stamp::writes: none, and NoteOrigin skips the look.
 std::atomic<size_t> g_written_with_values{0};
+
+// The records of user memory (views, Array::view) whose last view is gone:
+// the memory is the user's and outlives its views, so a view made of it
+// later takes them on (InheritWrittenValues). The latest kMaxKept, oldest
+// first; a stale one (memory freed and reused) can only refuse a gradient
+// through values whose writer's inputs are still alive, never give one.
+struct KeptRecord {
+  uintptr_t begin, end;
+  uint64_t epoch;
+  std::vector<Stamp::Write> writes;
+};
+struct KeptRecords {
+  static constexpr size_t kMaxKept = 256;
+  std::mutex mu;
+  std::vector<KeptRecord> records;  // guarded by mu
+  std::atomic<size_t> size{0};
+};
+KeptRecords& Kept() {
+  static auto* kept = new KeptRecords();  // never destroyed: storages die at exit
+  return *kept;
+}
+
+// What of `writes` (oldest first) a read can still see: from the last write
+// over all of the storage on (older ones are hidden, WrittenValuesAt), each
+// write once (a view takes on the records of every view it meets, so the
+// same write arrives several ways). Empty when no computed values remain.
+void Compact(std::vector<Stamp::Write>& writes) {
+  std::stable_sort(writes.begin(), writes.end(),
+                   [](const Stamp::Write& a, const Stamp::Write& b) { return a.epoch < b.epoch; });
+  for (size_t k = writes.size(); k-- > 0;) {
+    if (writes[k].covers) {
+      writes.erase(writes.begin(), writes.begin() + static_cast<std::ptrdiff_t>(k));
+      break;
+    }
+  }
+  writes.erase(std::unique(writes.begin(), writes.end(),
+                           [](const Stamp::Write& a, const Stamp::Write& b) {
+                             return a.epoch == b.epoch && a.writer == b.writer;
+                           }),
+               writes.end());
+  if (std::none_of(writes.begin(), writes.end(), [](const Stamp::Write& w) { return w.writer != nullptr; })) {
+    writes.clear();
+  }
+}
 constexpr size_t kShards = 16;
 Shard& ShardOf(const Storage* storage) {
   static auto* shards = new Shard[kShards];  // never destroyed: storage may be freed at exit
@@ -240,6 +285,55 @@ VersionInfo InputSeenBy(const GradNode& reader, size_t j) {
   return VersionOf(*reader.inputs[j], reader.seen(j).version);
 }
 
+void InheritWrittenValues(const ArrayImpl& view) {
+  if (view.storage == nullptr || (g_written_with_values.load(std::memory_order_relaxed) == 0 &&
+                                  Kept().size.load(std::memory_order_relaxed) == 0)) {
+    return;
+  }
+  const Storage* own = view.storage.get();
+  const auto own_begin = reinterpret_cast<uintptr_t>(own->data);
+  const uintptr_t own_end = own_begin + own->bytes;
+  uint64_t epoch = 0;
+  std::vector<Stamp::Write> inherited;
+  if (Kept().size.load(std::memory_order_relaxed) != 0) {
+    KeptRecords& kept = Kept();
+    std::lock_guard<std::mutex> lock(kept.mu);
+    for (const KeptRecord& r : kept.records) {
+      if (r.end <= own_begin || own_end <= r.begin) continue;
+      const bool within = r.begin <= own_begin && own_end <= r.end;
+      for (Stamp::Write w : r.writes) {
+        w.covers = w.covers && within;
+        inherited.push_back(std::move(w));
+      }
+      epoch = std::max(epoch, r.epoch);
+    }
+  }
+  for (const Storage* storage : AliasesOf(view)) {
+    if (storage == own) continue;
+    Shard& shard = ShardOf(storage);
+    if (shard.size.load(std::memory_order_relaxed) == 0) continue;
+    std::lock_guard<std::mutex> lock(shard.mu);
+    auto it = shard.last.find(storage);
+    if (it == shard.last.end() || it->second.writes.empty()) continue;
+    const auto begin = reinterpret_cast<uintptr_t>(storage->data);
+    const bool within = begin <= own_begin && own_end <= begin + storage->bytes;
+    for (Stamp::Write w : it->second.writes) {
+      w.covers = w.covers && within;
+      inherited.push_back(std::move(w));
+    }
+    epoch = std::max(epoch, it->second.epoch);
+  }
+  Compact(inherited);
+  if (inherited.empty()) return;
+  Shard& shard = ShardOf(own);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  auto [it, inserted] = shard.last.try_emplace(own);
+  if (inserted) shard.size.fetch_add(1, std::memory_order_relaxed);
+  Stamp& stamp = it->second;
+  stamp.epoch = std::max(stamp.epoch, epoch);
+  for (Stamp::Write& w : inherited) Remember(stamp, std::move(w));
+}
+
 uint64_t LastInPlaceWrite(const Storage* storage) {
   if (storage == nullptr || InPlaceWriteEpoch() == 0) return 0;
   Shard& shard = ShardOf(storage);
@@ -257,7 +351,19 @@ void ForgetInPlaceWrites(const Storage* storage) {
   std::lock_guard<std::mutex> lock(shard.mu);
   auto it = shard.last.find(storage);
   if (it == shard.last.end()) return;
-  if (!it->second.writes.empty()) g_written_with_values.fetch_sub(1, std::memory_order_relaxed);
+  if (!it->second.writes.empty()) {
+    g_written_with_values.fetch_sub(1, std::memory_order_relaxed);
+    std::vector<Stamp::Write>& writes = it->second.writes;
+    if (!it->second.forgot) Compact(writes);  // (forgotten ones: kept whole, refused as before)
+    if (!storage->owning && storage->data != nullptr && !writes.empty()) {  // the user's memory: its records stay
+      const auto begin = reinterpret_cast<uintptr_t>(storage->data);
+      KeptRecords& kept = Kept();
+      std::lock_guard<std::mutex> kept_lock(kept.mu);
+      if (kept.records.size() >= KeptRecords::kMaxKept) kept.records.erase(kept.records.begin());
+      kept.records.push_back({begin, begin + storage->bytes, it->second.epoch, std::move(it->second.writes)});
+      kept.size.store(kept.records.size(), std::memory_order_relaxed);
+    }
+  }
   shard.last.erase(it);
   shard.size.fetch_sub(1, std::memory_order_relaxed);
 }

@@ -78,6 +78,14 @@ void NoteInPlaceWriter(const ArrayImpl& a, bool whole);
 // gradient through it instead of taking the array for user values).
 void NotePointerWrite(ArrayImpl& a);
 
+// A view of memory just made (Array::view): takes on the written-values
+// records of the live storages it may share an element with, so that it
+// reads what they hold as they do (`partials(k, {a}, {.value_out = {buf}});
+// v = view(buf.data())`: v is not a constant either). A record that hid
+// older writes (`covers`) keeps doing so only where the view lies within
+// that storage; elsewhere the older writers show too (conservative).
+void InheritWrittenValues(const ArrayImpl& view);
+
 // The Origins of the computed values that memory of `storage` held at
 // `epoch` (an epoch LastInPlaceWrite gave, e.g. when a node read it),
 // latest first: those written since the last write of user values over all

@@ -413,6 +413,44 @@ TEST_CASE("a partials() or accumulate_gradient() destination read through anothe
   }
 }
 
+TEST_CASE("a view of user memory made after partials() or accumulate_gradient() wrote it: refused too") {
+  // Before: only views alive at the write carried what wrote the memory, so
+  // view(buf) made afterwards (the destination view a temporary, long gone)
+  // was a constant to the tape: d/da = [1 1], where it is 2 a w + 1 = [11 25]
+  // (partials) or 6 a w + 1 = [31 73] (accumulate_gradient, a = [1 2], w = [5 6]).
+  for (bool keep_destination : {false, true}) {
+    CAPTURE(keep_destination);
+    std::vector<double> buf(2, 0.0);
+    D a = D::from({1, 2}, {2}), w = D::from({5, 6}, {2});
+    Tape tape;
+    std::optional<D> dest;
+    {
+      PartialsOptions<double> o;
+      o.value_out = {D::view(buf.data(), {2})};
+      if (keep_destination) dest = o.value_out[0];
+      partials(Square(), {a}, o);
+    }
+    const D v = D::view(buf.data(), {2});
+    CHECK(v.to_vector() == std::vector<double>{1, 4});
+    CHECK(Has(ErrorOf([&] { tape.gradient(sum(v * w) + sum(a), {a}); }),
+              "whose memory holds values written there by 'square'"));
+    // User values over all of it: a constant again.
+    D::view(buf.data(), {2}).assign({7, 8});
+    CHECK(tape.gradient(sum(D::view(buf.data(), {2}) * w) + sum(a), {a})[0].to_vector() ==
+          std::vector<double>{1, 1});
+  }
+  {
+    std::vector<double> buf(2, 0.0);
+    D a = D::from({1, 2}, {2}), w = D::from({5, 6}, {2});
+    Tape tape;
+    tape.accumulate_gradient(sum(a * a * a), {a}, {D::view(buf.data(), {2})});
+    const D v = D::view(buf.data(), {2});
+    CHECK(v.to_vector() == std::vector<double>{3, 12});
+    CHECK(Has(ErrorOf([&] { tape.gradient(sum(v * w) + sum(a), {a}); }),
+              "whose memory holds values written by Tape::accumulate_gradient"));
+  }
+}
+
 TEST_CASE("a write through mutable_data() into a computed array: refused, never its other elements dropped") {
   // mutable_data() hands out all of y, so which elements change is unknown.
   // Before, y became a leaf of user values: with x = [1 2 3], w = [5 6 7],
