@@ -423,6 +423,13 @@ Array<T> Array<T>::ones(Shape shape, Device device) {
 
 template <ElementType T>
 Array<T> Array<T>::uniform(Shape shape, uint64_t seed, T lo, T hi, Device device) {
+  // Every sample was lo when lo >= hi or a bound was not finite (the clamp below).
+  if (!(std::isfinite(lo) && std::isfinite(hi) && lo < hi)) {
+    throw Error(ErrorKind::kInvalidArgument,
+                absl::StrFormat("Array::uniform: the bounds lo = %g, hi = %g must be finite with "
+                                "lo < hi (samples lie in [lo, hi))",
+                                static_cast<double>(lo), static_cast<double>(hi)));
+  }
   RequireUsable(device, "Array::uniform");
   if (!device.is_cpu()) return uniform(std::move(shape), seed, lo, hi, Device::cpu()).to(device);
   auto impl = detail::NewArray(detail::DTypeOf<T>(), std::move(shape), device);
@@ -952,14 +959,20 @@ void PrintLevel(std::string& out, const T* base, const Shape& shape, const Shape
 
 template <ElementType T>
 std::string Array<T>::str() const {
+  const std::string suffix = absl::StrCat(
+      ", dtype=", detail::DTypeName(checked().dtype),
+      impl_->device.is_cpu() ? "" : absl::StrCat(", device=", impl_->device.name()), ")");
+  if (impl_->size() == 0 && impl_->rank() > 1) {
+    // As NumPy: "array([])" alone reads as shape (0,), and rows of "[]" for
+    // shape (1e12, 0) never ended.
+    return absl::StrCat("array([], shape=(", absl::StrJoin(impl_->shape, ", "), ")", suffix);
+  }
   // A device array is printed from one host copy of it.
   const Array host = checked().device.is_cpu() ? *this : to(Device::cpu());
   const T* base = HostValues(host, "Array::str");
   std::string out = "array(";
   PrintLevel(out, base, host.impl_->shape, host.impl_->strides, 0, 0, impl_->size() > 1000, 6);
-  absl::StrAppend(&out, ", dtype=", detail::DTypeName(impl_->dtype));
-  if (!impl_->device.is_cpu()) absl::StrAppend(&out, ", device=", impl_->device.name());
-  return out + ")";
+  return out + suffix;
 }
 
 template <ElementType T>

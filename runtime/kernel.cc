@@ -83,12 +83,37 @@ struct Kernel::State {
 };
 
 Kernel::Kernel(std::string name, TraceFn trace) : state_(std::make_shared<State>()) {
+  if (!trace) {  // calling it threw std::bad_function_call at the first broadcast
+    throw Error(ErrorKind::kInvalidArgument,
+                absl::StrCat("Kernel '", name, "': the trace function is empty; pass one that "
+                             "builds a jit::Function with one input per argument type"));
+  }
   state_->name = std::move(name);
   std::unique_lock<std::mutex> lock(state_->mu);
   state_->trace = std::move(trace);
 }
 
 namespace {
+// A hand-written TraceFn (kernel.hpp) must give one input per argument, of
+// its type: else Execute refused the call as an internal error.
+void CheckTraced(const std::string& name, const jit::Function& traced, std::span<const jit::Type> types) {
+  if (traced.num_inputs() != types.size()) {
+    throw Error(ErrorKind::kArity,
+                absl::StrCat(name, ": called with ", types.size(), " arguments, but the kernel's trace "
+                             "function built a function of ", traced.num_inputs(), " inputs; it must "
+                             "add one input per argument type it is given"));
+  }
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (traced.input_type(i) != types[i]) {
+      throw Error(ErrorKind::kType,
+                  absl::StrCat(name, ": argument ", i + 1, " is ", jit::TypeName(types[i]),
+                               ", but the kernel's trace function made input ", i + 1, " ",
+                               jit::TypeName(traced.input_type(i)),
+                               "; it must give each input the type it is given"));
+    }
+  }
+}
+
 [[noreturn]] void ThrowEmptyHandle() {
   throw Error(ErrorKind::kInvalidArgument,
               "an empty dualcast::Kernel handle was used; create one with dualcast::kernel(name, "
@@ -135,6 +160,7 @@ std::shared_ptr<const jit::Function> Kernel::function(int arity, jit::Type dtype
     } else {
       std::vector<jit::Type> types(static_cast<size_t>(arity), dtype);
       jit::Function traced = state_->trace(state_->name, types);
+      CheckTraced(state_->name, traced, types);
       fn = Interned(std::make_shared<const jit::Function>(jit::Optimize(traced)));
       state_->traced.emplace(key, fn);
     }

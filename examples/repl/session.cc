@@ -71,15 +71,7 @@ void Materialize(const Value& v) {
 
 std::string FormatArray(const A& a) {
   if (a.rank() == 0) return element_str(a.item());  // the digits an array element would get
-  std::string text = a.str();
-  if (a.size() == 0 && a.rank() > 1) {
-    // "array([], ...)" alone would read as shape (0,): say the shape, as NumPy does.
-    const size_t rest = text.find(", dtype=");
-    std::string dims;
-    for (int64_t d : a.shape()) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
-    text = "array([], shape=(" + dims + ")" + text.substr(rest);
-  }
-  return text;
+  return a.str();  // an empty array of rank > 1 names its shape, as NumPy prints it
 }
 
 Session::Session(std::ostream& out, std::ostream& err, Options options)

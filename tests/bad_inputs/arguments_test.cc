@@ -3,7 +3,9 @@
 
 #include <cmath>
 #include <limits>
+#include <span>
 #include <string>
+#include <utility>
 
 #include "bad_inputs/bad_inputs.h"
 
@@ -24,6 +26,54 @@ TEST_CASE("normal with a negative or NaN stddev: kInvalidArgument naming it") {
   CHECK(Catch([] { Array<float>::normal({4}, 1, 0.0f, -2.0f); }).has_value());
   // stddev 0 is a constant array, as in NumPy.
   CHECK(Array<double>::normal({3}, 1, 2.5, 0.0).to_vector() == std::vector<double>{2.5, 2.5, 2.5});
+}
+
+// Every sample was lo (the clamp that keeps [lo, hi) took them all) when lo
+// >= hi or a bound was infinite, and NaN for a NaN bound.
+TEST_CASE("uniform with lo >= hi or a bound not finite: kInvalidArgument naming both") {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (auto [lo, hi] : {std::pair{5.0, 1.0}, {1.0, 1.0}, {0.0, inf}, {-inf, 0.0}, {std::nan(""), 1.0}}) {
+    CAPTURE(lo);
+    CAPTURE(hi);
+    std::optional<Error> e = Catch([&] { Array<double>::uniform({3}, 1, lo, hi); });
+    REQUIRE(e);
+    CHECK(e->kind() == ErrorKind::kInvalidArgument);
+    CHECK(Contains(e->what(), "Array::uniform"));
+    CHECK(Contains(e->what(), "lo < hi"));
+  }
+  for (double v : Array<double>::uniform({100}, 7, -2.0, 3.0).to_vector()) CHECK((v >= -2.0 && v < 3.0));
+}
+
+// A default-constructed std::function reached the first broadcast, where
+// calling it threw std::bad_function_call (not a dualcast::Error).
+TEST_CASE("a Kernel made from an empty trace function: kInvalidArgument naming the kernel") {
+  std::optional<Error> e = Catch([] { Kernel k("emptyfn", Kernel::TraceFn{}); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kInvalidArgument);
+  CHECK(Contains(e->what(), "Kernel 'emptyfn'"));
+}
+
+// A hand-written trace function that ignores its argument types was refused
+// later by Execute as an internal error ("Execute was given 2").
+TEST_CASE("a trace function whose inputs do not match the call: kArity or kType naming the kernel") {
+  auto one_input = [](jit::Type t) {
+    return [t](const std::string& name, std::span<const jit::Type>) {
+      jit::Function f(name);
+      jit::Builder b(f);
+      b.Return({b.Input(t)});
+      return f;
+    };
+  };
+  const auto x = Array<double>::ones({2});
+  std::optional<Error> e = Catch([&] { broadcast(Kernel("fewin", one_input(jit::Type::kF64)), x, x).eval(); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kArity);
+  CHECK(Contains(e->what(), "fewin: called with 2 arguments"));
+  e = Catch([&] { broadcast(Kernel("wrongty", one_input(jit::Type::kF32)), x).eval(); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kType);
+  CHECK(Contains(e->what(), "wrongty: argument 1 is f64"));
+  CHECK(x.to_vector() == std::vector<double>{1, 1});
 }
 
 // A value outside the enum (from a cast) was accepted and behaved like some mode.

@@ -155,6 +155,11 @@ TEST_CASE("printing is NumPy-like and elides large arrays") {
   auto a = Array<float>::from({1, 2.5f, 3, 4}, {2, 2});
   CHECK(a.str() == "array([[1, 2.5],\n       [3, 4]], dtype=float32)");
   CHECK(Array<double>::scalar(3).str() == "array(3, dtype=float64)");
+  // Empty arrays of rank > 1 name their shape, as NumPy prints them (rows of
+  // "[]" for shape (1e12, 0) never ended, and the last 2 of (3, 0, 2) was lost).
+  CHECK(Array<double>::zeros({1000000000000, 0}).str() == "array([], shape=(1000000000000, 0), dtype=float64)");
+  CHECK(Array<float>::zeros({3, 0, 2}).str() == "array([], shape=(3, 0, 2), dtype=float32)");
+  CHECK(Array<float>::zeros({0}).str() == "array([], dtype=float32)");
   std::string big = Array<float>::arange(5000).str();
   CHECK(big == "array([0, 1, 2, ..., 4997, 4998, 4999], dtype=float32)");
 }
