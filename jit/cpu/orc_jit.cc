@@ -298,8 +298,9 @@ std::string SetLlvmOptions() {
   llvm::raw_string_ostream problems_os(problems);
   if (!llvm::cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data(), "",
                                          &problems_os)) {
+    // Some options' parsers print their reason to stderr, not to `problems`.
     return "DUALCAST_LLVM_ARGS='" + LlvmExtraArgs() + "' was rejected by LLVM (unset or fix it): " +
-           problems;
+           (problems.empty() ? std::string("LLVM printed its reason on stderr") : problems);
   }
   return "";
 }
