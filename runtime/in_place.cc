@@ -53,6 +53,7 @@ struct KeptRecord {
   uintptr_t begin, end;
   uint64_t epoch;
   std::vector<Stamp::Write> writes;
+  bool forgot;  // older writes were dropped, and none of `writes` hides them
 };
 struct KeptRecords {
   static constexpr size_t kMaxKept = 256;
@@ -68,13 +69,16 @@ KeptRecords& Kept() {
 // What of `writes` (oldest first) a read can still see: from the last write
 // over all of the storage on (older ones are hidden, WrittenValuesAt), each
 // write once (a view takes on the records of every view it meets, so the
-// same write arrives several ways). Empty when no computed values remain.
-void Compact(std::vector<Stamp::Write>& writes) {
+// same write arrives several ways). Empty when no computed values remain and
+// none were forgotten; `forgot` (older writes dropped) is cleared when a
+// write over all of it hides them.
+void Compact(std::vector<Stamp::Write>& writes, bool& forgot) {
   std::stable_sort(writes.begin(), writes.end(),
                    [](const Stamp::Write& a, const Stamp::Write& b) { return a.epoch < b.epoch; });
   for (size_t k = writes.size(); k-- > 0;) {
     if (writes[k].covers) {
       writes.erase(writes.begin(), writes.begin() + static_cast<std::ptrdiff_t>(k));
+      forgot = false;
       break;
     }
   }
@@ -83,7 +87,8 @@ void Compact(std::vector<Stamp::Write>& writes) {
                              return a.epoch == b.epoch && a.writer == b.writer;
                            }),
                writes.end());
-  if (std::none_of(writes.begin(), writes.end(), [](const Stamp::Write& w) { return w.writer != nullptr; })) {
+  if (!forgot &&
+      std::none_of(writes.begin(), writes.end(), [](const Stamp::Write& w) { return w.writer != nullptr; })) {
     writes.clear();
   }
 }
@@ -295,16 +300,24 @@ void InheritWrittenValues(const ArrayImpl& view) {
   const uintptr_t own_end = own_begin + own->bytes;
   uint64_t epoch = 0;
   std::vector<Stamp::Write> inherited;
+  bool forgot = false;
+  // A source's writes as this view sees them: a write over all of the source
+  // hides older ones here only if the view lies within the source.
+  auto take = [&](const std::vector<Stamp::Write>& writes, bool source_forgot, bool within) {
+    bool hidden = false;
+    for (Stamp::Write w : writes) {
+      w.covers = w.covers && within;
+      hidden = hidden || w.covers;
+      inherited.push_back(std::move(w));
+    }
+    forgot = forgot || (source_forgot && !hidden);
+  };
   if (Kept().size.load(std::memory_order_relaxed) != 0) {
     KeptRecords& kept = Kept();
     std::lock_guard<std::mutex> lock(kept.mu);
     for (const KeptRecord& r : kept.records) {
       if (r.end <= own_begin || own_end <= r.begin) continue;
-      const bool within = r.begin <= own_begin && own_end <= r.end;
-      for (Stamp::Write w : r.writes) {
-        w.covers = w.covers && within;
-        inherited.push_back(std::move(w));
-      }
+      take(r.writes, r.forgot, r.begin <= own_begin && own_end <= r.end);
       epoch = std::max(epoch, r.epoch);
     }
   }
@@ -316,22 +329,20 @@ void InheritWrittenValues(const ArrayImpl& view) {
     auto it = shard.last.find(storage);
     if (it == shard.last.end() || it->second.writes.empty()) continue;
     const auto begin = reinterpret_cast<uintptr_t>(storage->data);
-    const bool within = begin <= own_begin && own_end <= begin + storage->bytes;
-    for (Stamp::Write w : it->second.writes) {
-      w.covers = w.covers && within;
-      inherited.push_back(std::move(w));
-    }
+    take(it->second.writes, it->second.forgot, begin <= own_begin && own_end <= begin + storage->bytes);
     epoch = std::max(epoch, it->second.epoch);
   }
-  Compact(inherited);
-  if (inherited.empty()) return;
+  Compact(inherited, forgot);
+  if (inherited.empty() && !forgot) return;
   Shard& shard = ShardOf(own);
   std::lock_guard<std::mutex> lock(shard.mu);
   auto [it, inserted] = shard.last.try_emplace(own);
   if (inserted) shard.size.fetch_add(1, std::memory_order_relaxed);
   Stamp& stamp = it->second;
   stamp.epoch = std::max(stamp.epoch, epoch);
+  if (forgot && inherited.empty()) inherited.push_back({epoch, nullptr, false});  // holds the flag's place
   for (Stamp::Write& w : inherited) Remember(stamp, std::move(w));
+  stamp.forgot = stamp.forgot || forgot;
 }
 
 uint64_t LastInPlaceWrite(const Storage* storage) {
@@ -354,13 +365,14 @@ void ForgetInPlaceWrites(const Storage* storage) {
   if (!it->second.writes.empty()) {
     g_written_with_values.fetch_sub(1, std::memory_order_relaxed);
     std::vector<Stamp::Write>& writes = it->second.writes;
-    if (!it->second.forgot) Compact(writes);  // (forgotten ones: kept whole, refused as before)
-    if (!storage->owning && storage->data != nullptr && !writes.empty()) {  // the user's memory: its records stay
+    bool forgot = it->second.forgot;
+    Compact(writes, forgot);
+    if (!storage->owning && storage->data != nullptr && (!writes.empty() || forgot)) {  // the user's memory: its records stay
       const auto begin = reinterpret_cast<uintptr_t>(storage->data);
       KeptRecords& kept = Kept();
       std::lock_guard<std::mutex> kept_lock(kept.mu);
       if (kept.records.size() >= KeptRecords::kMaxKept) kept.records.erase(kept.records.begin());
-      kept.records.push_back({begin, begin + storage->bytes, it->second.epoch, std::move(it->second.writes)});
+      kept.records.push_back({begin, begin + storage->bytes, it->second.epoch, std::move(writes), forgot});
       kept.size.store(kept.records.size(), std::memory_order_relaxed);
     }
   }
