@@ -97,6 +97,10 @@ namespace {
 // A hand-written TraceFn (kernel.hpp) must give one input per argument, of
 // its type: else Execute refused the call as an internal error.
 void CheckTraced(const std::string& name, const jit::Function& traced, std::span<const jit::Type> types) {
+  if (traced.num_outputs() == 0) {  // broadcast_n returned no arrays, silently
+    throw Error(ErrorKind::kArity, absl::StrCat(name, ": the kernel's trace function returned no "
+                                                "outputs; a kernel returns at least one value"));
+  }
   if (traced.num_inputs() != types.size()) {
     throw Error(ErrorKind::kArity,
                 absl::StrCat(name, ": called with ", types.size(), " arguments, but the kernel's trace "

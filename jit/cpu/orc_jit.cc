@@ -62,11 +62,14 @@
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassTimingInfo.h"
 #include "llvm/IR/Verifier.h"
+#include "llvm/InitializePasses.h"
+#include "llvm/PassRegistry.h"
 #include "llvm/Object/ObjectFile.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Passes/StandardInstrumentations.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
@@ -451,6 +454,31 @@ std::string LlvmArgThatExits(std::string_view args) {
         absl::StartsWith(name, "print-options") || absl::StartsWith(name, "print-all-options") ||
         name == "h" || absl::StartsWith(name, "h=")) {
       return std::string(word);
+    }
+    // Values LLVM checks only when it uses them, then ends the process in
+    // report_fatal_error ("pass is not registered", "Invalid regular
+    // expression"): -stop-after=<unknown pass>, -pass-remarks=(.
+    const size_t equals = name.find('=');
+    if (equals == absl::string_view::npos) continue;
+    const absl::string_view option = name.substr(0, equals), value = name.substr(equals + 1);
+    if (absl::StartsWith(option, "pass-remarks") && option != "pass-remarks-output" &&
+        option != "pass-remarks-format" && option != "pass-remarks-hotness-threshold" &&
+        option != "pass-remarks-with-hotness") {
+      std::string error;
+      if (!llvm::Regex(llvm::StringRef(value.data(), value.size())).isValid(error)) return std::string(word);
+    }
+    if (option == "start-before" || option == "start-after" || option == "stop-before" ||
+        option == "stop-after") {
+      const absl::string_view pass = value.substr(0, value.find(','));  // "pass,N": its Nth instance
+      static const bool registered = [] {  // codegen's passes (the target's come with the target)
+        llvm::initializeCodeGen(*llvm::PassRegistry::getPassRegistry());
+        return true;
+      }();
+      (void)registered;
+      if (llvm::PassRegistry::getPassRegistry()->getPassInfo(llvm::StringRef(pass.data(), pass.size())) ==
+          nullptr) {
+        return std::string(word);
+      }
     }
   }
   return "";

@@ -99,7 +99,9 @@ std::string LlvmExtraArgs();
 // The first word of `args` (DUALCAST_LLVM_ARGS) that would make LLVM's option
 // parser print and exit(0) the host process (-help*, -version*, -print-options,
 // -print-all-options, -h, with one or two dashes, or an @response file that
-// could hold them); "" when none. The JIT refuses to start on such args, with
+// could hold them), or that would end it in report_fatal_error when used
+// (-start/stop-before/after naming no registered pass, -pass-remarks* with
+// an invalid regular expression); "" when none. The JIT refuses to start on such args, with
 // the same error as for an option LLVM does not know.
 std::string LlvmArgThatExits(std::string_view args);
 

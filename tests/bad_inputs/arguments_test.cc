@@ -76,6 +76,22 @@ TEST_CASE("a trace function whose inputs do not match the call: kArity or kType 
   CHECK(x.to_vector() == std::vector<double>{1, 1});
 }
 
+// A trace function with no outputs made broadcast_n return no arrays.
+TEST_CASE("a kernel whose trace function returns no outputs: kArity naming it") {
+  std::optional<Error> e;
+  const Kernel none("no_outputs", [](const std::string& name, std::span<const jit::Type> types) {
+    jit::Function f(name);
+    jit::Builder b(f);
+    for (jit::Type t : types) b.Input(t);
+    b.Return({});
+    return f;
+  });
+  e = Catch([&] { broadcast_n(none, Array<double>::ones({2})); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kArity);
+  CHECK(Contains(e->what(), "no_outputs: the kernel's trace function returned no outputs"));
+}
+
 // A value outside the enum (from a cast) was accepted and behaved like some mode.
 TEST_CASE("Tape with a PartialsMode outside the enum: kInvalidArgument, and the refused tape is not left recording") {
   std::optional<Error> e = Catch([] { Tape tape(static_cast<PartialsMode>(42)); });

@@ -37,4 +37,19 @@ TEST_CASE("LlvmArgThatExits: ordinary options and positional words pass") {
 }
 
 }  // namespace
+TEST_CASE("LlvmArgThatExits: values LLVM would end the process on when it uses them") {
+  // -stop-after=<unknown> reached report_fatal_error ("pass is not
+  // registered") at the first compile, and -pass-remarks=( at the option
+  // parse ("Invalid regular expression"): the process ended.
+  CHECK(LlvmArgThatExits("-stop-after=nonexistent-pass") == "-stop-after=nonexistent-pass");
+  CHECK(LlvmArgThatExits("-time-passes --start-before=bogus,2") == "--start-before=bogus,2");
+  CHECK(LlvmArgThatExits("-pass-remarks=(") == "-pass-remarks=(");
+  CHECK(LlvmArgThatExits("-pass-remarks-missed=[a") == "-pass-remarks-missed=[a");
+  // Registered passes and valid expressions pass.
+  CHECK(LlvmArgThatExits("-stop-after=machinelicm") == "");
+  CHECK(LlvmArgThatExits("-stop-before=machine-scheduler,1") == "");
+  CHECK(LlvmArgThatExits("-pass-remarks=loop-.*") == "");
+  CHECK(LlvmArgThatExits("-pass-remarks-output=/tmp/remarks.yaml") == "");
+}
+
 }  // namespace dualcast::jit::cpu
