@@ -892,20 +892,18 @@ void Array<T>::assign(const std::vector<T>& values) {
                                 ShapeText(impl_->shape), ShapeText(impl_->strides)));
   }
   // As mutable_data(), but every element gets a new value: the array holds
-  // user values from now on (a leaf to a tape, computed from nothing).
-  if (!impl_->device.is_cpu()) {  // the values moved to the device first, then copied in there
-    eval();
-    const Array<T> values_there = Array<T>::from(values, impl_->shape, impl_->device);
-    detail::ComputeReadersBeforeWrite(*impl_);
-    detail::NoteInPlaceWrite(*impl_, /*whole=*/true);
-    impl_->origin.reset();
-    detail::CopyInto(*impl_, *values_there.impl());
-    return;
-  }
-  const T* p = DataFor("Array::assign");
+  // user values from now on (a leaf to a tape, computed from nothing). On a
+  // device the values are moved there first, then copied in by a kernel.
+  const bool host = impl_->device.is_cpu();
+  const T* p = host ? DataFor("Array::assign") : (eval(), nullptr);
+  const Array<T> values_there = host ? Array<T>() : Array<T>::from(values, impl_->shape, impl_->device);
   detail::ComputeReadersBeforeWrite(*impl_);
   detail::NoteInPlaceWrite(*impl_, /*whole=*/true);
   impl_->origin.reset();
+  if (!host) {
+    detail::CopyInto(*impl_, *values_there.impl());
+    return;
+  }
   T* base = const_cast<T*>(p);
   detail::ForEachElement(impl_->shape, impl_->strides,
                  [&](int64_t i, int64_t off) { base[off] = values[static_cast<size_t>(i)]; });

@@ -249,9 +249,12 @@ class Cuda final : public Backend {
   jit::KernelCache::Ref Run(const std::string& kernel_name, const jit::KernelSpec& spec,
                             const jit::KernelArgs& args,
                             std::span<const jit::ReducedDestination> reduced, Device device) override {
-    // Sums land in their destinations, divided (a mean) before their rounding.
+    // Sums land in their destinations, divided (a mean) before their rounding;
+    // the divisors are gathered only when some output has one.
     std::vector<double> divisors;
-    for (const jit::ReducedDestination& r : reduced) divisors.push_back(r.divisor);
+    if (std::any_of(reduced.begin(), reduced.end(), [](const auto& r) { return r.divisor != 1; })) {
+      for (const jit::ReducedDestination& r : reduced) divisors.push_back(r.divisor);
+    }
     CudaExecute(kernel_name, spec, args, device, divisors);
     return nullptr;
   }
