@@ -213,19 +213,6 @@ WrittenValues WrittenValuesAt(const Storage* storage, uint64_t epoch) {
   return out;
 }
 
-namespace {
-// The bytes an array's elements span, [first, last).
-std::pair<uintptr_t, uintptr_t> ByteSpan(const ArrayImpl& a) {
-  int64_t lo = a.offset, hi = a.offset;
-  for (size_t d = 0; d < a.shape.size(); ++d) {
-    const int64_t reach = a.strides[d] * (a.shape[d] - 1);
-    (reach < 0 ? lo : hi) += reach;
-  }
-  const auto base = reinterpret_cast<uintptr_t>(a.storage->data);
-  const auto size = static_cast<uintptr_t>(SizeOf(a.dtype));
-  return {base + static_cast<uintptr_t>(lo) * size, base + static_cast<uintptr_t>(hi + 1) * size};
-}
-}  // namespace
 
 bool SharesMemory(const ArrayImpl& a, const ArrayImpl& b) {
   if (&a == &b || a.storage == nullptr || b.storage == nullptr || a.size() == 0 || b.size() == 0) {
@@ -236,9 +223,8 @@ bool SharesMemory(const ArrayImpl& a, const ArrayImpl& b) {
     return false;
   }
   if (a.device != b.device) return false;
-  const auto [a_begin, a_end] = ByteSpan(a);
-  const auto [b_begin, b_end] = ByteSpan(b);
-  return a_begin < b_end && b_begin < a_end;
+  const Extent ea = ExtentOf(a), eb = ExtentOf(b);  // the bytes each array's elements span
+  return ea.lo < eb.hi && eb.lo < ea.hi;
 }
 
 bool AnyWrittenValues() { return g_written_with_values.load(std::memory_order_relaxed) != 0; }
