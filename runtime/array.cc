@@ -294,8 +294,15 @@ std::shared_ptr<ArrayImpl> NewContiguousArray(DType dtype, std::span<const int64
   // The element count and byte size must not wrap: {2^40, 2^40} would
   // otherwise become a 0-byte "array" of 2^80 elements.
   const std::optional<int64_t> elements = jit::ElementCount(shape);
+  if (!elements) {
+    // Not a memory question: a size-0 shape lands here too (its strides would not fit).
+    throw Error(ErrorKind::kShape,
+                absl::StrFormat("new array: shape [%s] is too big: the product of its nonzero sizes "
+                                "exceeds 2^63 - 1 (NumPy: 'array is too big'); use smaller sizes",
+                                absl::StrJoin(shape, ", ")));
+  }
   int64_t bytes = 0;
-  if (!elements || !jit::CheckedMul(*elements, static_cast<int64_t>(SizeOf(dtype)), &bytes)) {
+  if (!jit::CheckedMul(*elements, static_cast<int64_t>(SizeOf(dtype)), &bytes)) {
     throw Error(ErrorKind::kMemory,
                 absl::StrFormat("out of memory: an array of shape [%s] would need more than "
                                 "2^63 bytes; use smaller sizes",

@@ -251,6 +251,24 @@ TEST_CASE("reshape into a shape whose element count overflows int64: kShape, as 
   CHECK(x.reshape({2, 1}).shape() == Shape{2, 1});
 }
 
+// A shape whose nonzero sizes multiply past int64 is refused as NumPy refuses it ("array is
+// too big"), as a shape error, even with a size-0 dim: zeros said "out of memory ... 2^63 bytes"
+// for an array of 0 bytes. A shape that counts but whose bytes do not fit stays kMemory.
+TEST_CASE("zeros of a shape whose nonzero sizes overflow int64: kShape naming the shape, size 0 or not") {
+  for (const Shape& shape : {Shape{int64_t{1} << 62, 4, 0}, Shape{int64_t{1} << 62, 4, 1}}) {
+    std::optional<Error> e = Catch([&] { Array<float>::zeros(shape); });
+    REQUIRE(e);
+    CHECK(e->kind() == ErrorKind::kShape);
+    CHECK(Contains(e->what(), "[4611686018427387904, 4, "));
+    CHECK(Contains(e->what(), "too big"));
+    CHECK_FALSE(Contains(e->what(), "memory"));
+  }
+  std::optional<Error> e = Catch([&] { Array<double>::zeros({int64_t{1} << 61, 2}); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kMemory);
+  CHECK(Array<float>::zeros({int64_t{1} << 40, 0}).size() == 0);
+}
+
 // NumPy: np.zeros((0, 3)).reshape(-1, 0) is a ValueError (any size fits the -1);
 // dualcast gave shape (0, 0).
 TEST_CASE("reshape with -1 and another size 0: the -1 cannot be inferred, kShape") {
