@@ -12,9 +12,9 @@
 //   max/min   NaN propagates; an empty slice is an error; ties share the
 //             adjoint equally (d max / d x_k = [x_k = max] / #ties).
 //   prod      the plain product (IEEE: 0 * inf and NaN give NaN, as NumPy);
-//             empty = 1; the adjoint is the product of the others, exact
-//             with one zero (the zero's slot gets the others' product) and
-//             0 with two or more (its parts are counted in the reverse pass).
+//             empty = 1; the adjoint is the product of the others, in IEEE
+//             arithmetic, also where a slot holds 0, +-inf or NaN (those are
+//             counted in the reverse pass, ProdAdjoint).
 //   logsumexp m + log(sum(exp(x - m))), m = max (stable); all -inf gives
 //             -inf, any +inf gives +inf; adjoint softmax(x) = exp(x - m) / sum
 //             (NaN where the result is not finite).
@@ -264,28 +264,50 @@ Arr ExtremeAdjoint(const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
   return Run(share, {x, r, g, count}, x->shape)[0];
 }
 
-// prod's reverse rule: g times the product of the others. The zeros are
-// counted here (only a gradient needs them): with none it is P / x from the
-// product of the rest, with one the zero's slot gets that product, with more
-// every slot gets 0.
+// prod's reverse rule: g times the product of the others, Π_{k≠i} x_k. P / x_i
+// gives it for a finite nonzero x_i (the other elements' zeros, infinities and
+// NaNs are in P), but not where x_i is itself 0, ±inf or NaN: there 0 / 0,
+// inf / inf or NaN would replace the others' product. So the special elements
+// are counted in one pass (only a gradient needs them): zeros, infinities,
+// NaNs, the product F of the finite nonzero ones and the product of all signs.
+// A special slot then gets F times the others' specials, known from the counts
+// less its own: a NaN among them, or a zero with an infinity, gives NaN; else
+// zeros give 0, infinities inf, none 1; the sign is that of all over its own.
 Arr ProdAdjoint(const Arr& x, const std::vector<Arr>& saved, const Arr& g) {
   const Fn parts = Cached(JType(*x), "prod_parts", [](jit::Builder& b, jit::Type t) {
     ValueId xv = b.Input(t);
-    ValueId zero = b.Emit(Op::kEq, {xv, b.Const(t, 0)});
-    b.Return({b.Select(zero, b.Const(t, 1), b.Const(t, 0)), b.Select(zero, b.Const(t, 1), xv)});
+    ValueId one = b.Const(t, 1), zero = b.Const(t, 0);
+    ValueId is_zero = b.Emit(Op::kEq, {xv, zero}), is_inf = b.Emit(Op::kIsinf, {xv});
+    ValueId is_nan = b.Emit(Op::kIsnan, {xv});
+    ValueId special = b.Emit(Op::kOr, {b.Emit(Op::kOr, {is_zero, is_inf}), is_nan});
+    b.Return({b.Select(is_zero, one, zero), b.Select(is_inf, one, zero), b.Select(is_nan, one, zero),
+              b.Select(special, one, xv), b.Emit(Op::kCopysign, {one, xv})});
   });
-  const std::vector<Arr> zn =
-      Run(parts, {x}, x->shape, saved[0]->shape, {ReduceKind::kSum, ReduceKind::kProd});
+  const std::vector<Arr> counts =
+      Run(parts, {x}, x->shape, saved[0]->shape,
+          {ReduceKind::kSum, ReduceKind::kSum, ReduceKind::kSum, ReduceKind::kProd, ReduceKind::kProd});
   const Fn adjoint = Cached(JType(*x), "prod_adjoint", [](jit::Builder& b, jit::Type t) {
-    ValueId xv = b.Input(t), gv = b.Input(t), zeros = b.Input(t), rest = b.Input(t);
-    ValueId none = b.Emit(Op::kEq, {zeros, b.Const(t, 0)});
-    ValueId one = b.Emit(Op::kEq, {zeros, b.Const(t, 1)});
-    ValueId is_zero = b.Emit(Op::kEq, {xv, b.Const(t, 0)});
-    ValueId others = b.Select(none, b.Div(rest, xv),  // no zero: P / x
-                              b.Select(b.Emit(Op::kAnd, {one, is_zero}), rest, b.Const(t, 0)));
+    ValueId xv = b.Input(t), gv = b.Input(t), pv = b.Input(t);
+    ValueId zeros = b.Input(t), infs = b.Input(t), nans = b.Input(t), finite = b.Input(t), signs = b.Input(t);
+    ValueId one = b.Const(t, 1), zero = b.Const(t, 0);
+    ValueId is_zero = b.Emit(Op::kEq, {xv, zero}), is_inf = b.Emit(Op::kIsinf, {xv});
+    ValueId is_nan = b.Emit(Op::kIsnan, {xv});
+    ValueId special = b.Emit(Op::kOr, {b.Emit(Op::kOr, {is_zero, is_inf}), is_nan});
+    // The others' counts: the slice's less this slot's own.
+    ValueId other_zero = b.Emit(Op::kGt, {b.Sub(zeros, b.Select(is_zero, one, zero)), zero});
+    ValueId other_inf = b.Emit(Op::kGt, {b.Sub(infs, b.Select(is_inf, one, zero)), zero});
+    ValueId other_nan = b.Emit(Op::kGt, {b.Sub(nans, b.Select(is_nan, one, zero)), zero});
+    ValueId undefined = b.Emit(Op::kOr, {other_nan, b.Emit(Op::kAnd, {other_zero, other_inf})});
+    ValueId magnitude =
+        b.Select(undefined, b.Const(t, std::numeric_limits<double>::quiet_NaN()),
+                 b.Select(other_zero, zero,
+                          b.Select(other_inf, b.Const(t, std::numeric_limits<double>::infinity()), one)));
+    ValueId sign = b.Mul(signs, b.Emit(Op::kCopysign, {one, xv}));
+    ValueId of_special = b.Emit(Op::kCopysign, {b.Mul(b.Emit(Op::kAbs, {finite}), magnitude), sign});
+    ValueId others = b.Select(special, of_special, b.Div(pv, xv));
     b.Return({b.Mul(gv, others)});
   });
-  return Run(adjoint, {x, g, zn[0], zn[1]}, x->shape)[0];
+  return Run(adjoint, {x, g, saved[0], counts[0], counts[1], counts[2], counts[3], counts[4]}, x->shape)[0];
 }
 
 // The reverse rule of a max, min or prod (saved[0]: the result, kept shape).

@@ -374,6 +374,55 @@ TEST_CASE("reduce kinds: prod follows IEEE like NumPy: 0 * inf and NaN propagate
   CHECK(prod(Array<double>::zeros({3, 0}) * 2.0, {1}).to_vector() == std::vector<double>{1, 1, 1});
 }
 
+// Found by a bug hunt: the adjoint was P / a_i, so a slot holding +-inf or NaN
+// got inf/inf or NaN instead of the others' product ([inf, 2, 3]: NaN, not 6),
+// and with two zeros beside a NaN every slot got 0 under a NaN value. The
+// reference here is the rule itself, prod_{k != i} a_k, multiplied out in IEEE
+// double for every slot; every special value and pair of them, in 4-element rows.
+TEST_CASE("reduce kinds: prod's gradient is the product of the others with 0, +-inf and NaN in the slice") {
+  const std::vector<double> values = {0.0, -0.0, kInf, -kInf, kNaN, 2.0, -3.0};
+  std::vector<double> rows;
+  for (double a : values) {
+    for (double b : values) {
+      for (double c : {0.0, kInf, kNaN, 0.5}) rows.insert(rows.end(), {a, b, c, -4.0});
+    }
+  }
+  const int64_t n = static_cast<int64_t>(rows.size() / 4);
+  std::vector<double> want(rows.size());
+  for (int64_t r = 0; r < n; ++r) {
+    for (int i = 0; i < 4; ++i) {
+      double others = 1;
+      for (int k = 0; k < 4; ++k) {
+        if (k != i) others *= rows[static_cast<size_t>(r * 4 + k)];
+      }
+      want[static_cast<size_t>(r * 4 + i)] = others;
+    }
+  }
+  auto x = Array<double>::from(rows, {n, 4});
+  for (bool pending : {false, true}) {
+    CAPTURE(pending);
+    Tape tape;
+    Array<double> p = pending ? prod(x * 1.0, {1}) : prod(x, {1});
+    const std::vector<double> g = tape.gradient(sum(p), {x})[0].to_vector();
+    for (size_t k = 0; k < want.size(); ++k) {
+      CAPTURE(k);
+      CAPTURE(rows[k - k % 4]);
+      CAPTURE(rows[k - k % 4 + 1]);
+      CAPTURE(rows[k - k % 4 + 2]);
+      if (std::isnan(want[k])) {
+        CHECK(std::isnan(g[k]));
+      } else {
+        CHECK(g[k] == want[k]);
+        CHECK(std::signbit(g[k]) == std::signbit(want[k]));
+      }
+    }
+  }
+  // Over no axes prod is the identity: gradient 1 for any value (was NaN at inf and NaN).
+  Tape tape;
+  auto v = Array<double>::from({kInf, kNaN, 0.0, 2.0}, {4});
+  CHECK(tape.gradient(sum(prod(v, {})), {v})[0].to_vector() == std::vector<double>{1, 1, 1, 1});
+}
+
 // The test's own argmax/argmin: first position of the extreme along `axis` of
 // a row-major array (-1: over all elements), a NaN counting as the extreme.
 std::vector<double> HostArg(bool is_max, const std::vector<double>& v, const Shape& shape, int axis) {

@@ -13,9 +13,12 @@
 //               between ties (as PyTorch and JAX do); a slice holding NaN has
 //               result NaN and NaN adjoints (never a silent number)
 //   prod:       the plain product (0 · inf and NaN give NaN, as NumPy);
-//               āᵢ = ḡ · Πₖ≠ᵢ aₖ: P / aᵢ with no zero in the slice, the
-//               product of the others at the only zero, 0 with two or more
-//               (counted, never 0/0)
+//               āᵢ = ḡ · Πₖ≠ᵢ aₖ in IEEE arithmetic: P / aᵢ where aᵢ is
+//               finite and nonzero; where aᵢ is 0, ±inf or NaN, the product
+//               of the finite nonzero others times the rest's zeros,
+//               infinities and NaNs (counted, never 0/0 or inf/inf). With
+//               no special value, a P that overflowed or underflowed gives
+//               P / aᵢ (inf or 0), not the others' product
 //   logsumexp:  computed as m + log Σ exp(a - m) with m the slice's max (no
 //               overflow); ā = ḡ · exp(a - m) / Σ exp(a - m) (the softmax; not
 //               exp(a - result), which cancels: |a| eps lost). An empty
