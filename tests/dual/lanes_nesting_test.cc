@@ -238,4 +238,34 @@ TEST_CASE("nested helpers seeded with plain numbers: second derivatives and mixe
   CHECK(h == doctest::Approx(2.0 + 2 * 1.5 * std::cos(0.5) + 1.5).epsilon(1e-14));
 }
 
+// Found by a bug hunt: one explicit tag given at both levels made the two perturbations one
+// lane, silently: d/dx [x * d/dy (x + y)] came out 2 (exact 1) and d/dx [x * d/dy (x * y)] at
+// y = 2, x = 3 came out 5 (exact 2x = 6). Such a nested call now throws, naming the rule; the
+// same tag used again after the first call returned, or two distinct tags, still work.
+struct ReusedTag {};
+struct OtherTag {};
+TEST_CASE("one explicit tag at two nesting levels throws (it would confuse the perturbations)") {
+  auto nested = [] {
+    return dualcast::derivative<ReusedTag>(
+        [](auto x) { return x * dualcast::derivative<ReusedTag>([&](auto y) { return x + y; }, 1.0); }, 1.0);
+  };
+  CHECK_THROWS_WITH_AS(nested(), doctest::Contains("same tag"), std::logic_error);
+  CHECK_THROWS_WITH_AS(nested(), doctest::Contains("ReusedTag"), std::logic_error);
+  auto nested_gradient = [] {
+    return dualcast::gradient<ReusedTag>(
+        [](auto a, auto b) {
+          const auto g = dualcast::gradient<ReusedTag>([&](auto y, auto z) { return a * y + b * z; },
+                                                       std::array{2.0, 2.0});
+          return a * g[0] + b * g[1];
+        },
+        std::array{1.0, 3.0});
+  };
+  CHECK_THROWS_WITH_AS(nested_gradient(), doctest::Contains("dualcast::gradient"), std::logic_error);
+  // The throw left no level held: sequential use of the tag, and distinct tags, are fine.
+  CHECK(dualcast::derivative<ReusedTag>([](auto x) { return x * x; }, 3.0) == 6.0);
+  const double d = dualcast::derivative<OtherTag>(
+      [](auto x) { return x * dualcast::derivative<ReusedTag>([&](auto y) { return x * y; }, 2.0); }, 3.0);
+  CHECK(d == 6.0);  // d/dx [x * x] at 3, by hand
+}
+
 }  // namespace

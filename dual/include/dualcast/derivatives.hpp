@@ -7,6 +7,8 @@
 #if !DUALCAST_RTC
 #include <array>
 #include <cstddef>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -67,6 +69,39 @@ DUALCAST_HD constexpr Out lane_of(const R& r, int k) {
 template <class T>
 concept differentiable_point = floating_point<T> || is_dual_v<T>;
 
+// One tag, one nesting level. A helper called while another helper of the SAME tag runs on this
+// thread (an explicit tag given at two levels, derivative<MyTag> inside derivative<MyTag>, or
+// a callable that differentiates itself at the same point type) would read an outer Dual that
+// reached the inner callable as the inner perturbation: d/dx [x * d/dy (x + y)] came out 2, not
+// 1, silently. Types cannot show it (the inner callable captures the outer Dual), so it is
+// refused when it happens, on the host; a GPU thread has no such record and relies on the rule.
+#if !DUALCAST_RTC && !defined(__CUDA_ARCH__)
+template <class Tag>
+inline thread_local int tag_depth = 0;
+
+template <class Tag>
+class tag_scope {
+ public:
+  explicit tag_scope(const char* helper) {
+    if (tag_depth<Tag> != 0) {
+      throw std::logic_error(
+          std::string("dualcast::") + helper + ": called while another derivative, gradient or jacobian " +
+          "with the same tag runs (" + tag_spelling<Tag>() + "). A Dual of the outer call reaching " +
+          "this one would be taken for this call's own perturbation (a wrong derivative). Give each " +
+          "nesting level its own tag, e.g. derivative<OuterTag>(...) around derivative<InnerTag>(...), " +
+          "or leave the tag out: the default tag names the callable and the point type");
+    }
+    ++tag_depth<Tag>;
+  }
+  ~tag_scope() { --tag_depth<Tag>; }
+  tag_scope(const tag_scope&) = delete;
+  tag_scope& operator=(const tag_scope&) = delete;
+};
+#define DUALCAST_TAG_SCOPE(Tag, helper) const ::dualcast::detail::tag_scope<Tag> dualcast_tag_scope_(helper)
+#else
+#define DUALCAST_TAG_SCOPE(Tag, helper) ((void)0)
+#endif
+
 }  // namespace detail
 
 // f'(x) for a callable f: T -> T (a generic lambda). T is float, double or a Dual (nesting).
@@ -75,6 +110,10 @@ template <class Tag = auto_tag, class F, class T>
   requires detail::differentiable_point<T>
 DUALCAST_HD auto derivative(F&& f, const T& x) {
   using DTag = detail::pick_tag<Tag, derivative_tag<detail::remove_cvref_t<F>, T>>;
+  static_assert(!detail::has_tag_v<T, DTag>,
+                "dualcast::derivative: the point already carries a perturbation of this tag (the "
+                "same explicit tag at two nesting levels); give each level its own tag");
+  DUALCAST_TAG_SCOPE(DTag, "derivative");
   using D = Dual<T, 1, DTag>;
   const auto y = f(D::variable(x, 0));
   using Out = typename detail::result_of_helper<detail::remove_cvref_t<decltype(y)>, DTag, T>::type;
@@ -123,6 +162,10 @@ template <class Tag = auto_tag, class F, class T, std::size_t N>
   requires detail::differentiable_point<T>
 auto gradient(F&& f, const std::array<T, N>& x) {
   using GTag = detail::pick_tag<Tag, gradient_tag<detail::remove_cvref_t<F>, T>>;
+  static_assert(!detail::has_tag_v<T, GTag>,
+                "dualcast::gradient: the point already carries a perturbation of this tag (the "
+                "same explicit tag at two nesting levels); give each level its own tag");
+  DUALCAST_TAG_SCOPE(GTag, "gradient");
   using D = Dual<T, static_cast<int>(N), GTag>;
   const auto y = detail::call_with_inputs(f, detail::seed_all<D>(x));
   using Out = typename detail::result_of_helper<detail::remove_cvref_t<decltype(y)>, GTag, T>::type;
@@ -140,6 +183,10 @@ template <class Tag = auto_tag, class F, class T, std::size_t N>
   requires detail::differentiable_point<T>
 auto jacobian(F&& f, const std::array<T, N>& x) {
   using JTag = detail::pick_tag<Tag, jacobian_tag<detail::remove_cvref_t<F>, T>>;
+  static_assert(!detail::has_tag_v<T, JTag>,
+                "dualcast::jacobian: the point already carries a perturbation of this tag (the "
+                "same explicit tag at two nesting levels); give each level its own tag");
+  DUALCAST_TAG_SCOPE(JTag, "jacobian");
   using D = Dual<T, static_cast<int>(N), JTag>;
   const auto y = detail::call_with_inputs(f, detail::seed_all<D>(x));
   constexpr std::size_t M = std::tuple_size_v<std::remove_cvref_t<decltype(y)>>;
