@@ -24,7 +24,9 @@
 //               exp(a - result), which cancels: |a| eps lost). An empty
 //               slice gives -inf; a non-finite result gives NaN adjoints.
 //   var:        Σ (a - mean)² / (N - ddof); ā = ḡ · 2 (a - mean) / (N - ddof);
-//               N - ddof <= 0 gives NaN (NumPy's convention)
+//               N - ddof <= 0 gives NaN, value and adjoint, for any data
+//               (NumPy divides by max(N - ddof, 0) instead: inf, or NaN for
+//               constant data, with a warning)
 //   norm:       the 2-norm, scaled by max|a| so it neither overflows nor
 //               underflows; ā = ḡ · a / norm, and 0 where the norm is 0 (the
 //               minimum-norm subgradient); a / norm from the scaled terms
