@@ -126,6 +126,39 @@ constexpr char kKernelPipeline[] =
     "loop-mssa(loop-rotate<header-duplication>,licm<allowspeculation>),"
     "simplifycfg<keep-loops>)";
 
+// The same without InstCombine, for kernels above kLargeKernelInstructions.
+// On long chains InstCombine's time grows with the square of their length
+// (a rank-0 kernel of 20,000 f64 multiplies by a literal: 1.1 s of 1.2 s,
+// 60,000: 9.4 s), while on such kernels it bought nothing measurable: 100,000
+// elements of 5k-20k-op chains ran equally fast without it, and a 300-deep
+// dc::cond's partials kernel 20% faster (8.5 vs 10.7 ms). Below the threshold
+// it stays: the HM-LSTM kernels run 3.5-4.5% faster with it
+// (docs/cpu-codegen.md).
+constexpr char kLargeKernelPipeline[] =
+    "function("
+    "early-cse<>,"
+    "simplifycfg<keep-loops>,"
+    "loop-mssa(loop-rotate<header-duplication>,licm<allowspeculation>),"
+    "simplifycfg<keep-loops>)";
+
+// Above this many LLVM instructions a kernel is compiled without InstCombine
+// (kLargeKernelPipeline) and without the machine instruction scheduler: the
+// scheduler's register-pressure tracking
+// (ScheduleDAGMILive::collectVRegUses) grows with the square of a basic
+// block's length and was a third of the compile time of a 10,000-op kernel,
+// while on kernels of a few hundred instructions it changes nothing
+// measurable (the HM-LSTM kernel's object is byte for byte the same size and
+// as fast without it; an out-of-order core reorders on its own). Measured
+// (thread CPU, straight-line f32 kernels): 5k ops 58 -> 37 ms, 10k ops
+// 149 -> 75 ms, so 10k/5k 2.6x -> 2.0x.
+constexpr size_t kLargeKernelInstructions = 2500;
+
+size_t InstructionCount(const llvm::Module& module) {
+  size_t count = 0;
+  for (const llvm::Function& fn : module) count += fn.getInstructionCount();
+  return count;
+}
+
 // Target, attributes, verification and the kernel pipeline, in place.
 absl::Status Optimize(OrcJit::State& s, llvm::Module& module, const std::string& symbol) {
   module.setTargetTriple(s.target_machine->getTargetTriple().str());
@@ -159,28 +192,13 @@ absl::Status Optimize(OrcJit::State& s, llvm::Module& module, const std::string&
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager mpm;
-  if (llvm::Error error = pb.parsePassPipeline(mpm, kKernelPipeline)) {
+  const char* pipeline =
+      InstructionCount(module) <= kLargeKernelInstructions ? kKernelPipeline : kLargeKernelPipeline;
+  if (llvm::Error error = pb.parsePassPipeline(mpm, pipeline)) {
     return CompileError(symbol, "kernel pass pipeline: " + TakeMessage(std::move(error)));
   }
   mpm.run(module, mam);
   return absl::OkStatus();
-}
-
-// Above this many LLVM instructions a kernel is compiled without the
-// machine instruction scheduler: its register-pressure tracking
-// (ScheduleDAGMILive::collectVRegUses) grows with the square of a basic
-// block's length and was a third of the compile time of a 10,000-op kernel,
-// while on kernels of a few hundred instructions it changes nothing
-// measurable (the HM-LSTM kernel's object is byte for byte the same size and
-// as fast without it; an out-of-order core reorders on its own). Measured
-// (thread CPU, straight-line f32 kernels): 5k ops 58 -> 37 ms, 10k ops
-// 149 -> 75 ms, so 10k/5k 2.6x -> 2.0x.
-constexpr size_t kLargeKernelInstructions = 2500;
-
-size_t InstructionCount(const llvm::Module& module) {
-  size_t count = 0;
-  for (const llvm::Function& fn : module) count += fn.getInstructionCount();
-  return count;
 }
 
 // Sets the process-wide -enable-misched for one code generation (under the
