@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "dualcast/array.hpp"
 #include "dualcast/error.hpp"
 #include "runtime/storage_aliases.h"
 
@@ -93,10 +94,13 @@ void Compact(std::vector<Stamp::Write>& writes, bool& forgot) {
   }
 }
 constexpr size_t kShards = 16;
-Shard& ShardOf(const Storage* storage) {
+Shard& ShardOf(size_t index) {
   static auto* shards = new Shard[kShards];  // never destroyed: storage may be freed at exit
+  return shards[index];
+}
+Shard& ShardOf(const Storage* storage) {
   const auto p = reinterpret_cast<uintptr_t>(storage);
-  return shards[((p >> 4) ^ (p >> 12)) % kShards];
+  return ShardOf(((p >> 4) ^ (p >> 12)) % kShards);
 }
 
 }  // namespace
@@ -366,6 +370,41 @@ void ForgetInPlaceWrites(const Storage* storage) {
   shard.size.fetch_sub(1, std::memory_order_relaxed);
 }
 
+void ForgetWrittenValues(uintptr_t begin, uintptr_t end) {
+  if (begin >= end) return;
+  // Live storages within the range: as a write of user values over all of
+  // each (NoteInPlaceWrite), so that a read recorded before it sees it.
+  if (g_written_with_values.load(std::memory_order_relaxed) != 0) {
+    for (size_t k = 0; k < kShards; ++k) {
+      Shard& shard = ShardOf(k);
+      if (shard.size.load(std::memory_order_relaxed) == 0) continue;
+      std::lock_guard<std::mutex> lock(shard.mu);
+      for (auto& [storage, stamp] : shard.last) {
+        const auto s_begin = reinterpret_cast<uintptr_t>(storage->data);
+        if (stamp.writes.empty() || s_begin < begin || end - s_begin < storage->bytes) continue;
+        const uint64_t epoch = g_epoch.fetch_add(1, std::memory_order_acq_rel) + 1;
+        stamp.epoch = epoch;
+        Remember(stamp, {epoch, nullptr, true});
+      }
+    }
+  }
+  if (Kept().size.load(std::memory_order_relaxed) == 0) return;
+  KeptRecords& kept = Kept();
+  std::lock_guard<std::mutex> lock(kept.mu);
+  std::vector<KeptRecord> left;
+  for (KeptRecord& r : kept.records) {
+    if (r.end <= begin || end <= r.begin) {
+      left.push_back(std::move(r));
+      continue;
+    }
+    if (r.begin < begin) left.push_back({r.begin, begin, r.epoch, r.writes, r.forgot});
+    if (end < r.end) left.push_back({end, r.end, r.epoch, r.writes, r.forgot});
+  }
+  if (left.size() > KeptRecords::kMaxKept) left.erase(left.begin(), left.end() - KeptRecords::kMaxKept);
+  kept.records = std::move(left);
+  kept.size.store(kept.records.size(), std::memory_order_relaxed);
+}
+
 void CheckNotWrittenSince(uint64_t epoch, const ArrayImpl& a, const std::string& what,
                           const std::string& node_name) {
   if (InPlaceWriteEpoch() <= epoch || LastInPlaceWrite(a.storage.get()) <= epoch) return;
@@ -385,3 +424,11 @@ void ThrowWrittenInPlace(const ArrayImpl& a, const std::string& what, const std:
 }
 
 }  // namespace dualcast::detail
+
+namespace dualcast {
+void forget_written_values(const void* data, std::size_t bytes) {
+  const auto begin = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t end = bytes > UINTPTR_MAX - begin ? UINTPTR_MAX : begin + bytes;
+  detail::ForgetWrittenValues(begin, end);
+}
+}  // namespace dualcast

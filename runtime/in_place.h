@@ -137,6 +137,12 @@ uint64_t LastInPlaceWrite(const Storage* storage);
 // Called by ~Storage: a freed storage's stamp must not pass to a new one at its address.
 void ForgetInPlaceWrites(const Storage* storage);
 
+// dualcast::forget_written_values: [begin, end) holds user values now. The
+// kept records of user memory (those of views that are gone) drop what they
+// say about it (a record reaching past it keeps the part outside), and a live
+// storage within it is noted as written over all of it with user values.
+void ForgetWrittenValues(uintptr_t begin, uintptr_t end);
+
 // The epoch at which the tape recorded the node whose reverse rule runs now
 // (0 outside a sweep, or when no write had happened by then). The sweep sets
 // it for each step, a part cut out of a node getting the node's; the tape

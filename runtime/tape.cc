@@ -621,8 +621,8 @@ constexpr char kComputedFromOldValues[] =
     "it cannot tell from the new one. Use a fresh copy of that array as the constant "
     "(Array::from(v.to_vector(), v.shape())), or take the gradient before writing";
 
-// What to do about a path through `via`, an array the tape did not record.
-std::string UntapedAdvice(const Via& via, bool used) {
+// What to do about a path through `via`, an array the tape did not record (before UserMemoryAdvice).
+std::string UntapedAdviceFor(const Via& via, bool used) {
   if (via.origin->pointer_written) {
     return ". To give it new values that depend on nothing, assign() them all (Array::assign); "
            "to write some elements of a constant, write into a fresh array of its values "
@@ -650,6 +650,21 @@ std::string UntapedAdvice(const Via& via, bool used) {
                       used ? "; if that array is meant as a constant, use a fresh copy of its values "
                              "(Array::from(v.to_vector(), v.shape()))"
                            : "");
+}
+
+// Written values in user memory may be remembered from a view that is gone
+// (in_place.h), which the memory's owner may since have refilled or freed.
+std::string UserMemoryAdvice(const Via& via) {
+  if (!via.memory || via.array->storage == nullptr || via.array->storage->owning) return "";
+  return ". If that memory holds values of your own now (dualcast keeps what it wrote into a user "
+         "buffer after the buffer's views are gone, and cannot see the memory freed and allocated "
+         "again, or refilled through a plain pointer), call dualcast::forget_written_values(data, "
+         "bytes) for it";
+}
+
+// What to do about a path through `via`, an array the tape did not record.
+std::string UntapedAdvice(const Via& via, bool used) {
+  return absl::StrCat(UntapedAdviceFor(via, used), UserMemoryAdvice(via));
 }
 
 }  // namespace

@@ -451,6 +451,61 @@ TEST_CASE("a view of user memory made after partials() or accumulate_gradient() 
   }
 }
 
+// Found by a bug hunt: a buffer freed and allocated again at the same address
+// (a std::vector that grew) took on the kept records of the old one, and a
+// correct program was refused with advice ("use a fresh copy") that did not
+// apply. dualcast cannot see a free; the error now says so and names
+// forget_written_values, which lifts the records for the range given (a part
+// of a record outside it stays), while a view alive at the call keeps its own.
+TEST_CASE("forget_written_values: memory refilled by its owner after partials() wrote it is the caller's values") {
+  D a = D::from({1, 2, 3, 4}, {4}), w = D::from({5, 6, 7, 8}, {4});
+  std::vector<double> buf(4, 0.0);
+  {
+    PartialsOptions<double> o;
+    o.value_out = {D::view(buf.data(), {4})};
+    partials(Square(), {a}, o);  // buf = a^2, written by 'square'; the view is gone after this
+  }
+  buf = {0.5, 1.5, 2.5, 3.5};  // the owner's own values now (as after free and malloc)
+  {
+    Tape tape;
+    const std::string m = ErrorOf([&] { tape.gradient(sum(D::view(buf.data(), {4}) * a), {a}); });
+    CHECK(Has(m, "whose memory holds values written there by 'square'"));
+    CHECK(Has(m, "dualcast::forget_written_values(data, bytes)"));
+    CHECK(Has(m, "freed and allocated"));
+  }
+  // Forget the middle half only: a view of it is the user's values (d/da sum(v * a[1:3]) = v),
+  // a view of the whole still meets the two outer elements' record.
+  forget_written_values(buf.data() + 1, 2 * sizeof(double));
+  {
+    Tape tape;
+    const D mid = D::view(buf.data() + 1, {2});
+    const D a_mid = slice(a, {{1, 3}});
+    CHECK(tape.gradient(sum(mid * a_mid), {a})[0].to_vector() == std::vector<double>{0, 1.5, 2.5, 0});
+  }
+  {
+    Tape tape;
+    CHECK(Has(ErrorOf([&] { tape.gradient(sum(D::view(buf.data(), {4}) * w) + sum(a), {a}); }),
+              "written there by 'square'"));
+  }
+  // A view alive at the call, which took on the records, reads the caller's values after it, and
+  // so does a new one: d/da sum(v * a) = v, and sum(v * w) + sum(a) has d/da = 1. A loss computed
+  // through the view before the call is still refused (its memory is taken as written since).
+  {
+    const D alive = D::view(buf.data(), {4});
+    Tape before;
+    D loss = sum(alive * a);
+    loss.eval();
+    forget_written_values(buf.data(), buf.size() * sizeof(double));
+    CHECK_THROWS_AS(before.gradient(loss, {a}), Error);
+    Tape tape;
+    CHECK(tape.gradient(sum(alive * w) + sum(a), {a})[0].to_vector() == std::vector<double>{1, 1, 1, 1});
+  }
+  Tape tape;
+  const D v = D::view(buf.data(), {4});
+  CHECK(tape.gradient(sum(v * a), {a})[0].to_vector() == std::vector<double>{0.5, 1.5, 2.5, 3.5});
+  CHECK(tape.gradient(sum(v * w) + sum(a), {a})[0].to_vector() == std::vector<double>{1, 1, 1, 1});
+}
+
 TEST_CASE("a write through mutable_data() into a computed array: refused, never its other elements dropped") {
   // mutable_data() hands out all of y, so which elements change is unknown.
   // Before, y became a leaf of user values: with x = [1 2 3], w = [5 6 7],

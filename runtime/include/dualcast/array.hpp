@@ -25,6 +25,7 @@
 #pragma once
 
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <iosfwd>
@@ -154,6 +155,26 @@ std::ostream& operator<<(std::ostream& os, const Array<T>& a);
 // One number as Array::str() writes an element of type T (the rule is there).
 template <ElementType T>
 std::string element_str(T x);
+
+// Tells dualcast that the user memory [data, data + bytes) now holds values of
+// the caller's own. dualcast remembers which computed values it wrote into a
+// user buffer (as a partials() destination, or a gradient through a view), even
+// after the buffer's views are gone, so that a view made of it later is not
+// taken for constant values (a gradient through it is refused instead). It
+// cannot see the memory freed and allocated again (a std::vector that grew) or
+// refilled through a plain pointer: call this then. Views within the range,
+// made before or after, read the caller's values (a gradient recorded through
+// one before the call is refused as written in place since); a view reaching
+// past the range still meets what is remembered of the rest. The array a
+// partials() call wrote into keeps its own record: assign() through it instead.
+//
+// Example:
+//   std::vector<double> state(n);
+//   partials(step, {a}, {.value_out = {Array<double>::view(state.data(), {n})}});
+//   fill_from_file(state);                     // the caller's own values now
+//   forget_written_values(state.data(), n * sizeof(double));
+//   auto v = Array<double>::view(state.data(), {n});  // user values, no refusal
+void forget_written_values(const void* data, std::size_t bytes);
 
 extern template class Array<float>;
 extern template class Array<double>;
