@@ -372,8 +372,8 @@ void ForgetInPlaceWrites(const Storage* storage) {
 
 void ForgetWrittenValues(uintptr_t begin, uintptr_t end) {
   if (begin >= end) return;
-  // Live storages within the range: as a write of user values over all of
-  // each (NoteInPlaceWrite), so that a read recorded before it sees it.
+  // Live views of user memory within the range: as a write of user values
+  // over all of each (NoteInPlaceWrite), so that a read recorded before it sees it.
   if (g_written_with_values.load(std::memory_order_relaxed) != 0) {
     for (size_t k = 0; k < kShards; ++k) {
       Shard& shard = ShardOf(k);
@@ -381,7 +381,9 @@ void ForgetWrittenValues(uintptr_t begin, uintptr_t end) {
       std::lock_guard<std::mutex> lock(shard.mu);
       for (auto& [storage, stamp] : shard.last) {
         const auto s_begin = reinterpret_cast<uintptr_t>(storage->data);
-        if (stamp.writes.empty() || s_begin < begin || end - s_begin < storage->bytes) continue;
+        if (stamp.writes.empty() || storage->owning || s_begin < begin || end - s_begin < storage->bytes) {
+          continue;  // dualcast's own memory, or not all of it in the range
+        }
         const uint64_t epoch = g_epoch.fetch_add(1, std::memory_order_acq_rel) + 1;
         stamp.epoch = epoch;
         Remember(stamp, {epoch, nullptr, true});
