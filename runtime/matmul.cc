@@ -48,18 +48,21 @@ struct GemmOperand {
   int64_t ld = 1;
 };
 
+// The array as BLAS reads it: in place when one of its strides is 1 and the
+// other (the leading dimension, unused along a size-1 dim) fits BLAS's int,
+// else a contiguous copy.
 GemmOperand Describe(const std::shared_ptr<ArrayImpl>& a) {
   const int64_t r = a->shape[0], c = a->shape[1], s0 = a->strides[0], s1 = a->strides[1];
   GemmOperand op;
   op.data = a->data();
   if (c <= 1 || s1 == 1) {
     op.ld = r <= 1 ? std::max<int64_t>(c, 1) : s0;
-    if (op.ld >= std::max<int64_t>(c, 1)) return op;
+    if (op.ld >= std::max<int64_t>(c, 1) && op.ld <= INT_MAX) return op;
   }
   if (r <= 1 || s0 == 1) {
     op.trans = true;
     op.ld = c <= 1 ? std::max<int64_t>(r, 1) : s1;
-    if (op.ld >= std::max<int64_t>(r, 1)) return op;
+    if (op.ld >= std::max<int64_t>(r, 1) && op.ld <= INT_MAX) return op;
   }
   op.keep = detail::CopyArray(*a);
   op.data = op.keep->data();
@@ -114,10 +117,14 @@ std::shared_ptr<ArrayImpl> detail::CpuGemm(const std::shared_ptr<ArrayImpl>& a,
     std::memset(out->data(), 0, static_cast<size_t>(m * n) * detail::SizeOf(a->dtype));
     return out;
   }
-  for (int64_t s : {m, n, k, a->strides[0], a->strides[1], b->strides[0], b->strides[1]}) {
+  // Strides need no check: an operand BLAS cannot read in place is copied (Describe).
+  for (int64_t s : {m, n, k}) {
     if (s > INT_MAX) {
-      throw Error(ErrorKind::kShape, absl::StrCat("matmul: size or stride ", s,
-                                                  " exceeds the 32-bit BLAS interface"));
+      throw Error(ErrorKind::kShape,
+                  absl::StrCat("matmul: cannot multiply shape ", jit::FormatShape(a->shape), " by shape ",
+                               jit::FormatShape(b->shape), ": size ", s,
+                               " exceeds the 32-bit BLAS interface (2^31 - 1); multiply blocks of "
+                               "at most that size and concat() them"));
     }
   }
   GemmOperand pa = Describe(a), pb = Describe(b);

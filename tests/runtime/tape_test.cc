@@ -190,6 +190,23 @@ TEST_CASE("matmul values, transposed views, and gradients vs finite differences"
   CHECK(matmul(D::zeros({2, 0}), D::zeros({0, 3})).to_vector() == std::vector<double>(6, 0.0));
 }
 
+// Found by a bug hunt: a stride above 2^31 - 1 was refused ("exceeds the 32-bit
+// BLAS interface") even along a size-1 dim, where it is never used, and where a
+// copy would have served otherwise; NumPy gives [[6]]. Such operands are now
+// read in place or copied; the values are checked against a hand sum.
+TEST_CASE("matmul of views with strides past 32 bits: computed (in place or through a copy), not refused") {
+  static double buf[3] = {1, 2, 3};
+  const int64_t huge = int64_t{1} << 40;
+  const D row = D::view(buf, {1, 3}, {huge, 1});  // one row: its row stride is never used
+  const D col = D::view(buf, {3, 1}, {1, huge});  // one column: likewise
+  CHECK(matmul(row, D::ones({3, 1})).to_vector() == std::vector<double>{6});
+  CHECK(matmul(D::ones({1, 3}), col).to_vector() == std::vector<double>{6});
+  CHECK(matmul(col, row).to_vector() == std::vector<double>{1, 2, 3, 2, 4, 6, 3, 6, 9});
+  // Stride 0 along a dim (one element repeated) with a huge stride along the other: a copy.
+  const D rep = D::view(buf, {2, 3}, {0, 1});
+  CHECK(matmul(rep, col).to_vector() == std::vector<double>{14, 14});
+}
+
 TEST_CASE("reshape, transpose and copy: methods and free functions are one operation to the tape") {
   D x = D::normal({2, 3, 4}, 6), w = D::normal({4, 6}, 7);
   auto free_fn = [&](std::vector<D>& in) {
