@@ -230,7 +230,7 @@ void CheckDestination(const std::string& kernel_name, size_t m, ArrayImpl& dest,
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (MayOverlap(dest, *inputs[i])) {
       throw Error(ErrorKind::kInvalidArgument,
-                  absl::StrCat(where(), " overlaps the memory of argument ", i + 1,
+                  absl::StrCat(where(), " overlaps the memory of argument ", i + 1, " (position ", i, ")",
                                "; results cannot be written over the arguments (in place): "
                                "pass a separate destination or copy() the argument"));
     }

@@ -143,9 +143,11 @@ Partials<T> ComputePartials(const Kernel& k, const std::vector<Array<T>>& inputs
     }
   };
   // Named as the caller passed them: indices into value_out and partial_out,
-  // outputs and arguments counted from 1 as in every other message.
+  // outputs and arguments counted from 1 as in every other message, with the
+  // argument's position (counted from 0, as in wrt) beside it.
   auto partial_name = [&](size_t p) {
-    return absl::StrCat("partial_out[", p, "] (d output ", p / J + 1, " / d argument ", wrt[p % J] + 1, ")");
+    return absl::StrCat("partial_out[", p, "] (d output ", p / J + 1, " / d argument ", wrt[p % J] + 1,
+                        ", position ", wrt[p % J], ")");
   };
   for (size_t m = 0; m < options.value_out.size(); ++m) {
     check_dest(options.value_out[m], absl::StrCat("value_out[", m, "]"));

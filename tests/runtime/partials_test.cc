@@ -247,7 +247,7 @@ TEST_CASE("partials into user views land in the user's buffer; errors leave it u
   PartialsOptions<double> bad = opts;
   bad.partial_out[1] = Array<double>::view(table.data(), {n - 1}, {4});
   CHECK(MessageOf([&] { partials(k, {a, b}, bad); }, ErrorKind::kShape) ==
-        "prod: partial_out[1] (d output 1 / d argument 2) has shape [4] but the broadcast result "
+        "prod: partial_out[1] (d output 1 / d argument 2, position 1) has shape [4] but the broadcast result "
         "has shape [5]; pass an array (or view) of exactly that shape");
   CHECK(std::memcmp(before.data(), table.data(), table.size() * sizeof(double)) == 0);
 
@@ -256,7 +256,7 @@ TEST_CASE("partials into user views land in the user's buffer; errors leave it u
   PartialsOptions<double> alias;
   alias.value_out = {col(0)};
   CHECK(MessageOf([&] { partials(k, {view_a, b}, alias); }, ErrorKind::kInvalidArgument) ==
-        "prod: value_out[0] overlaps the memory of argument 1; results cannot be "
+        "prod: value_out[0] overlaps the memory of argument 1 (position 0); results cannot be "
         "written over the arguments (in place): pass a separate destination or copy() the "
         "argument");
   CHECK(std::memcmp(before.data(), table.data(), table.size() * sizeof(double)) == 0);
@@ -275,7 +275,8 @@ TEST_CASE("partials into user views land in the user's buffer; errors leave it u
   partial_alias.partial_out[1] = col(0);
   const std::vector<double> held = table;
   CHECK(MessageOf([&] { partials(k, {view_a, b}, partial_alias); }, ErrorKind::kInvalidArgument)
-            .starts_with("prod: partial_out[1] (d output 1 / d argument 2) overlaps the memory of argument 1"));
+            .starts_with("prod: partial_out[1] (d output 1 / d argument 2, position 1) overlaps the memory of "
+                         "argument 1 (position 0)"));
   CHECK(table == held);
 }
 
