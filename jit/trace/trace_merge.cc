@@ -402,8 +402,15 @@ class Merger {
       result.push_back(v);
       for (ValueId a : insts_[v].operands()) stack.push_back(a);
       if (IsGroup(v)) {
+        // A group's need is itself a closure (of its condition, and of both
+        // sides, intersected), so its nodes need no walk of their own: taken
+        // as they are, a chain of k groups, each needing the one before,
+        // costs O(k) per closure rather than O(k^2) (sequential dc::conds
+        // traced in time ~k^3: 400 took 2.8 s).
         for (ValueId u : group_need_.at(insts_[v].index)) {
-          if (mark_[u] != stamp_) stack.push_back(u);
+          if (mark_[u] == stamp_) continue;
+          mark_[u] = stamp_;
+          result.push_back(u);
         }
       }
     }
