@@ -47,12 +47,17 @@ ValueId Builder::Append(const Inst& inst) {
 
 ValueId Builder::Intern(const Inst& inst) {
   const InstKey key = InstKey::Of(inst);
-  for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
-    if (auto found = it->values.find(key); found != it->values.end()) return found->second;
-  }
+  auto [it, added] = visible_.try_emplace(key, kNoValue);
+  if (!added) return it->second;
   ValueId id = Append(inst);
-  scopes_.back().values.emplace(key, id);
+  it->second = id;
+  if (scopes_.size() > 1) scopes_.back().keys.push_back(key);  // the entry scope never closes
   return id;
+}
+
+void Builder::PopScope() {
+  for (const InstKey& key : scopes_.back().keys) visible_.erase(key);
+  scopes_.pop_back();
 }
 
 ValueId Builder::Input(Type type) {
@@ -159,7 +164,7 @@ void Builder::BeginElse(const std::vector<ValueId>& then_yields) {
   }
   ValueId if_id = scopes_.back().if_inst;
   f_.blocks[scopes_.back().block].yields.assign(then_yields.begin(), then_yields.end());
-  scopes_.pop_back();
+  PopScope();
   BlockId else_block = static_cast<BlockId>(f_.blocks.size());
   f_.blocks.push_back(Block{current_block(), {}, {}});
   f_.insts[if_id].else_block = else_block;
@@ -178,7 +183,7 @@ std::vector<ValueId> Builder::EndIf(const std::vector<ValueId>& else_yields) {
                                else_yields.size()));
   }
   f_.blocks[scopes_.back().block].yields.assign(else_yields.begin(), else_yields.end());
-  scopes_.pop_back();
+  PopScope();
   std::vector<ValueId> results;
   for (size_t k = 0; k < else_yields.size(); ++k) {
     Type t = f_.insts[f_.blocks[then_block].yields[k]].type;

@@ -184,14 +184,20 @@ class Builder {
   struct Scope {
     BlockId block;
     ValueId if_inst = kNoValue;  // the If whose branch this scope is
-    absl::flat_hash_map<InstKey, ValueId> values;
+    std::vector<InstKey> keys;   // what this scope added to visible_
   };
 
   ValueId Append(const Inst& inst);
   ValueId Intern(const Inst& inst);
+  void PopScope();
 
   Function& f_;
   std::vector<Scope> scopes_;
+  // Every instruction of the open scopes, by key. One map, not one per
+  // scope: a lookup per scope cost the nesting depth per instruction. A key
+  // is in at most one open scope (Intern adds only what none holds), so a
+  // scope's keys are erased when it closes.
+  absl::flat_hash_map<InstKey, ValueId> visible_;
 };
 
 }  // namespace dualcast::jit

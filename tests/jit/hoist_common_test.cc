@@ -129,5 +129,40 @@ TEST_CASE("guarded and one-sided work stays in its side") {
   }
 }
 
+TEST_CASE("work deep in the nested ifs of the larger side moves above the outer if") {
+  // The then-side is the larger one (three nested ifs), and x * y and
+  // exp(y) sit in its innermost then-side; the else-side computes them
+  // directly. Work on the inner ifs' result stays where it is.
+  Function f("deep");
+  Builder b(f);
+  ValueId x = b.Input(Type::kF64), y = b.Input(Type::kF64);
+  b.BeginIf(b.Emit(Op::kGt, {x, b.Const(Type::kF64, 0)}));
+  b.BeginIf(b.Emit(Op::kGt, {y, b.Const(Type::kF64, 0)}));
+  b.BeginIf(b.Emit(Op::kGt, {x, b.Const(Type::kF64, 1)}));
+  ValueId deep = b.Add(b.Mul(x, y), b.Emit(Op::kExp, {y}));
+  b.BeginElse({deep});
+  ValueId r2 = b.EndIf({x})[0];
+  b.BeginElse({r2});
+  ValueId r1 = b.EndIf({y})[0];
+  ValueId then_v = b.Emit(Op::kSqrt, {b.Mul(r1, r1)});
+  b.BeginElse({then_v});
+  ValueId else_v = b.Sub(b.Mul(x, y), b.Emit(Op::kExp, {y}));
+  b.Return({b.EndIf({else_v})[0]});
+  const Function hoisted = HoistCommonWork(f);
+  INFO(Print(hoisted));
+  REQUIRE(Verify(hoisted).ok());
+  CHECK(CountIn(hoisted, 0, Op::kExp) == 1);
+  CHECK(CountAll(hoisted, Op::kExp) == 1);
+  CHECK(CountIn(hoisted, 0, Op::kMul) == 1);  // x * y; r1 * r1 stays in the then-side
+  CHECK(CountAll(hoisted, Op::kMul) == 2);
+  CHECK(CountIn(hoisted, 0, Op::kSqrt) == 0);
+  for (double xv : {-1.0, 0.5, 2.0}) {
+    for (double yv : {-3.0, 0.5, 2.0}) {
+      const std::vector<double> in = {xv, yv};
+      CHECK(SameBits(Interpret(f, in)[0], Interpret(hoisted, in)[0]));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dualcast::jit
