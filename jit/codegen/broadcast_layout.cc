@@ -182,7 +182,10 @@ absl::StatusOr<BroadcastLayout> MergeBroadcast(std::span<const std::vector<int64
         absl::StrCat(name, ": the broadcast has rank ", merged.size(),
                      " after merging dimensions (result shape ", FormatShape(*full),
                      "), above the limit of ", kMaxRank,
-                     "; reshape the arguments to fewer dimensions or pass contiguous arrays"));
+                     " (neighbouring dimensions merge only where every argument is broadcast "
+                     "along both or neither, with strides that run on across them); reshape the "
+                     "arguments to fewer dimensions, copy() strided ones, or give the arguments "
+                     "broadcast in alternating dimensions their full shape"));
   }
 
   layout.in_strides.assign(n, {});

@@ -73,6 +73,9 @@ TEST_CASE("rank above jit::kMaxRank after merging: kShape; buffers untouched") {
   REQUIRE(e);
   CHECK(e->kind() == ErrorKind::kShape);
   CHECK(Contains(e->what(), "cell"));
+  // The advice fits arrays that are contiguous already (they were told to "pass contiguous arrays").
+  CHECK(Contains(e->what(), "broadcast along both or neither"));
+  CHECK(Contains(e->what(), "their full shape"));
   CHECK(value.untouched());
   CHECK(d0.untouched());
   CHECK(d1.untouched());
