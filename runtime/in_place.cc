@@ -143,6 +143,14 @@ void Remember(Stamp& stamp, Stamp::Write write) {
   }
   stamp.writes.push_back(std::move(write));
 }
+
+// User values written over all of the stamped storage at `epoch`: they hide
+// the computed values written before (one such write stands for a run of them).
+void RememberUserValuesOverAll(Stamp& stamp, uint64_t epoch) {
+  if (!stamp.writes.empty() && (stamp.writes.back().writer != nullptr || !stamp.writes.back().covers)) {
+    Remember(stamp, {epoch, nullptr, true});
+  }
+}
 }  // namespace
 
 void NoteInPlaceWrite(ArrayImpl& a, bool whole) {
@@ -170,12 +178,7 @@ void NoteInPlaceWrite(ArrayImpl& a, bool whole) {
     if (inserted) shard.size.fetch_add(1, std::memory_order_relaxed);
     Stamp& stamp = it->second;
     stamp.epoch = epoch;
-    // User values over all of it hide the computed values written before
-    // (one such write stands for a run of them).
-    if (whole && !stamp.writes.empty() && Covers(a, *storage) &&
-        (stamp.writes.back().writer != nullptr || !stamp.writes.back().covers)) {
-      Remember(stamp, {epoch, nullptr, true});
-    }
+    if (whole && Covers(a, *storage)) RememberUserValuesOverAll(stamp, epoch);
   }
 }
 
@@ -386,7 +389,7 @@ void ForgetWrittenValues(uintptr_t begin, uintptr_t end) {
         }
         const uint64_t epoch = g_epoch.fetch_add(1, std::memory_order_acq_rel) + 1;
         stamp.epoch = epoch;
-        Remember(stamp, {epoch, nullptr, true});
+        RememberUserValuesOverAll(stamp, epoch);
       }
     }
   }
