@@ -519,45 +519,39 @@ void ReportUntakenSide(int reps) {
 // 10,000 ops <= 500 ms, 10k/5k <= 2.3x).
 void ReportStraightLine(std::vector<int> sizes = {1000, 5000, 10000}) {
   const jit::Type f32[2] = {jit::Type::kF32, jit::Type::kF32};
-  std::printf("straight-line kernels (2 inputs, 256x256 f32):\n");
-  double ms_5k = 0;
-  for (int ops : sizes) {
-    auto kernel = [ops](auto x, auto y) {
+  // Each row: the compile of one kernel of about `ops` ops, made by `make`, over `n` x `n`.
+  auto rows = [&](const char* title, const char* prefix, int64_t n, auto make) {
+    std::printf("%s:\n", title);
+    double ms_5k = 0;
+    for (int ops : sizes) {
+      auto fn = std::make_shared<const jit::Function>(
+          jit::Optimize(jit::Trace(prefix + std::to_string(ops), make(ops), f32)));
+      BenchKernel bk = BuildKernel(fn, n, {});
+      std::printf("  %5d ops (%zu IR insts): compile %.1f ms wall, %.1f ms CPU", ops, fn->insts.size(),
+                  bk.compile_ms, bk.compile_cpu_ms);
+      if (ops == 5000) ms_5k = bk.compile_cpu_ms;
+      if (ops == 10000 && ms_5k > 0) std::printf("; 10k/5k %.2fx (CPU)", bk.compile_cpu_ms / ms_5k);
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+  };
+  rows("straight-line kernels (2 inputs, 256x256 f32)", "line_", 256, [](int ops) {
+    return [ops](auto x, auto y) {
       auto a = x;
       for (int i = 0; i < ops / 2; ++i) a = (i % 3 == 0 ? a * y : a * x) + y;
       return a;
     };
-    auto fn = std::make_shared<const jit::Function>(
-        jit::Optimize(jit::Trace("line_" + std::to_string(ops), kernel, f32)));
-    BenchKernel bk = BuildKernel(fn, 256, {});
-    std::printf("  %5d ops (%zu IR insts): compile %.1f ms wall, %.1f ms CPU", ops,
-                fn->insts.size(), bk.compile_ms, bk.compile_cpu_ms);
-    if (ops == 5000) ms_5k = bk.compile_cpu_ms;
-    if (ops == 10000 && ms_5k > 0) std::printf("; 10k/5k %.2fx (CPU)", bk.compile_cpu_ms / ms_5k);
-    std::printf("\n");
-    std::fflush(stdout);
-  }
+  });
   // A chain through a literal on one element (rank 0, every value uniform): the
   // shape on which InstCombine's time grew with the square of the length
   // (10k ops 0.35 s, 20k 1.1 s) until kernels this large skipped it.
-  std::printf("literal chains (a = a * 1.0000001 + y, one element):\n");
-  double literal_5k = 0;
-  for (int ops : sizes) {
-    auto kernel = [ops](auto x, auto y) {
+  rows("literal chains (a = a * 1.0000001 + y, one element)", "literal_", 1, [](int ops) {
+    return [ops](auto x, auto y) {
       auto a = x;
       for (int i = 0; i < ops / 2; ++i) a = a * 1.0000001 + y;
       return a;
     };
-    auto fn = std::make_shared<const jit::Function>(
-        jit::Optimize(jit::Trace("literal_" + std::to_string(ops), kernel, f32)));
-    BenchKernel bk = BuildKernel(fn, 1, {});
-    std::printf("  %5d ops (%zu IR insts): compile %.1f ms wall, %.1f ms CPU", ops, fn->insts.size(),
-                bk.compile_ms, bk.compile_cpu_ms);
-    if (ops == 5000) literal_5k = bk.compile_cpu_ms;
-    if (ops == 10000 && literal_5k > 0) std::printf("; 10k/5k %.2fx (CPU)", bk.compile_cpu_ms / literal_5k);
-    std::printf("\n");
-    std::fflush(stdout);
-  }
+  });
 }
 
 // 6. The one-pass gradient of sum(cbar .* cell.(z, zb, c, f, i, g)) through
