@@ -2,12 +2,16 @@
 #include "dualcast/broadcast.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <tuple>
 #include <string>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "dualcast/detail/execute.hpp"
 #include "dualcast/detail/lazy.hpp"
 #include "jit/codegen/broadcast_layout.h"
@@ -29,8 +33,43 @@ bool Unfused::active() { return unfused_depth > 0; }
 
 namespace detail {
 
+namespace {
+
+// Device copies of numbers, by (device, element type, bit pattern). A number
+// on a GPU is written on the host and copied over, and that copy waits for the
+// device; a training step passes the same few numbers (the seed 1, a mean's 1/N,
+// a fill's 0) every step, so each is copied once and then shared. Shared arrays
+// are only ever kernel inputs (nothing writes into an operand), so sharing is
+// safe. Bounded: past kMaxNumbers distinct values the table starts afresh.
+class DeviceNumbers {
+ public:
+  std::shared_ptr<ArrayImpl> Get(double value, DType dtype, Device device,
+                                 const std::shared_ptr<ArrayImpl>& host) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof bits);
+    const Key key{device.is_cuda() ? device.index() : -1, dtype, bits};
+    {
+      absl::MutexLock lock(&mu_);
+      if (auto it = numbers_.find(key); it != numbers_.end()) return it->second;
+    }
+    std::shared_ptr<ArrayImpl> copy = BackendFor(device).Transfer(*host, device);
+    absl::MutexLock lock(&mu_);
+    if (numbers_.size() >= kMaxNumbers) numbers_.clear();
+    return numbers_.try_emplace(key, std::move(copy)).first->second;
+  }
+
+ private:
+  static constexpr size_t kMaxNumbers = 4096;
+  using Key = std::tuple<int, DType, uint64_t>;
+  absl::Mutex mu_;
+  absl::flat_hash_map<Key, std::shared_ptr<ArrayImpl>> numbers_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
 // A rank-0 array holding a number operand. Written on the host and copied in
-// bulk to a GPU: a host pointer write into device memory would crash.
+// bulk to a GPU (a host pointer write into device memory would crash), once
+// per distinct number and device.
 std::shared_ptr<ArrayImpl> NumberArray(double value, DType dtype, Device device) {
   std::shared_ptr<ArrayImpl> a = NewArray(dtype, {}, Device::cpu());
   if (dtype == DType::kF32) {
@@ -38,8 +77,9 @@ std::shared_ptr<ArrayImpl> NumberArray(double value, DType dtype, Device device)
   } else {
     *static_cast<double*>(a->data()) = value;
   }
-  if (!device.is_cpu()) return BackendFor(device).Transfer(*a, device);
-  return a;
+  if (device.is_cpu()) return a;
+  static auto* numbers = new DeviceNumbers;  // leaked: device memory must outlive static destructors
+  return numbers->Get(value, dtype, device, a);
 }
 
 namespace {

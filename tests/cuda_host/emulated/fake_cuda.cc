@@ -23,6 +23,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -79,9 +80,31 @@ std::string Launchers(const std::string& source) {
   return out;
 }
 
+// Driver calls by name, so tests can assert what a step asked of the device
+// (e.g. that a tape step never waits for it): dualcast_fake_cuda_calls below.
+// DUALCAST_FAKE_CUDA_TRACE=1 also prints each counted call to stderr.
+std::mutex g_count_mu;
+std::map<std::string, long> g_counts;
+void Count(const char* call) {
+  static const bool trace = [] {
+    const char* e = getenv("DUALCAST_FAKE_CUDA_TRACE");
+    return e != nullptr && *e == '1';
+  }();
+  if (trace) fprintf(stderr, "fake cuda: %s\n", call);
+  std::lock_guard<std::mutex> lock(g_count_mu);
+  ++g_counts[call];
+}
+
 }  // namespace
 
 extern "C" {
+
+// How many times the named driver entry point was called in this process.
+long dualcast_fake_cuda_calls(const char* name) {
+  std::lock_guard<std::mutex> lock(g_count_mu);
+  auto it = g_counts.find(name);
+  return it == g_counts.end() ? 0 : it->second;
+}
 
 CUresult cuInit(unsigned int) { return CUDA_SUCCESS; }
 CUresult cuDriverGetVersion(int* v) {
@@ -125,14 +148,21 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice) {
   return CUDA_SUCCESS;
 }
 CUresult cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
-CUresult cuCtxSynchronize() { return CUDA_SUCCESS; }
+CUresult cuCtxSynchronize() {
+  Count(__func__);
+  return CUDA_SUCCESS;
+}
 CUresult cuStreamCreate(CUstream* s, unsigned int) {
   *s = reinterpret_cast<CUstream>(&g_stream);
   return CUDA_SUCCESS;
 }
-CUresult cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+CUresult cuStreamSynchronize(CUstream) {
+  Count(__func__);
+  return CUDA_SUCCESS;
+}
 
 CUresult cuMemAlloc(CUdeviceptr* p, size_t bytes) {
+  Count(__func__);
   void* m = nullptr;
   if (posix_memalign(&m, 256, bytes == 0 ? 1 : bytes) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
   *p = reinterpret_cast<CUdeviceptr>(m);
@@ -147,18 +177,22 @@ CUresult cuMemGetInfo(size_t* free_bytes, size_t* total) {
   return CUDA_SUCCESS;
 }
 CUresult cuMemcpyHtoDAsync(CUdeviceptr d, const void* s, size_t n, CUstream) {
+  Count(__func__);
   if (n > 0) memcpy(reinterpret_cast<void*>(d), s, n);
   return CUDA_SUCCESS;
 }
 CUresult cuMemcpyDtoHAsync(void* d, CUdeviceptr s, size_t n, CUstream) {
+  Count(__func__);
   if (n > 0) memcpy(d, reinterpret_cast<const void*>(s), n);
   return CUDA_SUCCESS;
 }
 CUresult cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream) {
+  Count(__func__);
   if (n > 0) memmove(reinterpret_cast<void*>(d), reinterpret_cast<const void*>(s), n);
   return CUDA_SUCCESS;
 }
 CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream) {
+  Count(__func__);
   if (n > 0) memset(reinterpret_cast<void*>(d), v, n);
   return CUDA_SUCCESS;
 }
@@ -200,6 +234,7 @@ CUresult cuModuleUnload(CUmodule module) {
   return CUDA_SUCCESS;
 }
 CUresult cuModuleGetFunction(CUfunction* f, CUmodule module, const char* name) {
+  Count(__func__);
   auto* m = reinterpret_cast<Module*>(module);
   auto* fn = new Function;  // lives as long as the process (CUfunctions are never released)
   fn->name = name;
@@ -211,6 +246,7 @@ CUresult cuModuleGetFunction(CUfunction* f, CUmodule module, const char* name) {
 }
 CUresult cuOccupancyMaxPotentialBlockSize(int* min_grid, int* block, CUfunction,
                                           CUoccupancyB2DSize, size_t, int) {
+  Count(__func__);
   // Small: 4 * min_grid blocks of 64 threads make grid-stride loops go round.
   *min_grid = 2;
   *block = 64;
@@ -219,6 +255,7 @@ CUresult cuOccupancyMaxPotentialBlockSize(int* min_grid, int* block, CUfunction,
 CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
                         unsigned int bx, unsigned int by, unsigned int bz, unsigned int, CUstream,
                         void** params, void** extra) {
+  Count(__func__);
   if (gy != 1 || gz != 1 || by != 1 || bz != 1 || extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
   auto* fn = reinterpret_cast<Function*>(f);
   if (fn->launch(gx, static_cast<int>(bx), params) != 0) {
