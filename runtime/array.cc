@@ -404,7 +404,11 @@ Array<T> Array<T>::scalar(T value, Device device) {
 template <ElementType T>
 Array<T> Array<T>::full(Shape shape, T value, Device device) {
   RequireUsable(device, "Array::full");
-  if (!device.is_cpu()) return full(std::move(shape), value, Device::cpu()).to(device);
+  // On a GPU a generated kernel fills it: no host buffer, no copy, no wait for
+  // the device (zeros for unused inputs' gradients come here in every step).
+  if (!device.is_cpu()) {
+    return Array(detail::Filled(detail::DTypeOf<T>(), shape, static_cast<double>(value), device));
+  }
   auto impl = detail::NewArray(detail::DTypeOf<T>(), std::move(shape), device);
   // Split over the CPU pool like a kernel launch: one thread writes about
   // 7 GB/s on the 2-core VM, short of the memory's bandwidth; zeros for an

@@ -210,7 +210,7 @@ template <ElementType T>
 FirstPass ReduceFirst(const Array<T>& a, const Axes& l, ReduceKind kind, double divisor, bool abs,
                       const char* what) {
   Arr fused;
-  if (a.is_pending() && a.impl()->device.is_cpu() && !Unfused::active() && !detail::TapeActive()) {
+  if (a.is_pending() && !Unfused::active() && !detail::TapeActive()) {
     const Array<T> operand = abs ? dualcast::abs(a) : a;  // pending too: joins a's group
     detail::PendingReduce r;
     r.summed = l.reduced;
@@ -330,11 +330,11 @@ Array<T> ElementReduction(const char* what, const Array<T>& a, const std::vector
                 absl::StrCat(what, " of an empty slice has no value (NumPy raises too); reduce ",
                              "over non-empty axes (shape ", jit::FormatShape(in->shape), ")"));
   }
-  // A pending operand on the CPU: the reduction joins the kernel that
-  // produces it (lazy_reduce.cc), the operand is stored only if something
+  // A pending operand: the reduction joins the kernel that produces it
+  // (lazy_reduce.cc, on any device), the operand is stored only if something
   // else holds it. Materialised under a tape (opened since), it records the
   // rule below (RecordElementReduction).
-  if (a.is_pending() && in->device.is_cpu() && !Unfused::active()) {
+  if (a.is_pending() && !Unfused::active()) {
     detail::PendingReduce r;
     r.summed = l.reduced;
     r.keep_shape = l.keep_shape;

@@ -27,17 +27,6 @@ namespace {
 
 std::atomic<int64_t> g_one_pass{0};
 
-// A rank-0 CPU array, written directly (no kernel launch for one number).
-std::shared_ptr<ArrayImpl> Scalar(DType dtype, double value) {
-  std::shared_ptr<ArrayImpl> a = NewArray(dtype, {}, Device::cpu());
-  if (dtype == DType::kF32) {
-    *static_cast<float*>(a->data()) = static_cast<float>(value);
-  } else {
-    *static_cast<double*>(a->data()) = value;
-  }
-  return a;
-}
-
 // Outputs: y_0..y_{M-1}, y_0 again (reduced: the loss; a mean's is divided by
 // the count after the sum, as every mean is, so the value has the same bits
 // as without a tape), then ā·∂y_0/∂x_wrt[j] for every j that is not
@@ -222,7 +211,7 @@ bool OnePassGradient(const std::shared_ptr<ArrayImpl>& loss,
     if (loss->pending->reduce->kind != ReduceKind::kSum) return false;  // one pass sums only
     reduction = loss->pending;
     const std::shared_ptr<ArrayImpl>& in = reduction->inputs[0];
-    if (in->pending == nullptr || in->pending->reduce != nullptr || !in->device.is_cpu()) return false;
+    if (in->pending == nullptr || in->pending->reduce != nullptr) return false;
     Group g = Gather(in->pending);
     // Another thread runs part of the group without the lock: the sweep
     // (which waits for it) is correct, one pass is only faster.
@@ -267,7 +256,7 @@ bool OnePassGradient(const std::shared_ptr<ArrayImpl>& loss,
     std::vector<std::shared_ptr<ArrayImpl>> with_abar;
     if (!unit_abar) {
       with_abar = plan.leaves;
-      with_abar.push_back(Scalar(plan.dtype, 1.0 / r.divisor));
+      with_abar.push_back(NumberArray(1.0 / r.divisor, plan.dtype, in->device));
     }
     const std::vector<std::shared_ptr<ArrayImpl>>& args = unit_abar ? plan.leaves : with_abar;
     // Per-thread scratch: a training loop repeats this every step, and the

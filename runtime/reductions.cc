@@ -55,8 +55,8 @@ Array<T> Reduce(const char* what, const Array<T>& a, const std::vector<int>& axe
     }
   }
   r.divisor = is_mean ? static_cast<double>(count) : 1.0;  // 0 / 0 = NaN for an empty mean
-  // A pending operand stays pending: the reduction joins its kernel.
-  if (a.is_pending() && in->device.is_cpu() && !Unfused::active()) {
+  // A pending operand stays pending: the reduction joins its kernel (on any device).
+  if (a.is_pending() && !Unfused::active()) {
     return Array<T>(detail::LazyReduce(what, in, std::move(r)));
   }
   return Array<T>(detail::ReduceNow(what, in, std::move(r)));

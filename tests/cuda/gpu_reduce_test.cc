@@ -19,6 +19,7 @@
 #include "jit/error.h"
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/ir/ir.h"
+#include "runtime/one_pass.h"
 
 #ifdef DUALCAST_HAVE_NVRTC
 #include "jit/cuda/cublas_api.h"
@@ -201,10 +202,11 @@ TEST_CASE("GPU: a repeated tape step on CUDA arrays never waits for the device")
   for (size_t e = 0; e < v.size(); ++e) v[e] = static_cast<float>(std::cos(0.3 * e));
   auto x = Array<float>::from(v, nn, Device::cuda(0));
   auto w = Array<float>::from(v, nn, Device::cuda(0));
+  auto unused = Array<float>::from(v, nn, Device::cuda(0));  // its zero gradient is filled on the device
   auto step = [&] {
     Tape tape;
     Array<float> y = broadcast(kernel("step_cell", [](auto a, auto b) { return a * b + 0.5 * a; }), x, w);
-    return tape.gradient(mean(y * 2.0 + 1.0), {x, w});
+    return tape.gradient(mean(y * 2.0 + 1.0), {x, w, unused}, GradientOptions{.allow_unused = true});
   };
   std::vector<Array<float>> first = step();
   const std::initializer_list<const char*> waits = {"cuStreamSynchronize", "cuCtxSynchronize",
@@ -219,12 +221,72 @@ TEST_CASE("GPU: a repeated tape step on CUDA arrays never waits for the device")
     CHECK(gx[e] == doctest::Approx((2 * v[e] + 1) / 256.0).epsilon(1e-5));
     CHECK(gw[e] == doctest::Approx(2 * v[e] / 256.0).epsilon(1e-5));
   }
+  for (float u : Host(again[2])) CHECK(u == 0.0f);
   if (before < 0) {
     MESSAGE("driver call counts need the emulated driver (ctest cuda_host_emulated_gpu); values checked");
     return;
   }
   CHECK_MESSAGE(after == before, "3 steps waited for the device or copied through the host "
                                      << after - before << " times");
+}
+
+// Reductions of a pending operand join the kernel that produces it on the GPU
+// as on the CPU (no stored operand, no second pass), and a loss still pending
+// takes the one-pass gradient: one generated kernel for the value and every
+// gradient. Values against the CPU; two GPU runs bitwise equal.
+template <class T>
+void FusedReductionsOnGpu() {
+  const Shape shape = {33, 70};
+  std::vector<T> xv(33 * 70), wv(33 * 70);
+  for (size_t e = 0; e < xv.size(); ++e) {
+    xv[e] = static_cast<T>(std::sin(0.11 * e) * 1.5);
+    wv[e] = static_cast<T>(0.5 + 0.25 * std::cos(0.07 * e));
+  }
+  const double rel = sizeof(T) == 4 ? 2e-5 : 1e-12;
+  const Kernel k = kernel("fused_red_cell", [](auto x, auto w) {
+    if (x > 0) return x * w + 0.25;
+    return w - x * x;
+  });
+  using Fn = Array<T> (*)(const Array<T>&);
+  const std::vector<std::pair<const char*, Fn>> ops = {
+      {"sum", [](const Array<T>& y) { return sum(y); }},
+      {"sum axis 0", [](const Array<T>& y) { return sum(y, {0}); }},
+      {"mean axis 1 keepdims", [](const Array<T>& y) { return mean(y, {1}, true); }},
+      {"max axis 1", [](const Array<T>& y) { return max(y, {1}); }},
+      {"prod axis 0", [](const Array<T>& y) { return prod(y, {0}); }},
+      {"logsumexp axis 1", [](const Array<T>& y) { return logsumexp(y, {1}); }},
+  };
+  for (const auto& [name, op] : ops) {
+    CAPTURE(name);
+    std::vector<std::vector<T>> got;
+    for (Device d : {Device::cpu(), Device::cuda(0), Device::cuda(0)}) {
+      Array<T> y = broadcast(k, Array<T>::from(xv, shape, d), Array<T>::from(wv, shape, d));
+      REQUIRE(y.is_pending());
+      got.push_back(Host(op(y)));
+    }
+    CheckNear(got[1], got[0], rel, std::string(name) + " on the GPU vs the CPU");
+    CHECK_MESSAGE(got[1] == got[2], "two GPU runs differ (not deterministic)");
+  }
+  // The one-pass gradient of a pending loss, on the GPU, against the CPU's.
+  std::vector<std::vector<T>> grads[2];
+  for (int g = 0; g < 2; ++g) {
+    const Device d = g == 0 ? Device::cpu() : Device::cuda(0);
+    auto x = Array<T>::from(xv, shape, d), w = Array<T>::from(wv, shape, d);
+    const int64_t one_pass_before = detail::OnePassGradients();
+    Tape tape;
+    std::vector<Array<T>> dg = tape.gradient(mean(broadcast(k, x, w) * w), {x, w});
+    CHECK_MESSAGE(detail::OnePassGradients() == one_pass_before + 1,
+                  "the pending loss did not take the one-pass gradient on " << d.name());
+    for (const Array<T>& a : dg) grads[g].push_back(Host(a));
+  }
+  CheckNear(grads[1][0], grads[0][0], rel, "one-pass d/dx on the GPU vs the CPU");
+  CheckNear(grads[1][1], grads[0][1], rel, "one-pass d/dw on the GPU vs the CPU");
+}
+
+TEST_CASE("GPU: reductions of pending operands join their producer, and a pending loss takes one pass") {
+  DC_REQUIRE_GPU();
+  FusedReductionsOnGpu<float>();
+  FusedReductionsOnGpu<double>();
 }
 
 // max, min, prod, logsumexp, var, norm and their gradients on cuda:0 against

@@ -258,6 +258,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned
   Count(__func__);
   if (gy != 1 || gz != 1 || by != 1 || bz != 1 || extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
   auto* fn = reinterpret_cast<Function*>(f);
+  if (getenv("DUALCAST_FAKE_CUDA_TRACE") != nullptr) fprintf(stderr, "fake cuda:   %s <<<%u, %u>>>\n", fn->name.c_str(), gx, bx);
   if (fn->launch(gx, static_cast<int>(bx), params) != 0) {
     fprintf(stderr, "emulated CUDA driver: launch of %s failed (the shim's barrier check)\n",
             fn->name.c_str());
