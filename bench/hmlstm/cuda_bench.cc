@@ -15,6 +15,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "bench/hmlstm/implementations.h"
 #include "bench/hmlstm/metadata.h"
 #include "bench/hmlstm/peers.h"
@@ -89,16 +90,47 @@ class EventTimer {
 namespace {
 
 // Milliseconds per call of `step` over kIterations calls queued back to back
-// (one event interval: per-call events would time the launch gaps too).
+// (one event interval: per-call events would time the launch gaps too), and in
+// *host_ms the host's time per call to queue them: when the two are close, the
+// row measures the host, not the GPU.
 double TimePerCall(EventTimer& events, const std::function<void()>& step,
-                   const std::function<void()>& wait) {
+                   const std::function<void()>& wait, double* host_ms) {
   auto t = std::chrono::steady_clock::now();
   if (events.ok()) events.Start();
   for (int k = 0; k < kIterations; ++k) step();
+  *host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count() /
+             kIterations;
   if (events.ok()) return events.Stop() / kIterations;
   wait();
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count() /
          kIterations;
+}
+
+// The device's copy bandwidth (GB/s, bytes read + written, as STREAM counts a
+// copy): the best of 10 event-timed device-to-device copies of 512 MiB, the
+// ceiling a memory-bound kernel is measured against. 0 when it cannot be timed.
+double DeviceCopyGbps(EventTimer& events) {
+#ifdef DUALCAST_HAVE_NVRTC
+  constexpr size_t kBytes = size_t{512} << 20;
+  if (!events.ok()) return 0;
+  absl::StatusOr<uint64_t> a = jit::cuda::DeviceAlloc(0, kBytes), b = jit::cuda::DeviceAlloc(0, kBytes);
+  double best_ms = 0;
+  if (a.ok() && b.ok() && jit::cuda::FillZero(0, *a, kBytes).ok()) {
+    for (int k = 0; k < 11; ++k) {
+      events.Start();
+      if (!jit::cuda::CopyOnDevice(0, *b, *a, kBytes).ok()) break;
+      const double ms = events.Stop();
+      if (k > 0 && (best_ms == 0 || ms < best_ms)) best_ms = ms;  // k = 0 warms up
+    }
+  }
+  if (a.ok()) jit::cuda::DeviceFree(0, *a, kBytes);
+  if (b.ok()) jit::cuda::DeviceFree(0, *b, kBytes);
+  jit::cuda::ReleaseCachedDeviceMemory();  // 1 GiB the rows will not reuse
+  return best_ms > 0 ? 2.0 * kBytes / (best_ms * 1e-3) / 1e9 : 0;
+#else
+  (void)events;
+  return 0;
+#endif
 }
 
 // The full variant on the device: c and the gradients of sum(cbar .* c)
@@ -137,11 +169,17 @@ int RunCuda(const Options& o) {
   meta.warmup = o.warmup;
   meta.rounds = 1;
   meta.notes = "GPU path: paper = dc::partials, full = Tape::gradient of sum(cbar * c), on CUDA "
-               "arrays; peers (with --peers) on the same GPU, host-timed per synchronised call. "
-               "Written without a GPU to test on (run through the emulated device in CI).";
+               "arrays; peers (with --peers) on the same GPU, timed the same way: 128 calls queued "
+               "back to back, one wait, the mean per call. %copy is against this device's "
+               "device-to-device copy bandwidth.";
   EventTimer events;
   std::cout << "HM-LSTM on " << gpu.name() << ", " << kIterations << " iterations per row ("
             << (events.ok() ? "CUDA events" : "host clock around a synchronising copy") << ")\n";
+  // %copy on this device is against its own copy bandwidth, not the host's STREAM.
+  meta.stream.copy_gbps = DeviceCopyGbps(events);
+  meta.stream.triad_gbps = meta.stream.read_gbps = 0;
+  std::cout << "device-to-device copy: " << meta.stream.copy_gbps
+            << " GB/s (read + written; the 'STREAM copy' figure below)\n";
   std::unique_ptr<PeerProcess> peers;
   std::vector<Row> rows;
   if (o.peers) {
@@ -166,7 +204,9 @@ int RunCuda(const Options& o) {
             Array<float>::from(p.c_prev, nn, gpu),        Array<float>::from(p.f, nn, gpu),
             Array<float>::from(p.i, nn, gpu),             Array<float>::from(p.g, nn, gpu)};
         Row row;
-        row.impl = "dualcast-fused";
+        // full: the plan Tape::gradient picks by itself (the CPU run's `dualcast` row);
+        // paper: cached partials, as the CPU run's `dualcast-fused` row.
+        row.impl = variant == Variant::kPaper ? "dualcast-fused" : "dualcast";
         row.variant = VariantName(variant);
         row.layout = LayoutName(layout);
         row.n = n;
@@ -207,8 +247,12 @@ int RunCuda(const Options& o) {
             row.status = absl::StrCat("FAILED: max rel error ", row.max_error);
           } else {
             for (int w = 0; w < o.warmup; ++w) step();
-            row.times_ms.assign(1, TimePerCall(events, step, wait));
+            double host_ms = 0;
+            row.times_ms.assign(1, TimePerCall(events, step, wait, &host_ms));
             FillStats(row);
+            std::cout << absl::StrFormat("  %s %s %s n=%d: %.1f us per call on the GPU, %.1f us to queue it on the host\n",
+                                         row.impl, row.variant, row.layout, n, row.median_ms * 1e3,
+                                         host_ms * 1e3);
             row.gbps = FloorBytes(n, variant) / (row.median_ms * 1e-3) / 1e9;
           }
         } catch (const Error& e) {

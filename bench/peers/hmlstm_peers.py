@@ -27,8 +27,9 @@ frameworks express a data-dependent branch on arrays):
 The loss is sum(cbar * c) (full) or sum(c) (paper); z and zb only steer the
 branch, so their gradients are zero (a framework that returns None gets zeros).
 DUALCAST_PEER_DEVICE=cuda (set by `dualcast-hmlstm --device cuda --peers`)
-puts the torch and JAX arrays on the GPU (each call synchronises before it
-returns); Dr.Jit's peer is the LLVM (CPU) backend and is then not run.
+puts the torch and JAX arrays on the GPU and times each peer as dualcast's
+GPU rows are timed: the calls queued back to back, one wait at the end, the
+mean per call; Dr.Jit's peer is the LLVM (CPU) backend and is then not run.
 """
 import os
 import sys
@@ -108,11 +109,11 @@ def make_torch(case, compiled):
         torch._dynamo.config.cache_size_limit = 256
     fn = torch.compile(forward) if compiled else forward
 
-    def run():
+    def run(sync=True):
         loss, c = fn(*xs, cbar)
         grads = torch.autograd.grad(loss, wrt, allow_unused=True)
         grads = [torch.zeros_like(x) if gr is None else gr for gr, x in zip(grads, wrt)]
-        if DEVICE == "cuda":
+        if DEVICE == "cuda" and sync:
             torch.cuda.synchronize()
         return ([c.detach()] if case.full else []) + list(grads)
 
@@ -151,10 +152,11 @@ def make_jax(case, vmap_cond):
     where = jax.devices("gpu")[0] if DEVICE == "cuda" else jax.devices("cpu")[0]
     args = [jax.device_put(jnp.asarray(a), where) for a in (z, zb, case.cp, case.f, case.i, case.g, case.cbar)]
 
-    def run():
+    def run(sync=True):
         (_, c), grads = step(*args)
         out = ([c] if case.full else []) + list(grads)
-        jax.block_until_ready(out)
+        if sync:
+            jax.block_until_ready(out)
         return out
 
     return run
@@ -280,11 +282,20 @@ def main():
                 runs[words[1]]()
             say("ok")
         elif words[0] == "time":
-            run, times = runs[words[1]], []
-            for _ in range(int(words[2])):
+            run, count, times = runs[words[1]], int(words[2]), []
+            if DEVICE == "cuda":
+                # As dualcast's GPU rows are timed: the calls queued back to back and
+                # one wait at the end (a wait per call would time the launch gaps).
                 t0 = time.perf_counter()
+                for _ in range(count - 1):
+                    run(sync=False)
                 run()
-                times.append((time.perf_counter() - t0) * 1e3)
+                times = [(time.perf_counter() - t0) * 1e3 / count] * count
+            else:
+                for _ in range(count):
+                    t0 = time.perf_counter()
+                    run()
+                    times.append((time.perf_counter() - t0) * 1e3)
             say("times " + " ".join(f"{t:.6g}" for t in times))
         else:
             say(f"error unknown command {words[0]}")
