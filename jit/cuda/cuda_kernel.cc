@@ -39,9 +39,14 @@ class SourceWriter {
                     ") {\n");
     absl::StrAppend(&s, "  const I count = (I)n;\n",
                     "  const I step = (I)gridDim.x * (I)blockDim.x;\n");
-    if (AnyElementwiseStore()) WriteElementwisePass(s);
+    const std::vector<size_t> full = FullReductions();
+    if (!full.empty()) {
+      WriteFullReducePass(s, full);  // the elementwise stores too
+    } else if (AnyElementwiseStore()) {
+      WriteElementwisePass(s);
+    }
     for (size_t m = 0; m < reduce_.size(); ++m) {
-      if (reduce_[m] != 0) WriteReducePass(s, m);
+      if (reduce_[m] != 0 && std::find(full.begin(), full.end(), m) == full.end()) WriteReducePass(s, m);
     }
     absl::StrAppend(&s, "}\n\n");
     std::vector<std::string> names;
@@ -247,6 +252,59 @@ class SourceWriter {
     return dims;
   }
 
+  // The outputs reduced over every dim (a loss's sum): they share one traversal
+  // of the whole range, which also covers every element once in linear order.
+  std::vector<size_t> FullReductions() const {
+    std::vector<size_t> full;
+    if (rank_ == 0) return full;
+    for (size_t m = 0; m < reduce_.size(); ++m) {
+      if (reduce_[m] != 0 && Dims(m, false).empty()) full.push_back(m);
+    }
+    return full;
+  }
+
+  // The outputs reduced over every dim and the elementwise stores in ONE pass:
+  // a separate reduce pass would read every input and run the body a second
+  // time (the one-pass gradient's loss sum doubled its memory traffic). The
+  // traversal is WriteReducePass's for a full reduction (one warp per split of
+  // the range, lanes striding it), so each partial still depends on the split
+  // and the sizes only: the same sums, bit for bit, for any grid.
+  void WriteFullReducePass(std::string& s, const std::vector<size_t>& full) const {
+    const std::vector<int> all = Dims(full[0], true);
+    absl::StrAppend(&s, "  {  // elementwise stores and outputs ", absl::StrJoin(full, ", "),
+                    " (reduced over every dim): one pass, lanes over the whole range\n",
+                    "    const I lane = (I)threadIdx.x % 32;\n", "    const I red = ", Product(all), ";\n",
+                    "    const I splits = (I)red", full[0], "_splits;\n",
+                    "    const I chunk = splits == 0 ? 0 : (red + splits - 1) / splits;\n",
+                    "    for (I split = ((I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x) / 32; split < "
+                    "splits; split += step / 32) {\n",
+                    "      const I stop = (split + 1) * chunk < red ? (split + 1) * chunk : red;\n");
+    for (size_t m : full) absl::StrAppend(&s, "      double acc", m, " = ", Identity(m), ";\n");
+    absl::StrAppend(&s, "      for (I r = split * chunk + lane; r < stop; r += 32) {\n");
+    WriteSplitIndices(s, "        ", all, "r");
+    WriteInputOffsets(s, "        ");
+    std::vector<std::string> results = WriteBody(s, 4);
+    for (size_t m = 0; m < results.size(); ++m) {
+      if (!spec_.writes(m) || reduce_[m] != 0) continue;
+      absl::StrAppend(&s, "        const dc_i64 o_out", m, " = ", OutputOffset(m), ";\n        ",
+                      Store(m, absl::StrCat("out", m, "[o_out", m, "]"), AsElement(m, results[m])));
+    }
+    for (size_t m : full) {
+      absl::StrAppend(&s, "        ", Fold(m, absl::StrCat("acc", m), absl::StrCat("(double)", results[m])),
+                      "\n");
+    }
+    absl::StrAppend(&s, "      }\n");
+    for (size_t m : full) {
+      const std::string acc = absl::StrCat("acc", m);
+      absl::StrAppend(&s,
+                      "      for (int d = 16; d > 0; d /= 2) { const double o = "
+                      "__shfl_down_sync(0xffffffffu, ", acc, ", d); ",
+                      Fold(m, acc, "o"), " }\n", "      if (lane == 0) scratch[red", m,
+                      "_base + (dc_i64)split] = ", acc, ";\n");
+    }
+    absl::StrAppend(&s, "    }\n", "  }\n");
+  }
+
   // Output m's partial sums into scratch, one per (kept element k, split s of
   // the reduced range), wherever the work runs: each partial depends on (k, s)
   // and the sizes only, never on the grid, so sums are the same run to run.
@@ -378,7 +436,7 @@ class SourceWriter {
 }  // namespace
 
 std::string CudaKernelSymbol(const KernelSpec& spec) {
-  return spec.Symbol(0x64635f637567ull);  // format tag "dc_cud" + 3 (1: tanh/sigmoid formulas; 2: ops renumbered by rint, fdim, isinf, signbit; 3: by fast_tanh, fast_sigmoid): bump when the source changes meaning
+  return spec.Symbol(0x64635f637568ull);  // format tag "dc_cud" + 4 (1: tanh/sigmoid formulas; 2: ops renumbered by rint, fdim, isinf, signbit; 3: by fast_tanh, fast_sigmoid; 4: full reductions share the elementwise pass, so cached kernels of 3 are not reused): bump when the source changes meaning
 }
 
 bool CudaReductionLanesOverKept(uint32_t reduce_bits, int rank) {
