@@ -142,7 +142,10 @@ struct FullOnGpu {
   void Run() {
     Tape tape;
     c = broadcast(HmlstmCell(), in[0], in[1], in[2], in[3], in[4], in[5]);
-    grads = tape.gradient(sum(c * cbar), in);
+    // As the CPU run writes it: a `c * cbar` still held (a temporary inside the
+    // gradient call's own expression) is stored by the one-pass kernel.
+    Array<float> loss = sum(c * cbar);
+    grads = tape.gradient(loss, in);
   }
   Results Collect() const {
     Results r;
