@@ -43,7 +43,7 @@ struct Stats {
   int64_t disk_hits = 0;         // kernels loaded from the on-disk object store
   double compile_ms = 0;         // wall time producing kernels (compiling or loading)
   int64_t launches = 0;          // kernel launches
-  double exec_ms = 0;            // wall time inside launches
+  double exec_ms = 0;            // wall time inside launches (CUDA: queuing them, not the kernels)
   int64_t elements = 0;          // output elements processed by launches
   CacheCounts caches[kNumCaches];  // indexed by Cache; caches[kKernel].hits == cache_hits
 };

@@ -1144,6 +1144,13 @@ void Tape::accumulate_gradient(const Array<T>& loss, const std::vector<Array<T>>
                   absl::StrCat(what, ": gradient buffer ", i + 1,
                                " is a read-only view of const memory; pass a writable array"));
     }
+    if (grads[i].device() != inputs[i].device()) {
+      throw Error(ErrorKind::kDevice,
+                  absl::StrCat(what, ": gradient buffer ", i + 1, " (grads[", i, "]) is on ",
+                               grads[i].device().name(), " but input ", i + 1, " is on ",
+                               inputs[i].device().name(), "; pass a buffer on the input's device ",
+                               "(Array::zeros(shape, input.device())) and copy it with .to() afterwards"));
+    }
     grads[i].eval();
     detail::CheckComputed(*grads[i].impl(), what);  // AddInto runs on any device
     if (detail::SelfOverlapping(*grads[i].impl())) {

@@ -202,6 +202,17 @@ absl::Status LaunchCudaKernel(const CudaKernel& kernel, const KernelArgs& args, 
                            pointers.data(), nullptr),
                        kernel, n, grid, block);
   };
+  // Counted like a CPU launch (FormatStats); a CUDA launch only queues the
+  // kernel, so the time recorded is the host's, not the kernel's.
+  const auto queued = std::chrono::steady_clock::now();
+  struct Count {
+    int64_t elements;
+    std::chrono::steady_clock::time_point since;
+    ~Count() {
+      RecordLaunch(elements, std::chrono::duration<double, std::milli>(
+                                 std::chrono::steady_clock::now() - since).count());
+    }
+  } count{n, queued};
   if (n > 0) {
     const bool narrow = launch.narrow;
     const int block = std::max(32, narrow ? kernel.block_i32 : kernel.block_i64);

@@ -19,6 +19,7 @@
 #include "jit/error.h"
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/ir/ir.h"
+#include "jit/stats.h"
 #include "runtime/one_pass.h"
 
 #ifdef DUALCAST_HAVE_NVRTC
@@ -287,6 +288,33 @@ TEST_CASE("GPU: reductions of pending operands join their producer, and a pendin
   DC_REQUIRE_GPU();
   FusedReductionsOnGpu<float>();
   FusedReductionsOnGpu<double>();
+}
+
+// accumulate_gradient with a buffer on another device than its input: an
+// Error naming the call and the buffer, before anything is written; CUDA
+// launches show in the JIT counters like CPU launches.
+TEST_CASE("GPU: accumulate_gradient into a buffer on the wrong device, and CUDA launches in the stats") {
+  DC_REQUIRE_GPU();
+  std::vector<float> v = {1, 2, 3, 4};
+  auto x = Array<float>::from(v, {2, 2}, Device::cuda(0));
+  auto host_buffer = Array<float>::full({2, 2}, 7.0f);
+  Tape tape;
+  Array<float> loss = sum(x * x);
+  try {
+    tape.accumulate_gradient(loss, {x}, {host_buffer});
+    FAIL("no error for a cpu buffer of a cuda:0 input");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::kDevice);
+    const std::string what = e.what();
+    CHECK_MESSAGE(what.find("Tape::accumulate_gradient") != std::string::npos, what);
+    CHECK_MESSAGE(what.find("grads[0]") != std::string::npos, what);
+    CHECK_MESSAGE(what.find("cuda:0") != std::string::npos, what);
+  }
+  for (float b : host_buffer.to_vector()) CHECK(b == 7.0f);
+  jit::ResetStats();
+  (void)Host(Array<float>(x * 3.0f + 1.0f));
+  CHECK(jit::GetStats().launches >= 1);
+  CHECK(jit::GetStats().elements >= 4);
 }
 
 // max, min, prod, logsumexp, var, norm and their gradients on cuda:0 against
