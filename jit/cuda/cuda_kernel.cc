@@ -229,13 +229,18 @@ class SourceWriter {
                     "idx += step) {\n");
     WriteIndices(s, "    ");
     WriteInputOffsets(s, "    ");
-    std::vector<std::string> results = WriteBody(s, 2);
+    WriteElementwiseStores(s, "    ", WriteBody(s, 2));
+    absl::StrAppend(&s, "  }\n");
+  }
+
+  // The stores of the outputs that are written and not reduced, at the current indices.
+  void WriteElementwiseStores(std::string& s, const std::string& pad,
+                              const std::vector<std::string>& results) const {
     for (size_t m = 0; m < results.size(); ++m) {
       if (!spec_.writes(m) || reduce_[m] != 0) continue;
-      absl::StrAppend(&s, "    const dc_i64 o_out", m, " = ", OutputOffset(m), ";\n    ",
+      absl::StrAppend(&s, pad, "const dc_i64 o_out", m, " = ", OutputOffset(m), ";\n", pad,
                       Store(m, absl::StrCat("out", m, "[o_out", m, "]"), AsElement(m, results[m])));
     }
-    absl::StrAppend(&s, "  }\n");
   }
 
   std::string Product(const std::vector<int>& dims) const {
@@ -283,12 +288,8 @@ class SourceWriter {
     absl::StrAppend(&s, "      for (I r = split * chunk + lane; r < stop; r += 32) {\n");
     WriteSplitIndices(s, "        ", all, "r");
     WriteInputOffsets(s, "        ");
-    std::vector<std::string> results = WriteBody(s, 4);
-    for (size_t m = 0; m < results.size(); ++m) {
-      if (!spec_.writes(m) || reduce_[m] != 0) continue;
-      absl::StrAppend(&s, "        const dc_i64 o_out", m, " = ", OutputOffset(m), ";\n        ",
-                      Store(m, absl::StrCat("out", m, "[o_out", m, "]"), AsElement(m, results[m])));
-    }
+    const std::vector<std::string> results = WriteBody(s, 4);
+    WriteElementwiseStores(s, "        ", results);
     for (size_t m : full) {
       absl::StrAppend(&s, "        ", Fold(m, absl::StrCat("acc", m), absl::StrCat("(double)", results[m])),
                       "\n");
