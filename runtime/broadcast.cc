@@ -43,16 +43,17 @@ namespace {
 // safe. Bounded: past kMaxNumbers distinct values the table starts afresh.
 class DeviceNumbers {
  public:
-  std::shared_ptr<ArrayImpl> Get(double value, DType dtype, Device device,
-                                 const std::shared_ptr<ArrayImpl>& host) {
+  // `make_host` writes the number into a new rank-0 host array (called on a miss only).
+  template <class MakeHost>
+  std::shared_ptr<ArrayImpl> Get(double value, DType dtype, Device device, const MakeHost& make_host) {
     uint64_t bits = 0;
     std::memcpy(&bits, &value, sizeof bits);
-    const Key key{device.is_cuda() ? device.index() : -1, dtype, bits};
+    const Key key{device.index(), dtype, bits};
     {
       absl::MutexLock lock(&mu_);
       if (auto it = numbers_.find(key); it != numbers_.end()) return it->second;
     }
-    std::shared_ptr<ArrayImpl> copy = BackendFor(device).Transfer(*host, device);
+    std::shared_ptr<ArrayImpl> copy = BackendFor(device).Transfer(*make_host(), device);
     absl::MutexLock lock(&mu_);
     if (numbers_.size() >= kMaxNumbers) numbers_.clear();
     return numbers_.try_emplace(key, std::move(copy)).first->second;
@@ -71,15 +72,18 @@ class DeviceNumbers {
 // bulk to a GPU (a host pointer write into device memory would crash), once
 // per distinct number and device.
 std::shared_ptr<ArrayImpl> NumberArray(double value, DType dtype, Device device) {
-  std::shared_ptr<ArrayImpl> a = NewArray(dtype, {}, Device::cpu());
-  if (dtype == DType::kF32) {
-    *static_cast<float*>(a->data()) = static_cast<float>(value);
-  } else {
-    *static_cast<double*>(a->data()) = value;
-  }
-  if (device.is_cpu()) return a;
+  auto make_host = [&] {
+    std::shared_ptr<ArrayImpl> a = NewArray(dtype, {}, Device::cpu());
+    if (dtype == DType::kF32) {
+      *static_cast<float*>(a->data()) = static_cast<float>(value);
+    } else {
+      *static_cast<double*>(a->data()) = value;
+    }
+    return a;
+  };
+  if (device.is_cpu()) return make_host();
   static auto* numbers = new DeviceNumbers;  // leaked: device memory must outlive static destructors
-  return numbers->Get(value, dtype, device, a);
+  return numbers->Get(value, dtype, device, make_host);
 }
 
 namespace {
