@@ -202,34 +202,27 @@ absl::Status LaunchCudaKernel(const CudaKernel& kernel, const KernelArgs& args, 
                            pointers.data(), nullptr),
                        kernel, n, grid, block);
   };
-  // Counted like a CPU launch (FormatStats); a CUDA launch only queues the
-  // kernel, so the time recorded is the host's, not the kernel's.
   const auto queued = std::chrono::steady_clock::now();
-  struct Count {
-    int64_t elements;
-    std::chrono::steady_clock::time_point since;
-    ~Count() {
-      RecordLaunch(elements, std::chrono::duration<double, std::milli>(
-                                 std::chrono::steady_clock::now() - since).count());
-    }
-  } count{n, queued};
+  absl::Status status = absl::OkStatus();
   if (n > 0) {
     const bool narrow = launch.narrow;
     const int block = std::max(32, narrow ? kernel.block_i32 : kernel.block_i64);
     const int64_t grid =
         CudaGridSize(n, block, narrow ? kernel.min_grid_i32 : kernel.min_grid_i64);
-    if (absl::Status s = launch_one(narrow ? kernel.function_i32 : kernel.function_i64, grid,
-                                    block);
-        !s.ok()) {
-      return s;
-    }
+    status = launch_one(narrow ? kernel.function_i32 : kernel.function_i64, grid, block);
   }
-  if (reduced) {
+  if (status.ok() && reduced) {
     const int64_t grid = std::max<int64_t>(
         1, std::min<int64_t>(plan.max_kept, 4 * int64_t{std::max(1, kernel.min_grid_i64)}));
-    return launch_one(kernel.function_fin, grid, kCudaFinishBlock);
+    status = launch_one(kernel.function_fin, grid, kCudaFinishBlock);
   }
-  return absl::OkStatus();
+  // Counted like a CPU launch (FormatStats); a CUDA launch only queues the
+  // kernel, so the time recorded is the host's, not the kernel's.
+  if (status.ok()) {
+    RecordLaunch(n, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                              queued).count());
+  }
+  return status;
 }
 
 }  // namespace dualcast::jit::cuda

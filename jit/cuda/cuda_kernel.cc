@@ -297,10 +297,7 @@ class SourceWriter {
     absl::StrAppend(&s, "      }\n");
     for (size_t m : full) {
       const std::string acc = absl::StrCat("acc", m);
-      absl::StrAppend(&s,
-                      "      for (int d = 16; d > 0; d /= 2) { const double o = "
-                      "__shfl_down_sync(0xffffffffu, ", acc, ", d); ",
-                      Fold(m, acc, "o"), " }\n", "      if (lane == 0) scratch[red", m,
+      absl::StrAppend(&s, "      ", WarpFold(m, acc), "      if (lane == 0) scratch[red", m,
                       "_base + (dc_i64)split] = ", acc, ";\n");
     }
     absl::StrAppend(&s, "    }\n", "  }\n");
@@ -343,10 +340,7 @@ class SourceWriter {
     absl::StrAppend(&s, "        ", Fold(m, "acc", absl::StrCat("(double)", results[m])), "\n",
                     "      }\n");
     if (!lanes_over_kept) {
-      absl::StrAppend(&s,
-                      "      for (int d = 16; d > 0; d /= 2) { const double o = "
-                      "__shfl_down_sync(0xffffffffu, acc, d); ",
-                      Fold(m, "acc", "o"), " }\n", "      if (lane != 0) continue;\n");
+      absl::StrAppend(&s, "      ", WarpFold(m, "acc"), "      if (lane != 0) continue;\n");
     }
     absl::StrAppend(&s, "      scratch[red", m, "_base + (dc_i64)split * (dc_i64)kept + ",
                     "(dc_i64)k] = acc;\n", "    }\n", "  }\n");
@@ -375,6 +369,14 @@ class SourceWriter {
                             " = v; }");
     }
     return absl::StrCat(acc, " += ", x, ";");
+  }
+
+  // Folds `acc` over a warp's 32 lanes in a fixed shuffle tree (lane 0 ends
+  // with the total); one line, its indent the caller's.
+  std::string WarpFold(size_t m, const std::string& acc) const {
+    return absl::StrCat("for (int d = 16; d > 0; d /= 2) { const double o = "
+                        "__shfl_down_sync(0xffffffffu, ", acc, ", d); ",
+                        Fold(m, acc, "o"), " }\n");
   }
 
   // <symbol>_fin: adds each reduced output's partials in split order and
@@ -412,9 +414,7 @@ class SourceWriter {
                       "        double acc = ", Identity(m), ";\n",
                       "        for (I split = threadIdx.x; split < splits; split += blockDim.x) { ",
                       Fold(m, "acc", "part[split * kept + k]"), " }\n",
-                      "        for (int d = 16; d > 0; d /= 2) { const double o = "
-                      "__shfl_down_sync(0xffffffffu, acc, d); ",
-                      Fold(m, "acc", "o"), " }\n",
+                      "        ", WarpFold(m, "acc"),
                       "        if (threadIdx.x % 32 == 0) warp_total[threadIdx.x / 32] = acc;\n",
                       "        __syncthreads();\n", "        if (threadIdx.x == 0) {\n",
                       "          double total = ", Identity(m), ";\n",

@@ -82,15 +82,15 @@ std::string Launchers(const std::string& source) {
 
 // Driver calls by name, so tests can assert what a step asked of the device
 // (e.g. that a tape step never waits for it): dualcast_fake_cuda_calls below.
-// DUALCAST_FAKE_CUDA_TRACE=1 also prints each counted call to stderr.
+// DUALCAST_FAKE_CUDA_TRACE=1 also prints each counted call (and `detail`) to stderr.
 std::mutex g_count_mu;
 std::map<std::string, long> g_counts;
-void Count(const char* call) {
+void Count(const char* call, const std::string& detail = "") {
   static const bool trace = [] {
     const char* e = getenv("DUALCAST_FAKE_CUDA_TRACE");
     return e != nullptr && *e == '1';
   }();
-  if (trace) fprintf(stderr, "fake cuda: %s\n", call);
+  if (trace) fprintf(stderr, "fake cuda: %s%s\n", call, detail.c_str());
   std::lock_guard<std::mutex> lock(g_count_mu);
   ++g_counts[call];
 }
@@ -255,10 +255,9 @@ CUresult cuOccupancyMaxPotentialBlockSize(int* min_grid, int* block, CUfunction,
 CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
                         unsigned int bx, unsigned int by, unsigned int bz, unsigned int, CUstream,
                         void** params, void** extra) {
-  Count(__func__);
-  if (gy != 1 || gz != 1 || by != 1 || bz != 1 || extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
   auto* fn = reinterpret_cast<Function*>(f);
-  if (getenv("DUALCAST_FAKE_CUDA_TRACE") != nullptr) fprintf(stderr, "fake cuda:   %s <<<%u, %u>>>\n", fn->name.c_str(), gx, bx);
+  Count(__func__, " " + fn->name + " <<<" + std::to_string(gx) + ", " + std::to_string(bx) + ">>>");
+  if (gy != 1 || gz != 1 || by != 1 || bz != 1 || extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (fn->launch(gx, static_cast<int>(bx), params) != 0) {
     fprintf(stderr, "emulated CUDA driver: launch of %s failed (the shim's barrier check)\n",
             fn->name.c_str());
