@@ -49,6 +49,21 @@ uint64_t EnvInteger(const char* name, const EnvIntegerSpec& spec) {
   return v.value;
 }
 
+bool EnvSwitch(const char* name, bool fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  const std::string_view text(v);
+  for (const char* on : {"1", "true", "on", "yes"}) {
+    if (text == on) return true;
+  }
+  for (const char* off : {"0", "false", "off", "no"}) {
+    if (text == off) return false;
+  }
+  WarnEnvOnce(EnvWarningText(name, text, "is not 1 or 0 (true/false, on/off, yes/no)",
+                             fallback ? "1, the default" : "0, the default"));
+  return fallback;
+}
+
 void WarnEnvOnce(const std::string& message) {
   static std::mutex* mu = new std::mutex;  // never destroyed: read during exit too
   static std::set<std::string>* warned = new std::set<std::string>;

@@ -49,6 +49,10 @@ EnvIntegerValue ParseEnvInteger(std::string_view name, const char* text,
 // ParseEnvInteger of the environment's `name`, warning (WarnEnvOnce) when needed.
 uint64_t EnvInteger(const char* name, const EnvIntegerSpec& spec);
 
+// An on/off variable: 1, true, on, yes are on; 0, false, off, no are off;
+// unset or empty is `fallback`, and anything else is `fallback` with a warning.
+bool EnvSwitch(const char* name, bool fallback);
+
 // "<name>='<value>' <problem>; using <used>": every environment warning's text.
 std::string EnvWarningText(std::string_view name, std::string_view value,
                            std::string_view problem, std::string_view used);

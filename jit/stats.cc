@@ -159,22 +159,8 @@ size_t EnvCapacity(const char* name, size_t fallback) {
 }
 
 bool LogEnabled() {
-  static const bool enabled = [] {
-    // 1 (or true/on/yes) logs; unset, empty, 0 (false/off/no) does not.
-    // Anything else is not guessed at (DUALCAST_LOG=off used to log).
-    const char* v = std::getenv("DUALCAST_LOG");
-    if (v == nullptr) return false;
-    const std::string text(v);
-    for (const char* on : {"1", "true", "on", "yes"}) {
-      if (text == on) return true;
-    }
-    for (const char* off : {"", "0", "false", "off", "no"}) {
-      if (text == off) return false;
-    }
-    WarnEnvOnce(EnvWarningText("DUALCAST_LOG", text, "is not 1 or 0 (true/false, on/off, yes/no)",
-                               "0, no log"));
-    return false;
-  }();
+  // Anything but an on/off word is not guessed at (DUALCAST_LOG=off used to log).
+  static const bool enabled = EnvSwitch("DUALCAST_LOG", false);
   return enabled;
 }
 

@@ -207,8 +207,8 @@ absl::Status LaunchCudaKernel(const CudaKernel& kernel, const KernelArgs& args, 
   if (n > 0) {
     const bool narrow = launch.narrow;
     const int block = std::max(32, narrow ? kernel.block_i32 : kernel.block_i64);
-    const int64_t grid =
-        CudaGridSize(n, block, narrow ? kernel.min_grid_i32 : kernel.min_grid_i64);
+    const int64_t grid = CudaGridSize(n / launch.vector_width, block,
+                                      narrow ? kernel.min_grid_i32 : kernel.min_grid_i64);
     status = launch_one(narrow ? kernel.function_i32 : kernel.function_i64, grid, block);
   }
   if (status.ok() && reduced) {

@@ -10,6 +10,7 @@
 #include "jit/codegen/codegen.h"
 #include "jit/codegen/disk_cache.h"
 #include "jit/cuda/cuda_printer.h"
+#include "jit/env.h"
 #include "jit/error.h"
 #include "jit/ir/hash.h"
 #include "jit/ir/verify.h"
@@ -83,6 +84,7 @@ class SourceWriter {
       if (spec_.writes(m)) params.push_back({K::kOutputPtr, m, 0});
     }
     params.push_back({K::kCount, 0, 0});
+    if (Vectorizable()) params.push_back({K::kVectorized, 0, 0});
     // Reductions split the space into kept x reduced dims, so they need dim 0's size too.
     for (int d = any_reduced_ ? 0 : 1; d < rank_; ++d) params.push_back({K::kSize, 0, d});
     for (int i = 0; i < n_in; ++i) {
@@ -112,6 +114,7 @@ class SourceWriter {
       case K::kInputPtr: return absl::StrCat("in", p.operand);
       case K::kOutputPtr: return absl::StrCat("out", p.operand);
       case K::kCount: return "n";
+      case K::kVectorized: return "vec";
       case K::kSize: return absl::StrCat("size", p.dim);
       case K::kInStride: return absl::StrCat("in", p.operand, "_s", p.dim);
       case K::kOutStride: return absl::StrCat("out", p.operand, "_s", p.dim);
@@ -223,14 +226,109 @@ class SourceWriter {
   }
 
   // Grid-stride loop over every element; stores the outputs that are not reduced.
+  // A vectorisable kernel first offers the 16-byte loop (WriteVectorLoop), which
+  // the launcher turns on for aligned operands; the element loop then runs only
+  // where it is off.
   void WriteElementwisePass(std::string& s) const {
-    absl::StrAppend(&s,
-                    "  for (I idx = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; idx < count; "
+    std::string pad = "  ";
+    if (Vectorizable()) {
+      WriteVectorLoop(s);
+      absl::StrAppend(&s, "  else {\n");
+      pad = "    ";
+    }
+    absl::StrAppend(&s, pad,
+                    "for (I idx = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; idx < count; "
                     "idx += step) {\n");
-    WriteIndices(s, "    ");
-    WriteInputOffsets(s, "    ");
-    WriteElementwiseStores(s, "    ", WriteBody(s, 2));
-    absl::StrAppend(&s, "  }\n");
+    WriteIndices(s, pad + "  ");
+    WriteInputOffsets(s, pad + "  ");
+    WriteElementwiseStores(s, pad + "  ", WriteBody(s, static_cast<int>(pad.size() / 2) + 1));
+    absl::StrAppend(&s, pad, "}\n");
+    if (Vectorizable()) absl::StrAppend(&s, "  }\n");
+  }
+
+  // Elements per 16-byte access: 4 floats or 2 doubles.
+  int VectorWidth() const { return 16 / ElementBytes(spec_.dtype); }
+  static int ElementBytes(Type t) { return t == Type::kF64 ? 8 : 4; }
+  const char* VectorType() const { return spec_.dtype == Type::kF64 ? "double2" : "float4"; }
+  // Elementwise kernels over unit-stride rows: the launcher may run them V
+  // elements per thread and iteration. Reduced specs keep their own loops.
+  bool Vectorizable() const {
+    return !any_reduced_ && rank_ >= 1 && spec_.inner_contiguous &&
+           (spec_.dtype == Type::kF32 || spec_.dtype == Type::kF64);
+  }
+
+  // Why: the element loop spends most of a memory-bound kernel's issue slots on
+  // index arithmetic (a division per element and a 64-bit offset per operand)
+  // and moves 4 bytes per load. Here a thread takes V consecutive elements of
+  // one row (the launcher checks that rows hold whole groups and that every
+  // operand's rows start 16-byte aligned): one index split and one offset per
+  // operand for V elements, one 16-byte load per input that varies along the
+  // row (an input broadcast along it is one scalar load), and one 16-byte
+  // store per output. The body is the same printed Function, once per lane in
+  // an unrolled loop, so each element still takes its own branch. 32-bit
+  // indices only (the _i64 entry compiles the test away).
+  void WriteVectorLoop(std::string& s) const {
+    const int v = VectorWidth();
+    const char* vt = VectorType();
+    const char* lanes[] = {"x", "y", "z", "w"};
+    const auto all_lanes = [&](const std::string& prefix, const std::string& suffix) {
+      std::vector<std::string> parts;
+      for (int j = 0; j < v; ++j) parts.push_back(absl::StrCat(prefix, lanes[j], suffix));
+      return absl::StrJoin(parts, ", ");
+    };
+    absl::StrAppend(&s, "  if (sizeof(I) == 4 && vec != 0) {  // ", v,
+                    " elements per iteration, 16-byte loads and stores\n",
+                    "    for (I group = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; group < count / ", v,
+                    "; group += step) {\n", "      const I idx = group * ", v, ";\n");
+    WriteIndices(s, "      ");
+    WriteInputOffsets(s, "      ");
+    std::vector<bool> used(f_.num_inputs(), false);
+    for (const Inst& inst : f_.insts) {
+      if (inst.op == Op::kInput) used[inst.index] = true;
+    }
+    for (size_t i = 0; i < f_.num_inputs(); ++i) {
+      if (!used[i]) continue;
+      if (Broadcast(i, rank_ - 1)) {
+        absl::StrAppend(&s, "      const ", elem_, " in", i, "_one = in", i, "[o_in", i, "];\n");
+      } else {
+        absl::StrAppend(&s, "      const ", vt, " in", i, "_vec = *(const ", vt, "*)(in", i, " + o_in",
+                        i, ");\n", "      const ", elem_, " in", i, "_lane[", v, "] = {",
+                        all_lanes(absl::StrCat("in", i, "_vec."), ""), "};\n");
+      }
+    }
+    for (size_t m = 0; m < f_.num_outputs(); ++m) {
+      if (spec_.writes(m)) absl::StrAppend(&s, "      ", elem_, " out", m, "_lane[", v, "];\n");
+    }
+    absl::StrAppend(&s, "#pragma unroll\n", "      for (int lane = 0; lane < ", v, "; ++lane) {\n");
+    CudaPrinter printer(4, [&](CudaPrinter& p, uint32_t index, Type type) {
+      std::string load = Broadcast(index, rank_ - 1) ? absl::StrCat("in", index, "_one")
+                                                      : absl::StrCat("in", index, "_lane[lane]");
+      if (type != spec_.dtype) load = absl::StrCat("(", CudaType(type), ")", load);
+      return p.Declare(type, load);
+    });
+    const std::vector<std::string> results = CodegenWalk<CudaPrinter>(f_, printer).Run();
+    s += printer.text();
+    for (size_t m = 0; m < results.size(); ++m) {
+      if (spec_.writes(m)) {
+        absl::StrAppend(&s, "        out", m, "_lane[lane] = ", AsElement(m, results[m]), ";\n");
+      }
+    }
+    absl::StrAppend(&s, "      }\n");
+    for (size_t m = 0; m < f_.num_outputs(); ++m) {
+      if (!spec_.writes(m)) continue;
+      const std::string dest = absl::StrCat("*(", vt, "*)(out", m, " + o_out", m, ")");
+      std::vector<std::string> parts;
+      for (int j = 0; j < v; ++j) {
+        parts.push_back(spec_.accumulates(m) ? absl::StrCat("old", m, ".", lanes[j], " + out", m, "_lane[", j, "]")
+                                             : absl::StrCat("out", m, "_lane[", j, "]"));
+      }
+      absl::StrAppend(&s, "      const dc_i64 o_out", m, " = ", OutputOffset(m), ";\n");
+      if (spec_.accumulates(m)) {
+        absl::StrAppend(&s, "      const ", vt, " old", m, " = ", dest, ";\n");
+      }
+      absl::StrAppend(&s, "      ", dest, " = make_", vt, "(", absl::StrJoin(parts, ", "), ");\n");
+    }
+    absl::StrAppend(&s, "    }\n  }\n");
   }
 
   // The stores of the outputs that are written and not reduced, at the current indices.
@@ -437,7 +535,11 @@ class SourceWriter {
 }  // namespace
 
 std::string CudaKernelSymbol(const KernelSpec& spec) {
-  return spec.Symbol(0x64635f637568ull);  // format tag "dc_cud" + 4 (1: tanh/sigmoid formulas; 2: ops renumbered by rint, fdim, isinf, signbit; 3: by fast_tanh, fast_sigmoid; 4: full reductions share the elementwise pass, so cached kernels of 3 are not reused): bump when the source changes meaning
+  // Format tag "dc_cud" + 5, bumped whenever the source changes meaning (1: tanh/sigmoid
+  // formulas; 2: ops renumbered by rint, fdim, isinf, signbit; 3: by fast_tanh,
+  // fast_sigmoid; 4: full reductions share the elementwise pass; 5: the `vec`
+  // parameter of elementwise kernels), so a cached module of an older layout is never reused.
+  return spec.Symbol(0x64635f637569ull);
 }
 
 bool CudaReductionLanesOverKept(uint32_t reduce_bits, int rank) {
@@ -468,6 +570,46 @@ CudaReductionPlan PlanCudaReduction(const std::vector<uint32_t>& output_reduce,
   return plan;
 }
 
+namespace {
+
+// CudaLaunchValues::vector_width for a spec with a kVectorized parameter: 16
+// bytes per access when every group of V elements lies in one row and every
+// operand that varies along the rows has 16-byte aligned rows (its base, after
+// the shift to row `begin`, and each of its outer strides). An input broadcast
+// along the rows (inner stride 0) is read one element per group instead.
+template <class Shift>
+int VectorWidthFor(const std::vector<CudaParam>& params, int element_bytes, const KernelArgs& args,
+                   int rank, const CudaLaunchValues& launch, const Shift& shifted) {
+  // DUALCAST_CUDA_VECTOR=0: the element loop everywhere (to rule the 16-byte loop out, or time it).
+  static const bool enabled = EnvSwitch("DUALCAST_CUDA_VECTOR", true);
+  const int v = 16 / element_bytes;
+  if (!enabled || rank < 1 || !launch.narrow) return 1;
+  // A row's length in this launch: with rank 1 the launch's share of dim 0.
+  if ((rank == 1 ? launch.n : args.sizes[rank - 1]) % v != 0) return 1;
+  const auto aligned = [&](uint64_t base, const int64_t* strides) {
+    if (strides[rank - 1] == 0) return true;  // one element per group
+    if (strides[rank - 1] != 1 || base % 16 != 0) return false;
+    for (int d = 0; d < rank - 1; ++d) {
+      if (strides[d] % v != 0) return false;
+    }
+    return true;
+  };
+  using K = CudaParam::Kind;
+  for (const CudaParam& p : params) {
+    if (p.kind == K::kInputPtr) {
+      const int64_t* strides = args.in_strides + p.operand * rank;
+      if (!aligned(shifted(args.inputs[p.operand], args.in_strides, p.operand), strides)) return 1;
+    } else if (p.kind == K::kOutputPtr) {
+      const int64_t* strides = args.out_strides + p.operand * rank;
+      if (strides[rank - 1] != 1) return 1;  // outputs are stored 16 bytes at a time
+      if (!aligned(shifted(args.outputs[p.operand], args.out_strides, p.operand), strides)) return 1;
+    }
+  }
+  return v;
+}
+
+}  // namespace
+
 CudaLaunchValues MarshalCudaLaunch(const std::vector<CudaParam>& params, int element_bytes,
                                    const KernelArgs& args, int rank,
                                    const CudaReductionPlan* plan, uint64_t scratch) {
@@ -485,6 +627,9 @@ CudaLaunchValues MarshalCudaLaunch(const std::vector<CudaParam>& params, int ele
   };
   out.values.reserve(params.size());
   using K = CudaParam::Kind;
+  if (std::any_of(params.begin(), params.end(), [](const CudaParam& p) { return p.kind == K::kVectorized; })) {
+    out.vector_width = VectorWidthFor(params, element_bytes, args, rank, out, shifted);
+  }
   for (const CudaParam& p : params) {
     switch (p.kind) {
       case K::kInputPtr:
@@ -494,6 +639,7 @@ CudaLaunchValues MarshalCudaLaunch(const std::vector<CudaParam>& params, int ele
         out.values.push_back(shifted(args.outputs[p.operand], args.out_strides, p.operand));
         break;
       case K::kCount: out.values.push_back(static_cast<uint64_t>(out.n)); break;
+      case K::kVectorized: out.values.push_back(out.vector_width > 1 ? 1 : 0); break;
       case K::kSize: out.values.push_back(static_cast<uint64_t>(args.sizes[p.dim])); break;
       case K::kInStride:
         out.values.push_back(static_cast<uint64_t>(args.in_strides[p.operand * rank + p.dim]));

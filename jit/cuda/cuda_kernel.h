@@ -4,7 +4,10 @@
 //   extern "C" __global__ void <symbol>_i32(params...)   index arithmetic in 32 bits
 //   extern "C" __global__ void <symbol>_i64(params...)   for index spaces >= 2^31
 // The launcher picks one per launch (32-bit division and modulo are several
-// times cheaper than 64-bit on the GPU). Each thread takes linear indices
+// times cheaper than 64-bit on the GPU). An elementwise spec over unit-stride
+// rows also gets a loop of 16-byte accesses in _i32 (V = 4 floats or 2
+// doubles per thread and iteration), which a `vec` parameter turns on where
+// the launch's pointers and strides allow it (MarshalCudaLaunch decides). Each thread takes linear indices
 // idx = blockIdx.x * blockDim.x + threadIdx.x, idx + gridDim.x * blockDim.x,
 // ... below n (one element per iteration, so any grid size is correct),
 // splits idx into merged-dim indices (inner dim fastest: consecutive threads
@@ -66,6 +69,8 @@ struct CudaParam {
     kScratchBase,  // reduced output `operand`: its first double in scratch
     kDivisor,      // reduced output `operand`: its double total is divided by this
                    // before the one rounding to the element type (a mean's count)
+    kVectorized,   // 1: the _i32 entry takes 16 bytes of each operand per iteration
+                   // (elementwise specs over unit-stride rows; see MarshalCudaLaunch)
   };
   Kind kind;
   int operand = 0;  // input or output index (pointers and strides)
@@ -114,6 +119,11 @@ CudaReductionPlan PlanCudaReduction(const std::vector<uint32_t>& output_reduce,
 struct CudaLaunchValues {
   int64_t n = 0;                 // elements to compute; 0 launches nothing
   bool narrow = true;            // n < 2^31: the _i32 entry point runs
+  // Elements per thread and iteration of the _i32 entry: 16 / element bytes
+  // when the spec has a kVectorized parameter, the launch is narrow, rows hold
+  // whole groups and every operand varying along them starts each row 16-byte
+  // aligned; else 1. The grid is sized for n / vector_width work items.
+  int vector_width = 1;
   std::vector<uint64_t> values;  // one per CudaParam
 };
 // Reduced specs pass their plan and the scratch buffer's device address.

@@ -197,8 +197,30 @@ TEST_CASE("the emitted source has the grid-stride loop, the strides, the broadca
   CHECK(Has(s, "extern \"C\" __global__ void " + src->symbol + "_i32("));
   CHECK(Has(s, "extern \"C\" __global__ void " + src->symbol + "_i64("));
   CHECK(Has(s, "const float* __restrict__ in0"));
-  // The plan matches: 3 inputs, 1 output, n, size1, in0_s0, in2_s0, out0_s0.
-  CHECK(src->params.size() == 9);
+  // The plan matches: 3 inputs, 1 output, n, vec, size1, in0_s0, in2_s0, out0_s0.
+  CHECK(src->params.size() == 10);
+  // The 16-byte loop (unit-stride rows): input 0 is broadcast along the rows,
+  // one scalar per group of 4; inputs 1 and 2 vary along them, one float4 each;
+  // the output is one float4 store.
+  CHECK(Has(s, "if (sizeof(I) == 4 && vec != 0) {"));
+  CHECK(Has(s, "const float in0_one = in0[o_in0];"));
+  CHECK(Has(s, "const float4 in1_vec = *(const float4*)(in1 + o_in1);"));
+  CHECK(Has(s, "const float4 in2_vec = *(const float4*)(in2 + o_in2);"));
+  CHECK(Has(s, "*(float4*)(out0 + o_out0) = make_float4(out0_lane[0], out0_lane[1], out0_lane[2], "
+               "out0_lane[3]);"));
+  // Not for rows of non-unit stride: the element loop alone, and no `vec`.
+  jit::KernelSpec strided = spec;
+  strided.inner_contiguous = false;
+  absl::StatusOr<jit::cuda::CudaKernelSource> plain = jit::cuda::BuildCudaKernelSource(strided);
+  REQUIRE(plain.ok());
+  CHECK(!Has(plain->text, "float4"));
+  CHECK(!Has(plain->text, "vec"));
+  // NVRTC keeps the 16-byte accesses 16 bytes wide (v4 loads and a v4 store in the PTX).
+  absl::StatusOr<jit::cuda::NvrtcImage> ptx =
+      jit::cuda::NvrtcCompile(s, src->symbol, {90, NvrtcKind::kPtx});
+  REQUIRE_MESSAGE(ptx.ok(), ptx.status().message());
+  CHECK(Has(ptx->bytes, "ld.global.nc.v4.f32"));
+  CHECK(Has(ptx->bytes, "st.global.v4.f32"));
 }
 
 TEST_CASE("literals are exact: hex floats, and bit patterns for NaN and infinities") {

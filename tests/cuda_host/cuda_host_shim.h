@@ -12,6 +12,7 @@
 //                                             function the interpreter calls
 //                                             (results compare bitwise).
 //   __int_as_float, __longlong_as_double      bit casts (non-finite literals).
+//   float4, double2, make_float4, ...         16-byte aligned structs.
 //   __shared__                                `static`: one copy per kernel,
 //                                             which is per block because
 //                                             blocks run one after another.
@@ -68,6 +69,18 @@ struct dc_host_dim3 {
 };
 static dc_host_dim3 threadIdx, blockIdx, blockDim, gridDim;
 static const int warpSize = 32;
+
+// The 16-byte vector types of the vectorised loop, aligned as on the GPU, so
+// a misaligned access through them is undefined here too (UBSan's alignment
+// check reports it in the sanitized build; a GPU faults).
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+struct alignas(16) double2 {
+  double x, y;
+};
+static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+static inline double2 make_double2(double x, double y) { return double2{x, y}; }
 
 static inline float __int_as_float(int bits) {
   float f;

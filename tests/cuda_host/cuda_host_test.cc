@@ -238,8 +238,17 @@ std::vector<std::vector<T>> FreshOutputs(const Case<T>& c) {
   return out;
 }
 
+bool HasVectorLoop(const CudaKernelSource& src) {
+  return std::any_of(src.params.begin(), src.params.end(), [](const jit::cuda::CudaParam& p) {
+    return p.kind == jit::cuda::CudaParam::Kind::kVectorized;
+  });
+}
+
 struct RunStats {
   int cases = 0, launches = 0, elements = 0;
+  // _i32 launches of specs with the 16-byte loop: taken, or declined by the
+  // launcher (odd row length, a misaligned view).
+  int vector_loops = 0, vector_declined = 0;
 };
 
 // Runs every case's printed kernel on the host (both entry points, two grid
@@ -279,10 +288,14 @@ void RunCases(std::vector<Case<T>>& cases, const std::string& tag, RunStats& sta
         std::vector<std::vector<T>> out = FreshOutputs(c);
         Args<T> a = MakeArgs(c, out);
         CudaLaunchValues v = jit::cuda::MarshalCudaLaunch(c.source.params, elem, a.args, a.rank);
+        const int64_t items = wide ? v.n : v.n / v.vector_width;  // as LaunchCudaKernel sizes it
         const int64_t grid =
-            std::max<int64_t>(1, jit::cuda::CudaGridSize(v.n, shape.block, shape.min_grid));
+            std::max<int64_t>(1, jit::cuda::CudaGridSize(items, shape.block, shape.min_grid));
         module.Launch(c.source.symbol, wide, grid, shape.block, v.values);
         ++stats.launches;
+        if (!wide && HasVectorLoop(c.source) && v.n > 0) {
+          ++(v.vector_width > 1 ? stats.vector_loops : stats.vector_declined);
+        }
         stats.elements += static_cast<int>(v.n);
         CheckOutputs(c, out, /*exact=*/true, wide ? "printed kernel _i64" : "printed kernel _i32",
                      mutant_failures);
@@ -415,6 +428,26 @@ void AddBroadcastMatrix(std::vector<Case<T>>& cases, std::mt19937_64& rng) {
     Prepare(big, BranchOnIntermediate::domain(), rng);
     cases.push_back(std::move(big));
   }
+  // Rows of 16 and 48 elements: the launcher's 16-byte loop (HM-LSTM's rows and
+  // columns layouts: input 1 broadcast along the rows or along the columns),
+  // looping, split along dim 0, and declined for a misaligned input or output.
+  for (const std::vector<int64_t>& sb : {std::vector<int64_t>{13, 1}, std::vector<int64_t>{1, 16}}) {
+    for (Layout l : {Layout::kContiguous, Layout::kShifted}) {
+      Case<T> rows = MakeCase<T>("16-byte rows", f, {{13, 16}, sb}, {l, Layout::kContiguous},
+                                 Layout::kContiguous);
+      Prepare(rows, BranchOnIntermediate::domain(), rng);
+      cases.push_back(std::move(rows));
+    }
+  }
+  Case<T> long_rows = MakeCase<T>("16-byte rows, grid-stride", f, {{12, 48}, {12, 1}},
+                                  {Layout::kContiguous, Layout::kContiguous}, Layout::kShifted);
+  Prepare(long_rows, BranchOnIntermediate::domain(), rng);
+  cases.push_back(std::move(long_rows));
+  Case<T> long_rows_aligned = MakeCase<T>("16-byte rows, grid-stride", f, {{12, 48}, {12, 1}},
+                                          {Layout::kContiguous, Layout::kContiguous},
+                                          Layout::kContiguous);
+  Prepare(long_rows_aligned, BranchOnIntermediate::domain(), rng);
+  cases.push_back(std::move(long_rows_aligned));
   // The middle dim broadcast in input 1 only: no two dims merge, the merged rank is 3 (the
   // random cases reach it only by chance).
   Case<T> rank3 = MakeCase<T>("merged rank 3", f, {{3, 4, 5}, {3, 1, 5}},
@@ -499,8 +532,12 @@ void RunAll(uint64_t seed, const std::string& tag) {
   RunStats stats;
   RunCases(cases, tag, stats);
   MESSAGE("cuda_host " << tag << ": " << stats.cases << " cases, " << stats.launches
-                       << " host launches, " << stats.elements << " elements checked");
+                       << " host launches, " << stats.elements << " elements checked, "
+                       << stats.vector_loops << " through the 16-byte loop, "
+                       << stats.vector_declined << " declined by the launcher");
   CHECK(stats.cases == static_cast<int>(cases.size()));
+  CHECK(stats.vector_loops > 0);
+  CHECK(stats.vector_declined > 0);
 }
 
 TEST_CASE(
@@ -527,6 +564,9 @@ TEST_CASE("cuda_host: the harness catches wrong printed code (mutation check)") 
       {"inner and outer index swapped", "const I i0 = rem;", "const I i0 = rem % 2;"},
       {"log1p(x) rewritten as log(1 + x) (ulp differences)", "log1pf(", "logf(1.0f + "},
       {"comparison reversed", " > ", " < "},
+      {"16-byte loop: lanes stored out of order", "out0_lane[0], out0_lane[1]",
+       "out0_lane[1], out0_lane[0]"},
+      {"16-byte loop: grid-stride step one group too far", "group += step", "group += step + 1"},
   };
   for (const Mutation& mutation : mutations) {
     CAPTURE(std::string(mutation.what));
@@ -545,6 +585,11 @@ TEST_CASE("cuda_host: the harness catches wrong printed code (mutation check)") 
           {Layout::kContiguous, Layout::kContiguous, Layout::kContiguous}, Layout::kContiguous);
       Prepare(d, Nested3::domain(), rng);
       cases.push_back(std::move(d));
+      // Rows of 48 floats: the 16-byte loop, 144 groups > 4 blocks x 32 threads.
+      Case<float> e =
+          MakeCase<float>("exp_log_rows", f, {{12, 48}}, {Layout::kContiguous}, Layout::kContiguous);
+      Prepare(e, ExpLog::domain(), rng);
+      cases.push_back(std::move(e));
     }
     int failures = 0, applied = 0;
     RunStats stats;

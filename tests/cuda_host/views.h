@@ -19,7 +19,9 @@ struct View {
   std::vector<T> buffer;
 };
 
-enum class Layout { kContiguous, kTransposed, kStrided };
+// kShifted: contiguous, one element into its buffer (unit strides, rows not
+// 16-byte aligned: the launcher must decline the 16-byte loop).
+enum class Layout { kContiguous, kTransposed, kStrided, kShifted };
 
 // Strides and buffer size for `shape` laid out as `layout`.
 template <class T>
@@ -35,7 +37,7 @@ View<T> MakeView(const std::vector<int64_t>& shape, Layout layout) {
     v.strides[d] = step;
     step *= std::max<int64_t>(shape[d], 1);
   }
-  v.offset = layout == Layout::kStrided ? 1 : 0;
+  v.offset = layout == Layout::kStrided || layout == Layout::kShifted ? 1 : 0;
   v.buffer.resize(static_cast<size_t>(v.offset + step + 1));
   return v;
 }

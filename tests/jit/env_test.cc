@@ -93,6 +93,36 @@ TEST_CASE("WarnEnvOnce: one line per distinct message per process") {
         "dualcast: warning: DUALCAST_TEST_ONLY='y' is not a number; using 1\n");
 }
 
+TEST_CASE("EnvSwitch: on/off words, the fallback when unset or empty, a warning for the rest") {
+  const char* name = "DUALCAST_TEST_SWITCH";
+  for (const char* on : {"1", "true", "on", "yes"}) {
+    ScopedEnv env(name, on);
+    CHECK(EnvSwitch(name, false));
+  }
+  for (const char* off : {"0", "false", "off", "no"}) {
+    ScopedEnv env(name, off);
+    CHECK_FALSE(EnvSwitch(name, true));
+  }
+  StderrCapture err;
+  for (bool fallback : {false, true}) {
+    {
+      ScopedEnv env(name, nullptr);
+      CHECK(EnvSwitch(name, fallback) == fallback);
+    }
+    {
+      ScopedEnv env(name, "");
+      CHECK(EnvSwitch(name, fallback) == fallback);
+    }
+    ScopedEnv env(name, "2");
+    CHECK(EnvSwitch(name, fallback) == fallback);
+  }
+  CHECK(err.Text() ==
+        "dualcast: warning: DUALCAST_TEST_SWITCH='2' is not 1 or 0 (true/false, on/off, yes/no); "
+        "using 0, the default\n"
+        "dualcast: warning: DUALCAST_TEST_SWITCH='2' is not 1 or 0 (true/false, on/off, yes/no); "
+        "using 1, the default\n");
+}
+
 TEST_CASE("DUALCAST_KERNEL_CACHE_MAX / DUALCAST_IR_CACHE_MAX: 0 is no cap, bad values warn") {
   {
     ScopedEnv env("DUALCAST_KERNEL_CACHE_MAX", nullptr);
