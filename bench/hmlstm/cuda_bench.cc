@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "bench/hmlstm/cuda_handwritten.h"
 #include "bench/hmlstm/implementations.h"
 #include "bench/hmlstm/metadata.h"
 #include "bench/hmlstm/peers.h"
@@ -104,6 +105,35 @@ double TimePerCall(EventTimer& events, const std::function<void()>& step,
   wait();
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count() /
          kIterations;
+}
+
+// Verifies one row against the float64 reference (its first call, timed as
+// first_call_ms), then times kIterations calls; fills row.status.
+void MeasureRow(Row& row, EventTimer& events, int warmup, const Reference& ref, Variant variant,
+                const std::function<void()>& step, const std::function<void()>& wait,
+                const std::function<Results()>& collect) {
+  try {
+    auto t0 = std::chrono::steady_clock::now();
+    step();
+    wait();
+    row.first_call_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    row.max_error = MaxError(collect(), ref, variant);
+    if (!(row.max_error <= kTolerance)) {
+      row.status = absl::StrCat("FAILED: max rel error ", row.max_error);
+      return;
+    }
+    for (int w = 0; w < warmup; ++w) step();
+    double host_ms = 0;
+    row.times_ms.assign(1, TimePerCall(events, step, wait, &host_ms));
+    FillStats(row);
+    std::cout << absl::StrFormat("  %s %s %s n=%d: %.1f us per call on the GPU, %.1f us to queue it on the host\n",
+                                 row.impl, row.variant, row.layout, row.n, row.median_ms * 1e3,
+                                 host_ms * 1e3);
+    row.gbps = FloorBytes(row.n, variant) / (row.median_ms * 1e-3) / 1e9;
+  } catch (const Error& e) {
+    row.status = absl::StrCat("FAILED: ", e.what());
+  }
 }
 
 // The device's copy bandwidth (GB/s, bytes read + written, as STREAM counts a
@@ -239,30 +269,36 @@ int RunCuda(const Options& o) {
           wait = [&] { (void)full.grads[2].to(Device::cpu()); };
           collect = [&] { return full.Collect(); };
         }
-        try {
-          auto t0 = std::chrono::steady_clock::now();
-          step();
-          wait();
-          row.first_call_ms =
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-          row.max_error = MaxError(collect(), ref, variant);
-          if (!(row.max_error <= kTolerance)) {
-            row.status = absl::StrCat("FAILED: max rel error ", row.max_error);
-          } else {
-            for (int w = 0; w < o.warmup; ++w) step();
-            double host_ms = 0;
-            row.times_ms.assign(1, TimePerCall(events, step, wait, &host_ms));
-            FillStats(row);
-            std::cout << absl::StrFormat("  %s %s %s n=%d: %.1f us per call on the GPU, %.1f us to queue it on the host\n",
-                                         row.impl, row.variant, row.layout, n, row.median_ms * 1e3,
-                                         host_ms * 1e3);
-            row.gbps = FloorBytes(n, variant) / (row.median_ms * 1e-3) / 1e9;
-          }
-        } catch (const Error& e) {
-          row.status = absl::StrCat("FAILED: ", e.what());
-        }
+        MeasureRow(row, events, o.warmup, ref, variant, step, wait, collect);
         failed |= row.status != "ok";
         rows.push_back(row);
+        if (variant == Variant::kPaper) {
+          // The hand-written CUDA kernel of the same partials (the `slower than hand` column).
+          Row hand;
+          hand.impl = "handwritten";
+          hand.variant = row.variant;
+          hand.layout = row.layout;
+          hand.n = n;
+          hand.device = row.device;
+          absl::StatusOr<std::unique_ptr<HandwrittenCuda>> kernel = HandwrittenCuda::Create(p);
+          if (!kernel.ok()) {
+            hand.status = std::string(kernel.status().message());
+            failed |= !absl::StartsWith(hand.status, "not run");
+          } else {
+            HandwrittenCuda& k = **kernel;
+            const auto launch = [&] {
+              if (absl::Status s = k.Launch(); !s.ok()) throw Error(ErrorKind::kDevice, std::string(s.message()));
+            };
+            MeasureRow(hand, events, o.warmup, ref, variant, launch, [&] { (void)k.Collect(); },
+                       [&] {
+                         absl::StatusOr<Results> got = k.Collect();
+                         if (!got.ok()) throw Error(ErrorKind::kDevice, std::string(got.status().message()));
+                         return *got;
+                       });
+            failed |= hand.status != "ok";
+          }
+          rows.push_back(hand);
+        }
         if (!peers) continue;
         for (PeerCase& pc : peers->SetUp(p, variant)) {
           Row r;

@@ -1,9 +1,11 @@
 // dualcast-hmlstm --device cuda: paper (dc::partials) and full (Tape::gradient) variants on CUDA arrays, timed with CUDA events, peers on the same GPU.
 //
-// NOT YET RUN ON A GPU (written on machines without one): the no-device path
-// ("no CUDA device: <reason>", exit 1) is tested, and the whole run was
-// exercised by hand on the emulated device of tests/cuda_host/emulated
-// (host memory and host-compiled kernels: correctness of the path, no timing).
+// The paper variant also runs a hand-written CUDA kernel of the same partials
+// (cuda_handwritten.h), the `handwritten` row that `slower than hand` divides by.
+// Run on an H200 (scripts/gpu-check --bundle; figures in bench/results/hmlstm-gpu-h200.md).
+// Without a GPU: "no CUDA device: <reason>", exit 1 (ctest); on the emulated
+// device of tests/cuda_host/emulated the whole run executes (correctness of
+// the path, no timing: ctest cuda_host_emulated_hmlstm).
 #pragma once
 
 #include "bench/hmlstm/cli.h"
