@@ -319,8 +319,9 @@ class SourceWriter {
       const std::string dest = absl::StrCat("*(", vt, "*)(out", m, " + o_out", m, ")");
       std::vector<std::string> parts;
       for (int j = 0; j < v; ++j) {
-        parts.push_back(spec_.accumulates(m) ? absl::StrCat("old", m, ".", lanes[j], " + out", m, "_lane[", j, "]")
-                                             : absl::StrCat("out", m, "_lane[", j, "]"));
+        const std::string lane = absl::StrCat("out", m, "_lane[", j, "]");
+        parts.push_back(spec_.accumulates(m) ? absl::StrCat("old", m, ".", lanes[j], " + ", lane)
+                                             : lane);
       }
       absl::StrAppend(&s, "      const dc_i64 o_out", m, " = ", OutputOffset(m), ";\n");
       if (spec_.accumulates(m)) {
@@ -598,11 +599,13 @@ int VectorWidthFor(const std::vector<CudaParam>& params, int element_bytes, cons
   for (const CudaParam& p : params) {
     if (p.kind == K::kInputPtr) {
       const int64_t* strides = args.in_strides + p.operand * rank;
-      if (!aligned(shifted(args.inputs[p.operand], args.in_strides, p.operand), strides)) return 1;
+      const uint64_t base = shifted(args.inputs[p.operand], args.in_strides, p.operand);
+      if (!aligned(base, strides)) return 1;
     } else if (p.kind == K::kOutputPtr) {
       const int64_t* strides = args.out_strides + p.operand * rank;
       if (strides[rank - 1] != 1) return 1;  // outputs are stored 16 bytes at a time
-      if (!aligned(shifted(args.outputs[p.operand], args.out_strides, p.operand), strides)) return 1;
+      const uint64_t base = shifted(args.outputs[p.operand], args.out_strides, p.operand);
+      if (!aligned(base, strides)) return 1;
     }
   }
   return v;
@@ -627,7 +630,8 @@ CudaLaunchValues MarshalCudaLaunch(const std::vector<CudaParam>& params, int ele
   };
   out.values.reserve(params.size());
   using K = CudaParam::Kind;
-  if (std::any_of(params.begin(), params.end(), [](const CudaParam& p) { return p.kind == K::kVectorized; })) {
+  const auto vectorized = [](const CudaParam& p) { return p.kind == K::kVectorized; };
+  if (std::any_of(params.begin(), params.end(), vectorized)) {
     out.vector_width = VectorWidthFor(params, element_bytes, args, rank, out, shifted);
   }
   for (const CudaParam& p : params) {

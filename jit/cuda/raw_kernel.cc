@@ -48,7 +48,8 @@ absl::Status RawCudaKernel::Launch(int64_t grid, int block, std::vector<uint64_t
                      static_cast<CUfunction>(function_), static_cast<unsigned>(grid), 1, 1,
                      static_cast<unsigned>(block), 1, 1, 0, static_cast<CUstream>(*stream),
                      pointers.data(), nullptr),
-                 "cuLaunchKernel", absl::StrCat("hand-written kernel '", entry_, "' on cuda:", ordinal_));
+                 "cuLaunchKernel",
+                 absl::StrCat("hand-written kernel '", entry_, "' on cuda:", ordinal_));
 }
 
 }  // namespace dualcast::jit::cuda
