@@ -2,6 +2,7 @@
 #include "bench/hmlstm/cuda_handwritten.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -98,23 +99,20 @@ absl::StatusOr<std::unique_ptr<HandwrittenCuda>> HandwrittenCuda::Create(const P
   h->n_ = p.n;
   h->columns_ = p.layout == Layout::kColumns;
   const size_t flag_bytes = static_cast<size_t>(p.n) * 4, matrix_bytes = flag_bytes * p.n;
-  const std::vector<float>* flags[] = {&p.z, &p.zb};
-  uint64_t* flag_slots[] = {&h->z_, &h->zb_};
-  for (int k = 0; k < 2; ++k) {
-    absl::StatusOr<uint64_t> a = jit::cuda::DeviceAlloc(0, flag_bytes);
+  // Into *slot (freed by the destructor once set): `bytes`, holding `from` when given.
+  const auto allocate = [](uint64_t* slot, size_t bytes, const std::vector<float>* from) {
+    absl::StatusOr<uint64_t> a = jit::cuda::DeviceAlloc(0, bytes);
     if (!a.ok()) return a.status();
-    *flag_slots[k] = *a;
-    if (absl::Status s = jit::cuda::CopyToDevice(0, *a, flags[k]->data(), flag_bytes); !s.ok()) return s;
+    *slot = *a;
+    return from == nullptr ? absl::OkStatus() : jit::cuda::CopyToDevice(0, *a, from->data(), bytes);
+  };
+  for (auto [slot, from] : {std::pair{&h->z_, &p.z}, std::pair{&h->zb_, &p.zb}}) {
+    if (absl::Status s = allocate(slot, flag_bytes, from); !s.ok()) return s;
   }
   const std::vector<float>* inputs[] = {&p.c_prev, &p.f, &p.i, &p.g};
   for (int k = 0; k < 4; ++k) {
-    absl::StatusOr<uint64_t> a = jit::cuda::DeviceAlloc(0, matrix_bytes);
-    if (!a.ok()) return a.status();
-    h->in_[k] = *a;
-    if (absl::Status s = jit::cuda::CopyToDevice(0, *a, inputs[k]->data(), matrix_bytes); !s.ok()) return s;
-    absl::StatusOr<uint64_t> o = jit::cuda::DeviceAlloc(0, matrix_bytes);
-    if (!o.ok()) return o.status();
-    h->out_[k] = *o;
+    if (absl::Status s = allocate(&h->in_[k], matrix_bytes, inputs[k]); !s.ok()) return s;
+    if (absl::Status s = allocate(&h->out_[k], matrix_bytes, nullptr); !s.ok()) return s;
   }
   return h;
 }

@@ -84,6 +84,7 @@ class SourceWriter {
       if (spec_.writes(m)) params.push_back({K::kOutputPtr, m, 0});
     }
     params.push_back({K::kCount, 0, 0});
+    // After every pointer: the launcher decides `vec` from their marshalled values.
     if (Vectorizable()) params.push_back({K::kVectorized, 0, 0});
     // Reductions split the space into kept x reduced dims, so they need dim 0's size too.
     for (int d = any_reduced_ ? 0 : 1; d < rank_; ++d) params.push_back({K::kSize, 0, d});
@@ -575,12 +576,13 @@ namespace {
 
 // CudaLaunchValues::vector_width for a spec with a kVectorized parameter: 16
 // bytes per access when every group of V elements lies in one row and every
-// operand that varies along the rows has 16-byte aligned rows (its base, after
-// the shift to row `begin`, and each of its outer strides). An input broadcast
-// along the rows (inner stride 0) is read one element per group instead.
-template <class Shift>
-int VectorWidthFor(const std::vector<CudaParam>& params, int element_bytes, const KernelArgs& args,
-                   int rank, const CudaLaunchValues& launch, const Shift& shifted) {
+// operand that varies along the rows has 16-byte aligned rows (its base as
+// marshalled, i.e. shifted to row `begin`, and each of its outer strides). An
+// input broadcast along the rows (inner stride 0) is read one element per group
+// instead. `values` holds the values marshalled so far: the plan puts every
+// pointer before `vec` (PlanParams), so each pointer's is there.
+int VectorWidthFor(const std::vector<CudaParam>& params, const std::vector<uint64_t>& values,
+                   int element_bytes, const KernelArgs& args, int rank, const CudaLaunchValues& launch) {
   // DUALCAST_CUDA_VECTOR=0: the element loop everywhere (to rule the 16-byte loop out, or time it).
   static const bool enabled = EnvSwitch("DUALCAST_CUDA_VECTOR", true);
   const int v = 16 / element_bytes;
@@ -596,16 +598,14 @@ int VectorWidthFor(const std::vector<CudaParam>& params, int element_bytes, cons
     return true;
   };
   using K = CudaParam::Kind;
-  for (const CudaParam& p : params) {
+  for (size_t k = 0; k < values.size(); ++k) {
+    const CudaParam& p = params[k];
     if (p.kind == K::kInputPtr) {
-      const int64_t* strides = args.in_strides + p.operand * rank;
-      const uint64_t base = shifted(args.inputs[p.operand], args.in_strides, p.operand);
-      if (!aligned(base, strides)) return 1;
+      if (!aligned(values[k], args.in_strides + p.operand * rank)) return 1;
     } else if (p.kind == K::kOutputPtr) {
       const int64_t* strides = args.out_strides + p.operand * rank;
       if (strides[rank - 1] != 1) return 1;  // outputs are stored 16 bytes at a time
-      const uint64_t base = shifted(args.outputs[p.operand], args.out_strides, p.operand);
-      if (!aligned(base, strides)) return 1;
+      if (!aligned(values[k], strides)) return 1;
     }
   }
   return v;
@@ -630,10 +630,6 @@ CudaLaunchValues MarshalCudaLaunch(const std::vector<CudaParam>& params, int ele
   };
   out.values.reserve(params.size());
   using K = CudaParam::Kind;
-  const auto vectorized = [](const CudaParam& p) { return p.kind == K::kVectorized; };
-  if (std::any_of(params.begin(), params.end(), vectorized)) {
-    out.vector_width = VectorWidthFor(params, element_bytes, args, rank, out, shifted);
-  }
   for (const CudaParam& p : params) {
     switch (p.kind) {
       case K::kInputPtr:
@@ -643,7 +639,10 @@ CudaLaunchValues MarshalCudaLaunch(const std::vector<CudaParam>& params, int ele
         out.values.push_back(shifted(args.outputs[p.operand], args.out_strides, p.operand));
         break;
       case K::kCount: out.values.push_back(static_cast<uint64_t>(out.n)); break;
-      case K::kVectorized: out.values.push_back(out.vector_width > 1 ? 1 : 0); break;
+      case K::kVectorized:
+        out.vector_width = VectorWidthFor(params, out.values, element_bytes, args, rank, out);
+        out.values.push_back(out.vector_width > 1 ? 1 : 0);
+        break;
       case K::kSize: out.values.push_back(static_cast<uint64_t>(args.sizes[p.dim])); break;
       case K::kInStride:
         out.values.push_back(static_cast<uint64_t>(args.in_strides[p.operand * rank + p.dim]));
