@@ -170,6 +170,8 @@ struct FullOnGpu {
   Array<float> cbar, c;
   std::vector<Array<float>> grads;
   void Run() {
+    c = Array<float>();  // the last call's results go first, as on the CPU (implementations.cc)
+    grads.clear();
     Tape tape;
     c = broadcast(HmlstmCell(), in[0], in[1], in[2], in[3], in[4], in[5]);
     // As the CPU run writes it: a `c * cbar` still held (a temporary inside the

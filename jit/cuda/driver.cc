@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -186,8 +187,10 @@ class BlockCache {
   }
   CUdeviceptr Take(int ordinal, size_t rounded) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = free_.find({ordinal, rounded});
-    if (it == free_.end()) return 0;
+    // The block of this size freed last: the likeliest still in the GPU's L2.
+    const auto [first, last] = free_.equal_range({ordinal, rounded});
+    if (first == last) return 0;
+    const auto it = std::prev(last);
     CUdeviceptr p = it->second;
     free_.erase(it);
     cached_ -= rounded;

@@ -140,7 +140,7 @@ TEST_CASE("GPU: every suite kernel's values and partials match the interpreter a
   std::apply([](auto... k) { (RunSuiteKernelOnGpu<decltype(k), double>(), ...); }, AllKernels{});
 }
 
-TEST_CASE("GPU: the caching allocator serves repeated steps without cuMemAlloc") {
+TEST_CASE("GPU: the caching allocator serves repeated steps without cuMemAlloc, newest block first") {
   DC_REQUIRE_GPU();
   for (int step = 0; step < 3; ++step) {
     uint64_t a = jit::cuda::DeviceAlloc(0, 3 << 20).value();
@@ -151,7 +151,14 @@ TEST_CASE("GPU: the caching allocator serves repeated steps without cuMemAlloc")
   const int64_t calls = jit::cuda::DeviceAllocCalls();
   uint64_t a = jit::cuda::DeviceAlloc(0, 3 << 20).value();
   CHECK(jit::cuda::DeviceAllocCalls() == calls);
+  // Of two cached blocks of a size, the one freed last comes back first.
+  uint64_t b = jit::cuda::DeviceAlloc(0, 3 << 20).value();
   jit::cuda::DeviceFree(0, a, 3 << 20);
+  jit::cuda::DeviceFree(0, b, 3 << 20);
+  uint64_t c = jit::cuda::DeviceAlloc(0, 3 << 20).value();
+  CHECK(c == b);
+  CHECK(c != a);
+  jit::cuda::DeviceFree(0, c, 3 << 20);
 }
 
 #endif  // DUALCAST_HAVE_NVRTC
