@@ -5,7 +5,8 @@
 // reference (a row that disagrees is FAILED and not timed), then warmed up;
 // then the timed repetitions run in rounds, each round giving every row
 // (dualcast's and the framework peers') its share in turn, so machine noise
-// hits all rows alike. Options: see cli.h or --help.
+// hits all rows alike; each share starts after 2 ms of untimed calls
+// (kSettleMs), and after a peer's share, once the peer process is quiet. Options: see cli.h or --help.
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -56,11 +58,36 @@ double Ms(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Untimed calls open each row's share of a round, for at least this long:
+// the switch from the row before (another process's threads, evicted caches,
+// a pool worker that slept and, on a VM, a vCPU the host had parked) slowed
+// the first calls after it 1.5-20x for about 2 ms (2026-11-28, 2-core Xeon
+// VM, n = 512: the first 1-7 calls of a share), enough to move the median
+// of a row's 8 calls per round.
+constexpr double kSettleMs = 2.0;
+constexpr int kMaxSettleCalls = 50;
+// And after a framework peer's share, a pause first: the peer process can
+// keep a core busy after it answers. Dr.Jit's thread pool (nanothread) polls
+// for work 500,000 times before a worker sleeps: about 20 ms of one core
+// after each Dr.Jit call here (its thread's CPU ticks in /proc), half of
+// this 2-core machine taken from whichever row ran next.
+constexpr int kQuietAfterPeerMs = 150;
+
 // A row being measured, and how to give it k more timed calls.
 struct Contender {
   Row row;
-  std::function<void(int)> time;
+  std::function<void(int)> time;  // k timed calls, appended to row.times_ms
+  std::function<double()> once;   // one call, its milliseconds (not recorded)
 };
+
+void Settle(const Contender& c) {
+  double spent = 0;
+  for (int calls = 0; calls < kMaxSettleCalls && (calls == 0 || spent < kSettleMs); ++calls) {
+    const double ms = c.once();
+    if (ms < 0) return;  // the peer process stopped: time() reports it
+    spent += ms;
+  }
+}
 
 class Progress {
  public:
@@ -88,6 +115,7 @@ int Main(int argc, char** argv) {
   meta.stream = MeasureBandwidth(64);
   meta.reps = o.reps;
   meta.warmup = o.warmup;
+  meta.settle_ms = kSettleMs;
   meta.rounds = std::min(o.reps, kMaxRounds);
   meta.device = absl::StrCat("cpu (", meta.threads, " threads)");
   meta.notes =
@@ -99,7 +127,7 @@ int Main(int argc, char** argv) {
 
   std::cout << "HM-LSTM cell update (Revels et al. 2018), " << meta.dtype << ", " << o.reps
             << " timed repetitions in " << meta.rounds << " interleaved rounds after " << o.warmup
-            << " warm-up, " << meta.device << ", handwritten loop: " << meta.handwritten_isa << "\n";
+            << " warm-up (each row's share of a round after " << kSettleMs << " ms of untimed calls), " << meta.device << ", handwritten loop: " << meta.handwritten_isa << "\n";
   if (o.roofline) std::cout << FormatBandwidth(meta.stream) << "\n";
 
   // The peers' child process, started once for the whole run.
@@ -153,7 +181,7 @@ int Main(int argc, char** argv) {
         for (auto& impl : impls) {
           if (!Selected(o, impl->name())) continue;
           progress.Show(label + " first call " + impl->name());
-          Contender c{base, nullptr};
+          Contender c{base, nullptr, nullptr};
           c.row.impl = impl->name();
           impl->Prepare(p);
           const double compile_before = jit::GetStats().compile_ms;
@@ -172,6 +200,11 @@ int Main(int argc, char** argv) {
               contenders[index].row.times_ms.push_back(Ms(t));
             }
           };
+          contenders.back().once = [raw] {
+            auto t = std::chrono::steady_clock::now();
+            raw->Run();
+            return Ms(t);
+          };
         }
         if (peers) {
           progress.Show(label + " peers: first calls (trace + compile)");
@@ -183,7 +216,7 @@ int Main(int argc, char** argv) {
           }
           for (PeerCase& pc : set_up) {
             if (!Selected(o, pc.impl)) continue;
-            Contender c{base, nullptr};
+            Contender c{base, nullptr, nullptr};
             c.row.impl = pc.impl;
             c.row.device = meta.device + ", python peer";
             c.row.status = pc.status;
@@ -205,16 +238,24 @@ int Main(int argc, char** argv) {
               }
               r.times_ms.insert(r.times_ms.end(), t.begin(), t.end());
             };
+            contenders.back().once = [child, impl = pc.impl] {
+              std::vector<double> t = child->Time(impl, 1);
+              return t.size() == 1 ? t[0] : -1.0;
+            };
           }
         }
         // Timed rounds: reps split as evenly as possible over the rounds.
         const int rounds = meta.rounds;
+        bool after_peer = false;
         for (int round = 0; round < rounds; ++round) {
           const int k = o.reps / rounds + (round < o.reps % rounds ? 1 : 0);
           for (Contender& c : contenders) {
             if (c.row.status != "ok") continue;
             progress.Show(absl::StrFormat("%s round %d/%d %s", label, round + 1, rounds, c.row.impl));
+            if (after_peer) std::this_thread::sleep_for(std::chrono::milliseconds(kQuietAfterPeerMs));
+            Settle(c);
             c.time(k);
+            after_peer = c.row.device.find("peer") != std::string::npos;
           }
         }
         for (Contender& c : contenders) {

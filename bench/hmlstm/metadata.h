@@ -21,6 +21,7 @@ struct Metadata {
   int threads = 0;
   Bandwidth stream;  // best of a probe before and after the rows
   int reps = 0, warmup = 0, rounds = 0;
+  double settle_ms = 0;  // untimed calls opening each row's share of a round (CPU run)
   std::string dtype = "float32";
   std::string device;
   std::vector<std::pair<std::string, std::string>> peer_versions;  // python, numpy, torch, ...

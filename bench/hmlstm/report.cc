@@ -140,7 +140,10 @@ std::string FormatTable(const std::vector<Row>& rows, const Metadata& m) {
                         "compile ms: dualcast = JIT compile inside the cold first call (0 when an earlier row "
                         "compiled the kernel); peers = first call minus median (trace + compile).\n",
                   "machine: ", Machine(m), "; ", m.reps, " reps in ", m.rounds,
-                  " interleaved rounds after ", m.warmup, " warm-up; ", m.dtype, "; revision ",
+                  " interleaved rounds after ", m.warmup, " warm-up",
+                  m.settle_ms > 0 ? absl::StrCat(", each share after ", m.settle_ms, " ms of untimed calls")
+                                  : std::string(),
+                  "; ", m.dtype, "; revision ",
                   m.git_revision, "\nload average (1/5/15 min): ", m.load_start, " at start, ", m.load_end,
                   " at end; on a shared machine times are noisy: compare ratios within one run\n");
   return out;
@@ -165,7 +168,8 @@ std::string FormatJson(const std::vector<Row>& rows, const Metadata& m) {
       "    \"stream_gbps\": {\"copy\": ", Number(m.stream.copy_gbps), ", \"triad\": ",
       Number(m.stream.triad_gbps), ", \"read\": ", Number(m.stream.read_gbps), "},\n",
       "    \"reps\": ", m.reps, ",\n", "    \"rounds\": ", m.rounds, ",\n",
-      "    \"warmup\": ", m.warmup, ",\n", "    \"dtype\": ", JsonString(m.dtype), ",\n",
+      "    \"warmup\": ", m.warmup, ",\n", "    \"settle_ms\": ", Number(m.settle_ms), ",\n",
+      "    \"dtype\": ", JsonString(m.dtype), ",\n",
       "    \"peer_versions\": {", peers, "},\n",
       "    \"date_utc\": ", JsonString(m.date_utc), ",\n",
       "    \"command_line\": ", JsonString(m.command_line), ",\n",
@@ -202,7 +206,7 @@ std::string FormatCsv(const std::vector<Row>& rows, const Metadata& m) {
       line("stream_gbps", absl::StrFormat("copy=%.6g triad=%.6g read=%.6g", m.stream.copy_gbps,
                                           m.stream.triad_gbps, m.stream.read_gbps)),
       line("reps", absl::StrCat(m.reps)), line("rounds", absl::StrCat(m.rounds)),
-      line("warmup", absl::StrCat(m.warmup)), line("dtype", m.dtype),
+      line("warmup", absl::StrCat(m.warmup)), line("settle_ms", absl::StrCat(m.settle_ms)), line("dtype", m.dtype),
       line("peer_versions", absl::StrJoin(peers, " ")), line("date_utc", m.date_utc),
       line("command_line", m.command_line), line("load_average_start", m.load_start),
       line("load_average_end", m.load_end), line("notes", m.notes));

@@ -73,8 +73,9 @@ def main():
       f"hand-written loop: {m['handwritten_isa']}.")
     peers = ", ".join(f"{k} {v}" for k, v in m["peer_versions"].items()) or "not run"
     w(f"- Peers: {peers}.")
+    settle = f", each row's share of a round after {m['settle_ms']:g} ms of untimed calls" if m.get("settle_ms") else ""
     w(f"- {m['dtype']}, {m['reps']} timed repetitions per row in {m['rounds']} interleaved rounds after "
-      f"{m['warmup']} warm-up; every row verified against a float64 reference before timing "
+      f"{m['warmup']} warm-up{settle}; every row verified against a float64 reference before timing "
       f"(max relative error ≤ 1e-5). Date {m['date_utc']}.")
     w("")
     w("Cells: median ms per call (× slower than `handwritten`, same variant, layout and n; 1.00× = as fast). "
