@@ -19,7 +19,7 @@ constexpr char kUsage[] =
     "  reverse-mode `where`, and (with --peers) PyTorch, JAX and Dr.Jit on the same inputs.\n"
     "options:\n"
     "  --sizes N,N,...      matrix sizes, each 3..32768 (default 512,1024,2048)\n"
-    "  --reps N             timed repetitions per row, >= 1 (default 20), in 5 interleaved rounds\n"
+    "  --reps N             timed repetitions per row, >= 1 (default 20), in min(N, 5) interleaved rounds\n"
     "  --warmup N           untimed calls before timing, >= 0 (default 2)\n"
     "  --layouts L,L        rows, columns (default both)\n"
     "  --variants V,V       paper, full (default both)\n"

@@ -5,8 +5,8 @@
 // reference (a row that disagrees is FAILED and not timed), then warmed up;
 // then the timed repetitions run in rounds, each round giving every row
 // (dualcast's and the framework peers') its share in turn, so machine noise
-// hits all rows alike; each share starts after 2 ms of untimed calls
-// (kSettleMs), and after a peer's share, once the peer process is quiet. Options: see cli.h or --help.
+// hits all rows alike; each share starts after 2 ms of untimed calls (100 ms
+// when framework peers run: kSettleMs, kSettleWithPeersMs). Options: see cli.h or --help.
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,7 +17,6 @@
 #include <iostream>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -59,19 +58,23 @@ double Ms(std::chrono::steady_clock::time_point t0) {
 }
 
 // Untimed calls open each row's share of a round, for at least this long:
-// the switch from the row before (another process's threads, evicted caches,
-// a pool worker that slept and, on a VM, a vCPU the host had parked) slowed
-// the first calls after it 1.5-20x for about 2 ms (2026-11-28, 2-core Xeon
-// VM, n = 512: the first 1-7 calls of a share), enough to move the median
-// of a row's 8 calls per round.
+// the switch from the row before (evicted caches, a pool worker that slept)
+// slowed the first calls after it 1.5-20x for about 2 ms (2026-11-28,
+// 2-core Xeon VM, n = 512: the first 1-7 calls of a share), enough to move
+// the median of a row's calls in that round.
 constexpr double kSettleMs = 2.0;
-constexpr int kMaxSettleCalls = 50;
-// And after a framework peer's share, a pause first: the peer process can
-// keep a core busy after it answers. Dr.Jit's thread pool (nanothread) polls
-// for work 500,000 times before a worker sleeps: about 20 ms of one core
-// after each Dr.Jit call here (its thread's CPU ticks in /proc), half of
-// this 2-core machine taken from whichever row ran next.
-constexpr int kQuietAfterPeerMs = 150;
+// With framework peers in the run, much longer, and for every row alike (a
+// longer warm-up for the rows after a peer only gave the first row of each
+// round an edge): this process sits idle while a peer runs, and an idle VM
+// needs tens of ms of work to come back to speed (the host's clocks or its
+// scheduling of our vCPUs). Reproduced without peers by 150 ms of sleep
+// before each share: n = 512 medians 0.28-0.46 ms against 0.21, still
+// 0.30-0.43 after 10-30 ms of untimed calls, 0.22 after 60. It also covers
+// Dr.Jit's pool, whose worker polls for work about 20 ms after each Dr.Jit
+// call (nanothread: 500,000 attempts) before it sleeps, holding one of this
+// machine's two cores.
+constexpr double kSettleWithPeersMs = 100.0;
+constexpr int kMaxSettleCalls = 100000;  // a bound, never reached: 0.2 ms calls fill 100 ms with 500
 
 // A row being measured, and how to give it k more timed calls.
 struct Contender {
@@ -80,9 +83,9 @@ struct Contender {
   std::function<double()> once;   // one call, its milliseconds (not recorded)
 };
 
-void Settle(const Contender& c) {
+void Settle(const Contender& c, double settle_ms) {
   double spent = 0;
-  for (int calls = 0; calls < kMaxSettleCalls && (calls == 0 || spent < kSettleMs); ++calls) {
+  for (int calls = 0; calls < kMaxSettleCalls && (calls == 0 || spent < settle_ms); ++calls) {
     const double ms = c.once();
     if (ms < 0) return;  // the peer process stopped: time() reports it
     spent += ms;
@@ -125,11 +128,6 @@ int Main(int argc, char** argv) {
       "On-disk caches of earlier runs (dualcast's DUALCAST_CACHE_DIR, TorchInductor's, XLA's when "
       "enabled) shorten first calls: these are warm-cache figures unless the caches were cleared.";
 
-  std::cout << "HM-LSTM cell update (Revels et al. 2018), " << meta.dtype << ", " << o.reps
-            << " timed repetitions in " << meta.rounds << " interleaved rounds after " << o.warmup
-            << " warm-up (each row's share of a round after " << kSettleMs << " ms of untimed calls), " << meta.device << ", handwritten loop: " << meta.handwritten_isa << "\n";
-  if (o.roofline) std::cout << FormatBandwidth(meta.stream) << "\n";
-
   // The peers' child process, started once for the whole run.
   std::unique_ptr<PeerProcess> peers;
   std::vector<Row> rows;
@@ -140,6 +138,7 @@ int Main(int argc, char** argv) {
     peers = PeerProcess::Start(PeersPython(o.python), meta.threads, &why);
     if (peers) {
       meta.peer_versions = peers->versions();
+      meta.settle_ms = kSettleWithPeersMs;
     } else {
       for (const std::string& name : PeerImplNames()) {
         if (!Selected(o, name)) continue;
@@ -151,6 +150,14 @@ int Main(int argc, char** argv) {
       }
     }
   }
+
+  // After the peers start: their presence sets the warm-up per share.
+  std::cout << "HM-LSTM cell update (Revels et al. 2018), " << meta.dtype << ", " << o.reps
+            << " timed repetitions in " << meta.rounds << " interleaved rounds after " << o.warmup
+            << " warm-up (each row's share of a round after " << meta.settle_ms
+            << " ms of untimed calls), " << meta.device << ", handwritten loop: " << meta.handwritten_isa
+            << "\n";
+  if (o.roofline) std::cout << FormatBandwidth(meta.stream) << "\n";
 
   Progress progress;
   bool failed = false;
@@ -246,16 +253,13 @@ int Main(int argc, char** argv) {
         }
         // Timed rounds: reps split as evenly as possible over the rounds.
         const int rounds = meta.rounds;
-        bool after_peer = false;
         for (int round = 0; round < rounds; ++round) {
           const int k = o.reps / rounds + (round < o.reps % rounds ? 1 : 0);
           for (Contender& c : contenders) {
             if (c.row.status != "ok") continue;
             progress.Show(absl::StrFormat("%s round %d/%d %s", label, round + 1, rounds, c.row.impl));
-            if (after_peer) std::this_thread::sleep_for(std::chrono::milliseconds(kQuietAfterPeerMs));
-            Settle(c);
+            Settle(c, meta.settle_ms);
             c.time(k);
-            after_peer = c.row.device.find("peer") != std::string::npos;
           }
         }
         for (Contender& c : contenders) {
