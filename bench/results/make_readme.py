@@ -60,7 +60,7 @@ def main():
     w("")
     w("```")
     w("scripts/peers")
-    w(f"build/bench/dualcast-hmlstm --peers --reps 40 --json bench/results/{name} --plot bench/results/hmlstm-cpu.svg")
+    w(f"build/bench/dualcast-hmlstm --peers --reps 60 --json bench/results/{name} --plot bench/results/hmlstm-cpu.svg")
     w("bench/results/make_readme.py > bench/results/README.md")
     w("```")
     w("")
