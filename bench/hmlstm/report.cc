@@ -206,7 +206,8 @@ std::string FormatCsv(const std::vector<Row>& rows, const Metadata& m) {
       line("stream_gbps", absl::StrFormat("copy=%.6g triad=%.6g read=%.6g", m.stream.copy_gbps,
                                           m.stream.triad_gbps, m.stream.read_gbps)),
       line("reps", absl::StrCat(m.reps)), line("rounds", absl::StrCat(m.rounds)),
-      line("warmup", absl::StrCat(m.warmup)), line("settle_ms", absl::StrCat(m.settle_ms)), line("dtype", m.dtype),
+      line("warmup", absl::StrCat(m.warmup)), line("settle_ms", absl::StrCat(m.settle_ms)),
+      line("dtype", m.dtype),
       line("peer_versions", absl::StrJoin(peers, " ")), line("date_utc", m.date_utc),
       line("command_line", m.command_line), line("load_average_start", m.load_start),
       line("load_average_end", m.load_end), line("notes", m.notes));

@@ -140,7 +140,7 @@ TEST_CASE("GPU: every suite kernel's values and partials match the interpreter a
   std::apply([](auto... k) { (RunSuiteKernelOnGpu<decltype(k), double>(), ...); }, AllKernels{});
 }
 
-TEST_CASE("GPU: the caching allocator serves repeated steps without cuMemAlloc, newest block first") {
+TEST_CASE("GPU: the caching allocator serves repeated steps without cuMemAlloc, newest first") {
   DC_REQUIRE_GPU();
   for (int step = 0; step < 3; ++step) {
     uint64_t a = jit::cuda::DeviceAlloc(0, 3 << 20).value();

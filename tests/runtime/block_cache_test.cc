@@ -38,7 +38,7 @@ TEST_CASE("block cache: freed blocks come back newest first; a full cache drops 
   auto x = Array<float>::zeros({k64K}), y = Array<float>::zeros({k64K});
   CHECK(Block(x) == pd);
   CHECK(Block(y) == pc);
-  if (!small_cap) {  // with the small cap, a and b went back to the system: fresh blocks, any address
+  if (!small_cap) {  // with the small cap, a and b went back to the system: any address now
     auto v = Array<float>::zeros({k64K}), w = Array<float>::zeros({k64K});
     CHECK(Block(v) == pb);
     CHECK(Block(w) == pa);
