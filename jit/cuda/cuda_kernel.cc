@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -205,9 +206,14 @@ class SourceWriter {
   }
 
   // The printed Function at the current indices; returns its output values.
-  std::vector<std::string> WriteBody(std::string& s, int indent) const {
+  // `input` names input i's element (default: loaded at its offset).
+  std::vector<std::string> WriteBody(
+      std::string& s, int indent,
+      const std::function<std::string(uint32_t)>& input = [](uint32_t i) {
+        return absl::StrCat("in", i, "[o_in", i, "]");
+      }) const {
     CudaPrinter printer(indent, [&](CudaPrinter& p, uint32_t index, Type type) {
-      std::string load = absl::StrCat("in", index, "[o_in", index, "]");
+      std::string load = input(index);
       if (type != spec_.dtype) load = absl::StrCat("(", CudaType(type), ")", load);
       return p.Declare(type, load);
     });
@@ -248,8 +254,7 @@ class SourceWriter {
   }
 
   // Elements per 16-byte access: 4 floats or 2 doubles.
-  int VectorWidth() const { return 16 / ElementBytes(spec_.dtype); }
-  static int ElementBytes(Type t) { return t == Type::kF64 ? 8 : 4; }
+  int VectorWidth() const { return spec_.dtype == Type::kF64 ? 2 : 4; }
   const char* VectorType() const { return spec_.dtype == Type::kF64 ? "double2" : "float4"; }
   // Elementwise kernels over unit-stride rows: the launcher may run them V
   // elements per thread and iteration. Reduced specs keep their own loops.
@@ -283,12 +288,7 @@ class SourceWriter {
                     "; group += step) {\n", "      const I idx = group * ", v, ";\n");
     WriteIndices(s, "      ");
     WriteInputOffsets(s, "      ");
-    std::vector<bool> used(f_.num_inputs(), false);
-    for (const Inst& inst : f_.insts) {
-      if (inst.op == Op::kInput) used[inst.index] = true;
-    }
     for (size_t i = 0; i < f_.num_inputs(); ++i) {
-      if (!used[i]) continue;
       if (Broadcast(i, rank_ - 1)) {
         absl::StrAppend(&s, "      const ", elem_, " in", i, "_one = in", i, "[o_in", i, "];\n");
       } else {
@@ -301,14 +301,9 @@ class SourceWriter {
       if (spec_.writes(m)) absl::StrAppend(&s, "      ", elem_, " out", m, "_lane[", v, "];\n");
     }
     absl::StrAppend(&s, "#pragma unroll\n", "      for (int lane = 0; lane < ", v, "; ++lane) {\n");
-    CudaPrinter printer(4, [&](CudaPrinter& p, uint32_t index, Type type) {
-      std::string load = Broadcast(index, rank_ - 1) ? absl::StrCat("in", index, "_one")
-                                                      : absl::StrCat("in", index, "_lane[lane]");
-      if (type != spec_.dtype) load = absl::StrCat("(", CudaType(type), ")", load);
-      return p.Declare(type, load);
+    const std::vector<std::string> results = WriteBody(s, 4, [&](uint32_t i) {
+      return Broadcast(i, rank_ - 1) ? absl::StrCat("in", i, "_one") : absl::StrCat("in", i, "_lane[lane]");
     });
-    const std::vector<std::string> results = CodegenWalk<CudaPrinter>(f_, printer).Run();
-    s += printer.text();
     for (size_t m = 0; m < results.size(); ++m) {
       if (spec_.writes(m)) {
         absl::StrAppend(&s, "        out", m, "_lane[lane] = ", AsElement(m, results[m]), ";\n");
