@@ -288,13 +288,15 @@ int RunCuda(const Options& o) {
             failed |= !absl::StartsWith(hand.status, "not run");
           } else {
             HandwrittenCuda& k = **kernel;
-            const auto launch = [&] {
-              if (absl::Status s = k.Launch(); !s.ok()) throw Error(ErrorKind::kDevice, std::string(s.message()));
+            // MeasureRow reports an Error as the row's status.
+            const auto check = [](const absl::Status& s) {
+              if (!s.ok()) throw Error(ErrorKind::kDevice, std::string(s.message()));
             };
-            MeasureRow(hand, events, o.warmup, ref, variant, launch, [&] { (void)k.Collect(); },
+            MeasureRow(hand, events, o.warmup, ref, variant, [&] { check(k.Launch()); },
+                       [&] { check(k.Wait()); },
                        [&] {
                          absl::StatusOr<Results> got = k.Collect();
-                         if (!got.ok()) throw Error(ErrorKind::kDevice, std::string(got.status().message()));
+                         check(got.status());
                          return *got;
                        });
             failed |= hand.status != "ok";

@@ -140,6 +140,8 @@ absl::Status HandwrittenCuda::Launch() {
                          out_[3], static_cast<uint64_t>(n_), columns_ ? 1u : 0u});
 }
 
+absl::Status HandwrittenCuda::Wait() { return jit::cuda::Synchronize(0); }
+
 absl::StatusOr<Results> HandwrittenCuda::Collect() {
   Results r;
   std::vector<float>* slots[] = {&r.d_cprev, &r.d_f, &r.d_i, &r.d_g};
@@ -160,6 +162,7 @@ absl::StatusOr<std::unique_ptr<HandwrittenCuda>> HandwrittenCuda::Create(const P
 }
 HandwrittenCuda::~HandwrittenCuda() = default;
 absl::Status HandwrittenCuda::Launch() { return absl::UnavailableError("no NVRTC"); }
+absl::Status HandwrittenCuda::Wait() { return absl::UnavailableError("no NVRTC"); }
 absl::StatusOr<Results> HandwrittenCuda::Collect() { return absl::UnavailableError("no NVRTC"); }
 
 #endif

@@ -32,6 +32,7 @@ class HandwrittenCuda {
   HandwrittenCuda& operator=(const HandwrittenCuda&) = delete;
 
   absl::Status Launch();
+  absl::Status Wait();  // until the queued launches have run
   absl::StatusOr<Results> Collect();
 
  private:

@@ -201,17 +201,14 @@ int Main(int argc, char** argv) {
           for (int w = 0; w < o.warmup; ++w) impl->Run();
           Implementation* raw = impl.get();
           contenders.push_back(std::move(c));
-          contenders.back().time = [raw, &contenders, index = contenders.size() - 1](int k) {
-            for (int rep = 0; rep < k; ++rep) {
-              auto t = std::chrono::steady_clock::now();
-              raw->Run();
-              contenders[index].row.times_ms.push_back(Ms(t));
-            }
-          };
           contenders.back().once = [raw] {
             auto t = std::chrono::steady_clock::now();
             raw->Run();
             return Ms(t);
+          };
+          contenders.back().time = [&contenders, index = contenders.size() - 1](int k) {
+            Contender& self = contenders[index];
+            for (int rep = 0; rep < k; ++rep) self.row.times_ms.push_back(self.once());
           };
         }
         if (peers) {
