@@ -36,7 +36,7 @@ class Cpu final : public Backend {
               jit::CompileCpuKernel(spec, &jit::DiskCache::Default());
           if (!c.ok()) return c.status();
           return jit::CompiledKernel{reinterpret_cast<void*>(c->entry), c->symbol, c->compile_ms,
-                                     c->from_object_store, nullptr, c->already_linked};
+                                     c->from_object_store, c->code, c->already_linked};
         });
     if (!kernel.ok()) ThrowStatus(kernel.status());
     const auto entry = (*kernel)->entry_as<jit::KernelEntry>();

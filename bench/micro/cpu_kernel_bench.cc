@@ -703,6 +703,7 @@ int Main(int argc, char** argv) {
       if (!k.ok()) return k.status();
       jit::CompiledKernel ck;
       ck.entry = reinterpret_cast<void*>(k->entry);
+      ck.owner = k->code;  // the cache holds the code while it holds the kernel
       return ck;
     };
     float x[6] = {0, 1, 0.5f, 0.5f, 0.5f, 0.5f}, y[5];

@@ -14,11 +14,10 @@
 // cache reads DUALCAST_KERNEL_CACHE_MAX, 0 there meaning no cap) the least recently used one is
 // dropped, so a program that builds kernels on the fly does not grow without
 // bound. Lookups hand out shared_ptrs, so a kernel evicted while a launch
-// still holds it stays alive until that launch lets go. Hits, misses
-// (compiles and disk loads) and evictions are counted in stats.h. (The CPU
-// backend's code itself stays linked in the ORC JIT for the process, see
-// cpu_backend.h, so a re-request of an evicted CPU kernel relinks nothing:
-// it finds the linked symbol.)
+// still holds it stays alive until that launch lets go; then its `owner`
+// goes, and with it the code (the CPU backend unlinks it from the JIT, the
+// CUDA backend unloads its module). Hits, misses (compiles and disk loads)
+// and evictions are counted in stats.h.
 //
 // Example:
 //   absl::StatusOr<std::shared_ptr<const CachedKernel>> k = KernelCache::Global().GetOrCompile(
@@ -56,7 +55,7 @@ struct CompiledKernel {
   double compile_ms = 0;        // as measured by the backend
   bool from_disk = false;       // loaded from the object store, not compiled
   std::shared_ptr<void> owner;  // keeps the code alive (JIT dylib, CUDA module), may be null
-  bool already_built = false;   // the backend still had it (an evicted CPU kernel): not a compile
+  bool already_built = false;   // the backend still had it (evicted, still held): not a compile
 };
 
 struct CachedKernel {

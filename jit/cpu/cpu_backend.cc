@@ -54,6 +54,7 @@ absl::StatusOr<CompiledCpuKernel> CompileCpuKernel(const KernelSpec& spec, Objec
   kernel.compile_ms = compiled->compile_ms;
   kernel.from_object_store = compiled->from_object_store;
   kernel.already_linked = compiled->already_linked;
+  kernel.code = std::move(compiled->code);
   return kernel;
 }
 

@@ -7,8 +7,10 @@
 // measured compile times). The returned entry point follows
 // kernel_abi.h and is safe to call from any thread, concurrently.
 //
-// Lifetime: kernels are never freed; they stay valid until the process exits,
-// so callers may cache `entry` anywhere without ownership.
+// Lifetime: `entry` is callable while any copy of the result's `code` lives
+// (the kernel cache keeps it as the cached kernel's owner); when the last
+// copy goes, the kernel is unlinked from the JIT and its memory unmapped
+// (orc_jit.h says why kernels cannot stay linked for the process's life).
 //
 // Caching: a kernel is named by its spec (CpuKernelSymbol), so compiling the
 // same spec twice in one process returns the already linked kernel (at no
@@ -27,9 +29,10 @@
 //   absl::StatusOr<CompiledCpuKernel> k = CompileCpuKernel(spec, /*store=*/nullptr);
 //   if (!k.ok()) ThrowStatus(k.status());
 //   KernelArgs args{sizes, inputs, in_strides, outputs, out_strides, 0, sizes[0]};
-//   k->entry(&args);
+//   k->entry(&args);  // while k (k->code) is alive
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -44,7 +47,8 @@ struct CompiledCpuKernel {
   std::string symbol;              // the exported name, e.g. "dc_cell_f32_0123456789abcdef"
   double compile_ms = 0;           // wall time of this call; 0 when it was already linked
   bool from_object_store = false;  // linked from the store's bytes, not compiled
-  bool already_linked = false;     // found linked (an evicted kernel asked for again)
+  bool already_linked = false;     // found linked (asked for again while still held)
+  std::shared_ptr<void> code;      // keeps `entry` linked (see Lifetime above)
 };
 
 // Compiles (or finds) the kernel of `spec`. `store` may be null. Errors:

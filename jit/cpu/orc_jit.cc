@@ -77,14 +77,22 @@
 
 namespace dualcast::jit::cpu {
 
+// One linked object: its entry's address, the tracker that unlinks it, and
+// its owners (JitCompiled::code): the last owner to go unlinks it.
+struct LinkedObject {
+  uint64_t address = 0;
+  llvm::orc::ResourceTrackerSP tracker;
+  std::weak_ptr<void> owner;
+};
+
 struct OrcJit::State {
   std::mutex mutex;  // serialises every use of jit, target_machine and linked
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::unique_ptr<llvm::TargetMachine> target_machine;
   std::string cpu;
   std::string features;
-  absl::flat_hash_map<std::string, uint64_t> linked;  // symbol -> address
-  std::string init_error;                             // non-empty: the JIT is unusable
+  absl::flat_hash_map<std::string, LinkedObject> linked;  // by symbol
+  std::string init_error;                                 // non-empty: the JIT is unusable
 };
 
 namespace {
@@ -274,9 +282,45 @@ bool DefinesSymbol(const std::string& bytes, const std::string& symbol) {
   return false;
 }
 
-// Links `bytes` under its own resource tracker, so a failed link leaves nothing behind.
-absl::StatusOr<uint64_t> Link(OrcJit::State& s, const std::string& bytes,
-                              const std::string& symbol) {
+// Unlinks `object` (its code, data and symbol) and forgets it. Under s.mutex.
+void Unlink(OrcJit::State& s, absl::flat_hash_map<std::string, LinkedObject>::iterator object) {
+  if (llvm::Error error = object->second.tracker->remove()) llvm::consumeError(std::move(error));
+  s.linked.erase(object);
+}
+
+// What JitCompiled::code points to: the owners share it, and the last one
+// unlinks the object, unless a newer link of the symbol has replaced it (a
+// Compile that found this one's owners gone unlinks it itself first).
+class LinkedCode {
+ public:
+  LinkedCode(OrcJit::State& s, std::string symbol, llvm::orc::ResourceTrackerSP tracker)
+      : s_(s), symbol_(std::move(symbol)), tracker_(std::move(tracker)) {}
+  LinkedCode(const LinkedCode&) = delete;
+  LinkedCode& operator=(const LinkedCode&) = delete;
+  ~LinkedCode() {
+    std::lock_guard<std::mutex> lock(s_.mutex);
+    auto it = s_.linked.find(symbol_);
+    if (it != s_.linked.end() && it->second.tracker == tracker_) Unlink(s_, it);
+  }
+
+ private:
+  OrcJit::State& s_;
+  std::string symbol_;
+  llvm::orc::ResourceTrackerSP tracker_;
+};
+
+// Records `object` as linked and hands out its first owner. Under s.mutex.
+std::shared_ptr<void> Adopt(OrcJit::State& s, const std::string& symbol, LinkedObject object) {
+  auto code = std::make_shared<LinkedCode>(s, symbol, object.tracker);
+  object.owner = code;
+  s.linked[symbol] = std::move(object);
+  return code;
+}
+
+// Links `bytes` under its own resource tracker, so a failed link leaves
+// nothing behind and a dropped kernel can be unlinked on its own.
+absl::StatusOr<LinkedObject> Link(OrcJit::State& s, const std::string& bytes,
+                                  const std::string& symbol) {
   llvm::orc::ResourceTrackerSP tracker = s.jit->getMainJITDylib().createResourceTracker();
   auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
       llvm::StringRef(bytes.data(), bytes.size()), symbol);
@@ -289,7 +333,7 @@ absl::StatusOr<uint64_t> Link(OrcJit::State& s, const std::string& bytes,
     if (llvm::Error error = tracker->remove()) llvm::consumeError(std::move(error));
     return CompileError(symbol, "linking failed: " + message);
   }
-  return address->getValue();
+  return LinkedObject{address->getValue(), std::move(tracker), {}};
 }
 
 // Process-wide LLVM options for our code generation, then DUALCAST_LLVM_ARGS
@@ -400,15 +444,23 @@ absl::StatusOr<JitCompiled> OrcJit::Compile(const std::string& symbol,
   State& s = *state_;
   std::lock_guard<std::mutex> lock(s.mutex);
   if (!s.init_error.empty()) return JitUnusable(symbol, s.init_error);
-  if (auto it = s.linked.find(symbol); it != s.linked.end()) return JitCompiled{it->second, 0, false, true};
+  if (auto it = s.linked.find(symbol); it != s.linked.end()) {
+    if (std::shared_ptr<void> code = it->second.owner.lock()) {
+      return JitCompiled{it->second.address, 0, false, true, std::move(code)};
+    }
+    // Its last owner is on its way out, waiting for the mutex to unlink it:
+    // unlink it here, so the link below does not define the symbol twice.
+    Unlink(s, it);
+  }
 
   if (store != nullptr) {
     if (std::optional<std::string> bytes = store->Load(store_key);
         bytes && DefinesSymbol(*bytes, symbol)) {
       // A stored object that fails to link is ignored; we compile afresh below.
-      if (absl::StatusOr<uint64_t> address = Link(s, *bytes, symbol); address.ok()) {
-        s.linked[symbol] = *address;
-        return JitCompiled{*address, MillisecondsSince(start), true};
+      if (absl::StatusOr<LinkedObject> object = Link(s, *bytes, symbol); object.ok()) {
+        const uint64_t address = object->address;
+        std::shared_ptr<void> code = Adopt(s, symbol, *std::move(object));
+        return JitCompiled{address, MillisecondsSince(start), true, false, std::move(code)};
       }
     }
   }
@@ -418,11 +470,12 @@ absl::StatusOr<JitCompiled> OrcJit::Compile(const std::string& symbol,
   StoreReservation reservation(store, store_key);
   absl::StatusOr<std::string> object = BuildObject(s, build, symbol);
   if (!object.ok()) return object.status();
-  absl::StatusOr<uint64_t> address = Link(s, *object, symbol);
-  if (!address.ok()) return address.status();
+  absl::StatusOr<LinkedObject> linked = Link(s, *object, symbol);
+  if (!linked.ok()) return linked.status();
   reservation.Save(*object);
-  s.linked[symbol] = *address;
-  return JitCompiled{*address, MillisecondsSince(start), false};
+  const uint64_t address = linked->address;
+  std::shared_ptr<void> code = Adopt(s, symbol, *std::move(linked));
+  return JitCompiled{address, MillisecondsSince(start), false, false, std::move(code)};
 }
 
 absl::StatusOr<std::string> OrcJit::CompileToObject(const std::string& symbol,

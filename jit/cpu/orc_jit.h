@@ -1,8 +1,14 @@
 // The process-wide LLVM ORC JIT: a kernel pass pipeline + codegen for the host CPU, libmvec, and the object-store hook.
 //
-// One LLJIT per process, created on first use and never destroyed: compiled
-// kernels stay valid until the process exits (a kernel cache may hand out
-// entry points freely). Compilation is serialised by one mutex: IR building,
+// One LLJIT per process, created on first use and never destroyed. Each
+// kernel is linked as an object of its own and stays linked while any copy
+// of its JitCompiled::code lives; the last copy to go unlinks it (its code
+// and data are unmapped and its symbol removed). Kernels cannot stay linked
+// for the life of the process: every linked object holds two or three memory
+// mappings, and a process that compiled ~30,000 kernels (a long randomised
+// test, a service making kernels on the fly) met Linux's limit of 65,530
+// mappings, after which every allocation failed and the process died in
+// std::bad_alloc. Compilation is serialised by one mutex: IR building,
 // the optimiser, codegen to an object file, linking and lookup all run on
 // the calling thread under it (the machines this targets have few cores and
 // kernels compile in milliseconds; concurrent callers wait, never race).
@@ -31,7 +37,7 @@
 //   absl::StatusOr<JitCompiled> k = jit.Compile("dc_axpy_1234",
 //       [&](llvm::LLVMContext& ctx) { return BuildKernelModule(spec, "dc_axpy_1234", ctx); },
 //       store, "cpu/" + CpuFeaturesString() + "/dc_axpy_1234");
-//   auto entry = reinterpret_cast<KernelEntry>(k->address);
+//   auto entry = reinterpret_cast<KernelEntry>(k->address);  // callable while k->code lives
 #pragma once
 
 #include <cstdint>
@@ -59,6 +65,10 @@ struct JitCompiled {
   double compile_ms = 0;           // wall time of this call (0 when already linked)
   bool from_object_store = false;  // linked from stored bytes, LLVM's optimiser not run
   bool already_linked = false;     // linked by an earlier call: nothing built or loaded
+  // Keeps the code at `address` linked; shared by every JitCompiled of this
+  // symbol, and the last copy to go unlinks it. Call `address` only while
+  // holding a copy.
+  std::shared_ptr<void> code;
 };
 
 class OrcJit {
@@ -67,7 +77,7 @@ class OrcJit {
   // target cannot be initialised at all (no native target compiled in).
   static OrcJit& Get();
 
-  // The address of `symbol`. Already linked in this process: returned at once.
+  // The address of `symbol`. Still linked (some JitCompiled of it alive): returned at once.
   // Otherwise, with a store: `store_key`'s bytes are linked when present and
   // define `symbol`; else `build` is compiled and its object saved under
   // `store_key`. Errors (invalid IR, codegen, link) -> kCompile with LLVM's text;
@@ -87,7 +97,7 @@ class OrcJit {
 
  private:
   OrcJit();
-  State* state_;  // leaked on purpose: kernels live until exit
+  State* state_;  // leaked on purpose: a kernel's owner may be dropped during exit
 };
 
 // The host CPU name and its enabled features ("znver4+avx2+avx512f+..."), for cache keys.

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <cstring>
 #include <ctime>
+#include <fstream>
+#include <latch>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -196,12 +198,19 @@ struct Harness {
   }
 };
 
+// A compiled kernel, callable as its entry while this lives (it holds the
+// code: cpu_backend.h).
+struct HeldKernel {
+  CompiledCpuKernel kernel;
+  operator KernelEntry() const { return kernel.entry; }
+};
+
 template <class T>
-KernelEntry Compile(const Harness<T>& h) {
+HeldKernel Compile(const Harness<T>& h) {
   absl::StatusOr<CompiledCpuKernel> k = CompileCpuKernel(h.Spec(), nullptr);
   REQUIRE_MESSAGE(k.ok(), k.status().ToString());
   REQUIRE(reinterpret_cast<uintptr_t>(k->entry) != 0);
-  return k->entry;
+  return HeldKernel{*std::move(k)};
 }
 
 // Every arithmetic, comparison, logic, select and cast op, with a bool output.
@@ -252,9 +261,31 @@ TEST_CASE("a kernel asked for again is found linked, not compiled again") {
   CHECK(reinterpret_cast<uintptr_t>(again->entry) == reinterpret_cast<uintptr_t>(first->entry));
 }
 
+TEST_CASE("a kernel nobody holds is unlinked; asked for again it is linked afresh and runs") {
+  Harness<double> h{ArithmeticFunction(Type::kF64), {37}, {0, 0, 0}};
+  h.Allocate();
+  {
+    absl::StatusOr<CompiledCpuKernel> first = CompileCpuKernel(h.Spec(), nullptr);
+    REQUIRE(first.ok());
+    absl::StatusOr<CompiledCpuKernel> held = CompileCpuKernel(h.Spec(), nullptr);
+    REQUIRE(held.ok());
+    CHECK(held->already_linked);
+    first = absl::UnknownError("dropped");  // `held` still holds the code
+    h.Run(held->entry, 0, 37);
+    h.Check(0, 0, 37);
+  }
+  absl::StatusOr<CompiledCpuKernel> again = CompileCpuKernel(h.Spec(), nullptr);
+  REQUIRE(again.ok());
+  CHECK_FALSE(again->already_linked);  // compiled and linked again: the old link was removed
+  h.Allocate();
+  h.Run(again->entry, 0, 37);
+  h.Check(0, 0, 37);
+}
+
+
 TEST_CASE("rank 0: the single element is computed only by the chunk that holds it") {
   Harness<double> h{ArithmeticFunction(Type::kF64), {}, {0, 0, 0}};
-  KernelEntry entry = Compile(h);
+  const HeldKernel entry = Compile(h);
   h.Allocate();
   h.Run(entry, 1, 2);  // does not hold element 0
   h.Check(0, 0, 0);
@@ -268,7 +299,7 @@ TEST_CASE("rank 1: arithmetic is exact in f64 and f32, whole and split into two 
   for (int64_t n : {1, 7, 100, 1037}) {
     CAPTURE(n);
     Harness<double> h{ArithmeticFunction(Type::kF64), {n}, {0, 0, 0}};
-    KernelEntry entry = Compile(h);
+    const HeldKernel entry = Compile(h);
     h.Allocate();
     h.Run(entry, 0, n / 3);
     h.Check(0, 0, n / 3);
@@ -276,7 +307,7 @@ TEST_CASE("rank 1: arithmetic is exact in f64 and f32, whole and split into two 
     h.Check(0, 0, n);
 
     Harness<float> hf{ArithmeticFunction(Type::kF32), {n}, {0, 0, 0}};
-    KernelEntry entry_f = Compile(hf);
+    const HeldKernel entry_f = Compile(hf);
     hf.Allocate();
     hf.Run(entry_f, 0, n);
     hf.Check(0, 0, n);
@@ -285,14 +316,14 @@ TEST_CASE("rank 1: arithmetic is exact in f64 and f32, whole and split into two 
 
 TEST_CASE("branches: nested ifs with several results match the interpreter") {
   Harness<float> hf{BranchyFunction(Type::kF32), {2053}, {0, 0, 0}};
-  KernelEntry entry_f = Compile(hf);
+  const HeldKernel entry_f = Compile(hf);
   hf.Allocate();
   hf.Run(entry_f, 0, 1000);
   hf.Run(entry_f, 1000, 2053);
   hf.Check(4, 0, 2053);
 
   Harness<double> hd{BranchyFunction(Type::kF64), {301}, {0, 0, 0}};
-  KernelEntry entry_d = Compile(hd);
+  const HeldKernel entry_d = Compile(hd);
   hd.Allocate();
   hd.Run(entry_d, 0, 301);
   hd.Check(4, 0, 301);
@@ -307,7 +338,7 @@ TEST_CASE("rank 2: inputs broadcast along either dim, both, or none") {
   ValueId scalar = b.Input(Type::kF32), full = b.Input(Type::kF32);
   b.Return({b.Add(b.Mul(col, row), b.Mul(scalar, full)), b.Sub(col, row)});
   Harness<float> h{f, {13, 37}, {0b10, 0b01, 0b11, 0b00}};
-  KernelEntry entry = Compile(h);
+  const HeldKernel entry = Compile(h);
   h.Allocate();
   h.Run(entry, 0, 5);
   h.Run(entry, 5, 13);
@@ -325,7 +356,7 @@ TEST_CASE("rank 3: a transposed input runs with inner_contiguous = false") {
   // x is stored transposed in its last two dims, y broadcast along dim 1, z along dim 0.
   Harness<double> h{f, {3, 5, 7}, {0b000, 0b010, 0b001}};
   h.transposed_input = 0;
-  KernelEntry entry = Compile(h);
+  const HeldKernel entry = Compile(h);
   h.Allocate();
   CHECK(h.in_strides[0] == std::vector<int64_t>{35, 1, 5});
   h.Run(entry, 0, 1);
@@ -339,18 +370,18 @@ TEST_CASE("a size-0 dim runs nothing, and other ranks up to kMaxRank work") {
   ValueId x = b.Input(Type::kF32), y = b.Input(Type::kF32), z = b.Input(Type::kF32);
   b.Return({b.Add(b.Add(x, y), z)});
   Harness<float> empty{f, {4, 0, 3}, {0, 0b001, 0}};
-  KernelEntry entry = Compile(empty);
+  const HeldKernel entry = Compile(empty);
   empty.Allocate();
   empty.Run(entry, 0, 4);
   empty.Check(0, 0, 4);  // nothing to compare: no element exists
 
   Harness<float> inner_empty{f, {4, 3, 0}, {0, 0, 0}};
-  KernelEntry entry2 = Compile(inner_empty);
+  const HeldKernel entry2 = Compile(inner_empty);
   inner_empty.Allocate();
   inner_empty.Run(entry2, 0, 4);
 
   Harness<float> deep{f, {2, 3, 1, 2, 3, 1, 2, 5}, {0b10101010, 0b01010101, 0}};
-  KernelEntry entry3 = Compile(deep);
+  const HeldKernel entry3 = Compile(deep);
   deep.Allocate();
   deep.Run(entry3, 0, 2);
   deep.Check(0, 0, 2);
@@ -359,7 +390,7 @@ TEST_CASE("a size-0 dim runs nothing, and other ranks up to kMaxRank work") {
 TEST_CASE("the write mask skips outputs (null slots are never touched)") {
   Harness<float> h{BranchyFunction(Type::kF32), {64, 9}, {0b01, 0, 0b10}};
   h.write = {true, false, true};
-  KernelEntry entry = Compile(h);
+  const HeldKernel entry = Compile(h);
   h.Allocate();
   h.Run(entry, 0, 64);
   h.Check(4, 0, 64);  // output 1 keeps the sentinel
@@ -386,13 +417,13 @@ std::shared_ptr<Function> EveryMathOp(Type t, bool fast = false) {
 
 TEST_CASE("every math op agrees with the interpreter (f32 and f64, 4 ulp)") {
   Harness<float> hf{EveryMathOp(Type::kF32), {517}, {0, 0}};
-  KernelEntry entry_f = Compile(hf);
+  const HeldKernel entry_f = Compile(hf);
   hf.Allocate();
   hf.Run(entry_f, 0, 517);
   hf.Check(4, 0, 517);
 
   Harness<double> hd{EveryMathOp(Type::kF64), {517}, {0, 0}};
-  KernelEntry entry_d = Compile(hd);
+  const HeldKernel entry_d = Compile(hd);
   hd.Allocate();
   hd.Run(entry_d, 0, 517);
   hd.Check(4, 0, 517);
@@ -400,13 +431,13 @@ TEST_CASE("every math op agrees with the interpreter (f32 and f64, 4 ulp)") {
 
 TEST_CASE("fast_tanh and fast_sigmoid agree with the interpreter within 4 ulp of 1") {
   Harness<float> hf{EveryMathOp(Type::kF32, true), {517}, {0, 0}};
-  KernelEntry entry_f = Compile(hf);
+  const HeldKernel entry_f = Compile(hf);
   hf.Allocate();
   hf.Run(entry_f, 0, 517);
   hf.Check(0, 0, 517, 4 * std::numeric_limits<float>::epsilon());
 
   Harness<double> hd{EveryMathOp(Type::kF64, true), {517}, {0, 0}};
-  KernelEntry entry_d = Compile(hd);
+  const HeldKernel entry_d = Compile(hd);
   hd.Allocate();
   hd.Run(entry_d, 0, 517);
   hd.Check(0, 0, 517, 4 * std::numeric_limits<double>::epsilon());
@@ -437,7 +468,7 @@ void CheckHypotSymmetric(Type t) {
   }
   const int64_t n = static_cast<int64_t>(xs.size());
   Harness<T> h{f, {n}, {0, 0}};
-  KernelEntry entry = Compile(h);
+  const HeldKernel entry = Compile(h);
   h.Allocate();
   h.in_data = {xs, ys};
   h.Run(entry, 0, n);
@@ -597,6 +628,36 @@ std::shared_ptr<Function> Affine(const char* name, double slope) {
   return f;
 }
 
+// The mappings of the process (Linux), or -1 elsewhere.
+int64_t MemoryMappings() {
+  std::ifstream maps("/proc/self/maps");
+  if (!maps) return -1;
+  int64_t lines = 0;
+  for (std::string line; std::getline(maps, line);) ++lines;
+  return lines;
+}
+
+TEST_CASE("compiling many kernels that are dropped does not use up memory mappings") {
+  // Each linked kernel holds two or three mappings; Linux allows 65,530 per
+  // process, and a process that kept every kernel linked died in bad_alloc
+  // after ~30,000 (a long difftest run). 600 kernels, each dropped after
+  // one run, must leave the mappings where they were, give or take the
+  // allocator's own.
+  const int64_t before = MemoryMappings();
+  if (before < 0) return;  // no /proc: nothing to count
+  for (int k = 0; k < 600; ++k) {
+    Harness<double> h{Affine(("dropped_" + std::to_string(k)).c_str(), k + 0.5), {5}, {0}};
+    absl::StatusOr<CompiledCpuKernel> kernel = CompileCpuKernel(h.Spec(), nullptr);
+    REQUIRE(kernel.ok());
+    h.Allocate();
+    h.Run(kernel->entry, 0, 5);
+    if (k % 100 == 0) h.Check(0, 0, 5);
+  }
+  const int64_t after = MemoryMappings();
+  MESSAGE("memory mappings: " << before << " before 600 dropped kernels, " << after << " after");
+  CHECK(after - before < 100);
+}
+
 TEST_CASE("object store: a miss compiles and saves, a hit links the stored object") {
   MemoryStore store;
   Harness<double> miss{Affine("store_miss", 3), {50}, {0}};
@@ -642,12 +703,16 @@ TEST_CASE("concurrent compiles from several threads are safe and share one kerne
   std::vector<std::thread> threads;
   std::vector<uintptr_t> shared_entry(kThreads), own_entry(kThreads);
   std::vector<int> failures(kThreads, 0);
+  // Every thread holds its kernels until all have compiled: the common one
+  // is then linked once (a kernel nobody holds is unlinked, cpu_backend.h).
+  std::latch compiled(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       Harness<double> common{Affine("concurrent_common", 11), {33}, {0}};
       Harness<double> own{Affine(("concurrent_" + std::to_string(t)).c_str(), 13 + t), {33}, {0}};
       absl::StatusOr<CompiledCpuKernel> a = CompileCpuKernel(common.Spec(), nullptr);
       absl::StatusOr<CompiledCpuKernel> b = CompileCpuKernel(own.Spec(), nullptr);
+      compiled.arrive_and_wait();
       if (!a.ok() || !b.ok()) {
         ++failures[t];
         return;
