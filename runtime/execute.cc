@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "dualcast/kernel.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/cpu/launch.h"
 #include "jit/error.h"
@@ -252,6 +253,21 @@ void CheckDestination(const std::string& kernel_name, size_t m, ArrayImpl& dest,
 // outputs: a pending operand the user still holds is written by the same
 // kernel, and its vote made the summation order, so the result's last bits,
 // depend on whether the user held it (sum(x.T * 2 + 1) differed by an ulp).
+// A new array for an output of `kernel_name`; when memory runs out, the
+// error names the kernel and the output's shape (the allocator knows only
+// bytes). Not the output's index: a fused group's outputs are not the user's.
+std::shared_ptr<ArrayImpl> NewOutput(const std::string& kernel_name, DType dtype,
+                                     const std::vector<int64_t>& shape, Device device) {
+  try {
+    return NewArray(dtype, shape, device);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kMemory) throw;
+    throw Error(ErrorKind::kMemory,
+                absl::StrCat(kernel_name, ": an output of shape [", absl::StrJoin(shape, ", "),
+                             "]: ", e.what()));
+  }
+}
+
 std::vector<int> ReductionLoopOrder(const std::vector<std::vector<int64_t>>& shapes,
                                     const std::vector<std::vector<int64_t>>& strides, size_t n_in,
                                     const std::vector<bool>& summed) {
@@ -362,7 +378,7 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
   for (size_t m = 0; m < n_out; ++m) {
     if (!write[m]) continue;
     summed[m] = Summed(plan.shapes[m], out_shape);
-    if (outputs[m] == nullptr) outputs[m] = NewArray(dtype, plan.shapes[m], device);
+    if (outputs[m] == nullptr) outputs[m] = NewOutput(kernel_name, dtype, plan.shapes[m], device);
     shapes.push_back(plan.shapes[m]);
     // Summed into the backend's contiguous scratch, or stored straight into the destination.
     strides.push_back(summed[m] && backend.SumsIntoScratch() ? ContiguousStrides(plan.shapes[m])

@@ -289,6 +289,20 @@ TEST_CASE("out of memory on allocation: kMemory with the size, and the process c
   CHECK(sum(fine).item() == 1000.0);
 }
 
+TEST_CASE("out of memory for a broadcast's result: the error names the kernel and the shape") {
+  // The inputs are small; their broadcast, 2^22 x 2^22 doubles (128 TiB), is not.
+  const Kernel mul = kernel("oom_product", [](auto x, auto y) { return x * y; });
+  auto x = Array<double>::ones({int64_t{1} << 22, 1});
+  auto y = Array<double>::ones({1, int64_t{1} << 22});
+  std::optional<Error> e = Catch([&] { broadcast(mul, x, y).eval(); });
+  REQUIRE(e);
+  CHECK(e->kind() == ErrorKind::kMemory);
+  CHECK(Contains(e->what(), "oom_product"));
+  CHECK(Contains(e->what(), "[4194304, 4194304]"));
+  CHECK(Contains(e->what(), "out of memory"));
+  CHECK(sum(broadcast(mul, Array<double>::ones({2, 1}), Array<double>::ones({1, 3}))).item() == 6.0);
+}
+
 // Found by this catalogue: the element count used to be an unchecked int64
 // product, so {2^40, 2^40} wrapped to a 0-byte "array" of 2^80 elements.
 TEST_CASE("a shape whose element count overflows int64: a clear error, not a wild allocation") {
