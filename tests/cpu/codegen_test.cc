@@ -733,6 +733,35 @@ TEST_CASE("concurrent compiles from several threads are safe and share one kerne
   }
 }
 
+TEST_CASE("threads that compile, run and drop the same kernels race unlink against relink safely") {
+  // A dropped kernel's last holder unlinks it (cpu_backend.h) while another
+  // thread may be asking for the same symbol: that one must get working code,
+  // linked once, never a removed entry point or a duplicate definition.
+  constexpr int kThreads = 4, kRounds = 60;
+  std::vector<int> wrong(kThreads, 0);
+  std::vector<std::thread> threads;
+  std::latch start(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      for (int r = 0; r < kRounds; ++r) {
+        // Two symbols shared by all threads, so holders overlap and part.
+        Harness<double> h{Affine(r % 2 == 0 ? "churn_even" : "churn_odd", r % 2 + 2.0), {21}, {0}};
+        absl::StatusOr<CompiledCpuKernel> k = CompileCpuKernel(h.Spec(), nullptr);
+        if (!k.ok()) {
+          ++wrong[t];
+          continue;
+        }
+        h.Allocate();
+        h.Run(k->entry, 0, 21);
+        h.Check(0, 0, 21);  // against the interpreter (re-entrant; doctest is thread-safe)
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) CHECK(wrong[t] == 0);
+}
+
 TEST_CASE("keys and symbols depend on the spec's structure") {
   Harness<float> a{BranchyFunction(Type::kF32), {4, 4}, {0, 0, 0}};
   Harness<float> b = a;
