@@ -92,6 +92,7 @@ struct OrcJit::State {
   std::string cpu;
   std::string features;
   absl::flat_hash_map<std::string, LinkedObject> linked;  // by symbol
+  uint64_t unlinks = 0;
   std::string init_error;                                 // non-empty: the JIT is unusable
 };
 
@@ -286,6 +287,10 @@ bool DefinesSymbol(const std::string& bytes, const std::string& symbol) {
 void Unlink(OrcJit::State& s, absl::flat_hash_map<std::string, LinkedObject>::iterator object) {
   if (llvm::Error error = object->second.tracker->remove()) llvm::consumeError(std::move(error));
   s.linked.erase(object);
+  // ORC interns every symbol name and keeps the strings nobody uses any more
+  // until asked to drop them: without this a process that makes kernels
+  // without end still grows, by each unlinked kernel's names.
+  if (++s.unlinks % 1024 == 0) s.jit->getExecutionSession().getSymbolStringPool()->clearDeadEntries();
 }
 
 // What JitCompiled::code points to: the owners share it, and the last one
