@@ -290,7 +290,9 @@ void Unlink(OrcJit::State& s, absl::flat_hash_map<std::string, LinkedObject>::it
   // ORC interns every symbol name and keeps the strings nobody uses any more
   // until asked to drop them: without this a process that makes kernels
   // without end still grows, by each unlinked kernel's names.
-  if (++s.unlinks % 1024 == 0) s.jit->getExecutionSession().getSymbolStringPool()->clearDeadEntries();
+  if (++s.unlinks % 1024 == 0) {
+    s.jit->getExecutionSession().getSymbolStringPool()->clearDeadEntries();
+  }
 }
 
 // What JitCompiled::code points to: the owners share it, and the last one
