@@ -2,6 +2,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "dualcast/array.hpp"
@@ -45,6 +48,46 @@ TEST_CASE("a kernel evicted from a full kernel cache is compiled again and gives
   CHECK(k.evictions == held_before + 2);  // each compile evicts the one kernel held
   CHECK(broadcast(a, x, y).to_vector() == a_ref);  // now a hit
   CHECK(Counts(jit::Cache::kKernel).hits == 1);
+}
+
+template <int... K>
+std::vector<Kernel> ChurnKernels(std::integer_sequence<int, K...>) {
+  return {kernel("bound_churn", [](auto x, auto s) { return x * s + K; })...};
+}
+
+// Eviction frees a CPU kernel's code once nobody holds it (cpu_backend.h).
+// Threads that run different kernels through a cache of two keep evicting
+// each other's: a kernel one thread is running, or has in its launch plan,
+// must stay valid, and one asked for again must come back right.
+TEST_CASE("threads running more kernels than the cache holds: every result right while kernels unlink") {
+  constexpr int kThreads = 4, kKernels = 6, kRounds = 40;
+  // Kernels of one structure share their code whatever their names: each
+  // adds its own constant, so these are six kernels.
+  const std::vector<Kernel> kernels = ChurnKernels(std::make_integer_sequence<int, kKernels>());
+  const auto x = Array<double>::from({1.5, -2, 0.25, 4, 8}, {5});
+  CapacityScope scope(2);
+  jit::ResetStats();
+  std::vector<int> wrong(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRounds; ++r) {
+        const int k = (t + r) % kKernels;
+        const double scale = k + 2;  // exact products: the expected values are exact
+        const std::vector<double> got =
+            broadcast(kernels[static_cast<size_t>(k)], x, Array<double>::from({scale}, {1})).to_vector();
+        const std::vector<double> xv = x.to_vector();
+        for (size_t i = 0; i < xv.size(); ++i) {
+          if (got[i] != xv[i] * scale + k) ++wrong[t];
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) CHECK(wrong[t] == 0);
+  const jit::CacheCounts k = Counts(jit::Cache::kKernel);
+  MESSAGE("kernel cache: " << k.hits << " hits, " << k.misses << " misses, " << k.evictions << " evictions");
+  CHECK(k.evictions > 0);
 }
 
 TEST_CASE("the compose and jvp caches count a repeated fused group as hits") {
