@@ -59,7 +59,7 @@ std::vector<Kernel> ChurnKernels(std::integer_sequence<int, K...>) {
 // Threads that run different kernels through a cache of two keep evicting
 // each other's: a kernel one thread is running, or has in its launch plan,
 // must stay valid, and one asked for again must come back right.
-TEST_CASE("threads running more kernels than the cache holds: every result right while kernels unlink") {
+TEST_CASE("threads running more kernels than the cache holds: results right while kernels unlink") {
   constexpr int kThreads = 4, kKernels = 6, kRounds = 40;
   // Kernels of one structure share their code whatever their names: each
   // adds its own constant, so these are six kernels.
@@ -74,8 +74,8 @@ TEST_CASE("threads running more kernels than the cache holds: every result right
       for (int r = 0; r < kRounds; ++r) {
         const int k = (t + r) % kKernels;
         const double scale = k + 2;  // exact products: the expected values are exact
-        const std::vector<double> got =
-            broadcast(kernels[static_cast<size_t>(k)], x, Array<double>::from({scale}, {1})).to_vector();
+        const auto s = Array<double>::from({scale}, {1});
+        const std::vector<double> got = broadcast(kernels[static_cast<size_t>(k)], x, s).to_vector();
         const std::vector<double> xv = x.to_vector();
         for (size_t i = 0; i < xv.size(); ++i) {
           if (got[i] != xv[i] * scale + k) ++wrong[t];
@@ -86,7 +86,8 @@ TEST_CASE("threads running more kernels than the cache holds: every result right
   for (std::thread& th : threads) th.join();
   for (int t = 0; t < kThreads; ++t) CHECK(wrong[t] == 0);
   const jit::CacheCounts k = Counts(jit::Cache::kKernel);
-  MESSAGE("kernel cache: " << k.hits << " hits, " << k.misses << " misses, " << k.evictions << " evictions");
+  MESSAGE("kernel cache: " << k.hits << " hits, " << k.misses << " misses, " << k.evictions
+                            << " evictions");
   CHECK(k.evictions > 0);
 }
 
