@@ -8,6 +8,8 @@
 //   --kernels K  kernels per seed (default 34)
 //   --determinism-digest  print the digest of the determinism workload (determinism.h)
 // Exit status 0 when every executor agreed, 1 on any disagreement, 2 on bad flags.
+// Compiled kernels go to a disk cache of the run's own, removed at exit, unless
+// DUALCAST_CACHE_DIR is set.
 //
 // Example:
 //   dualcast-difftest --cases 1000000            # nightly
@@ -15,13 +17,46 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <string>
+#include <system_error>
+
+#include <stdlib.h>
 
 #include "differential/ci_seeds.h"
 #include "differential/determinism.h"
 
 namespace {
+
+// The run's kernels are random and never wanted again: unless the caller
+// chose DUALCAST_CACHE_DIR, they go to a directory of this run's own,
+// removed at exit, not into the user's cache. (A nightly run of a million
+// cases filled ~/.cache/dualcast to its 1 GiB cap with 170,000 objects,
+// evicting the user's real kernels; and every later process's first save
+// then scanned them all: 0.4 s.) The disk cache's code paths still run.
+class PrivateCacheDir {
+ public:
+  PrivateCacheDir() {
+    if (std::getenv("DUALCAST_CACHE_DIR") != nullptr) return;
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = tmp != nullptr && *tmp != 0 ? tmp : "/tmp";
+    pattern += "/dualcast-difftest-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) return;  // then the default cache, as before
+    dir_ = pattern;
+    ::setenv("DUALCAST_CACHE_DIR", dir_.c_str(), 1);
+  }
+  PrivateCacheDir(const PrivateCacheDir&) = delete;
+  PrivateCacheDir& operator=(const PrivateCacheDir&) = delete;
+  ~PrivateCacheDir() {
+    if (dir_.empty()) return;
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+
+ private:
+  std::string dir_;
+};
 
 int Usage() {
   std::cerr << "usage: dualcast-difftest [--cases N] [--seed S] [--kernels K] [--ci] [--quiet]\n";
@@ -63,6 +98,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!quiet) options.log = &std::cout;
+  const PrivateCacheDir cache_dir;
   const auto start = std::chrono::steady_clock::now();
   Stats stats;
   if (cases > 0) {
