@@ -131,6 +131,8 @@ constexpr off_t kTrimLockOffset = 0;
 off_t ClaimOffset(const std::string& key) {
   return static_cast<off_t>(1 + (Fnv1a64(key) >> 16));
 }
+// Above every claim's byte: serialises reads and writes of the size ledger.
+constexpr off_t kLedgerLockOffset = off_t{1} << 49;
 
 // An open file description with a write lock on one byte of the lock file.
 // OFD locks (not classic POSIX ones) belong to the description, so threads of
@@ -145,6 +147,40 @@ bool TryLockByte(int fd, off_t offset) {
     if (::fcntl(fd, F_OFD_SETLK, &fl) == 0) return true;
     if (errno != EINTR) return false;
   }
+}
+
+// Waits for the lock on one byte (held for microseconds by its holders).
+bool LockByte(int fd, off_t offset) {
+  struct flock fl {};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = offset;
+  fl.l_len = 1;
+  while (true) {
+    if (::fcntl(fd, F_OFD_SETLKW, &fl) == 0) return true;
+    if (errno != EINTR) return false;
+  }
+}
+
+// The ledger file: "DCSIZE01" and the objects' total bytes (u64, little-endian).
+constexpr std::string_view kLedgerMagic = "DCSIZE01";
+// Bytes the ledger at `fd` holds; nullopt when it is missing, short or not a ledger.
+std::optional<uint64_t> ReadLedger(int fd) {
+  char buffer[16];
+  if (::pread(fd, buffer, sizeof buffer, 0) != static_cast<ssize_t>(sizeof buffer)) return std::nullopt;
+  Reader r(std::string_view(buffer, sizeof buffer));
+  std::string_view magic;
+  uint64_t total = 0;
+  if (!r.Bytes(kLedgerMagic.size(), &magic) || magic != kLedgerMagic || !r.U64(&total) ||
+      total > (uint64_t{1} << 62)) {
+    return std::nullopt;
+  }
+  return total;
+}
+bool WriteLedger(int fd, uint64_t total) {
+  std::string bytes(kLedgerMagic);
+  PutU64(bytes, total);
+  return ::pwrite(fd, bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(bytes.size());
 }
 
 // Claims held in this process, by any thread (see disk_cache.h). A thread
@@ -275,6 +311,7 @@ DiskCache::DiskCache(std::string directory, uint64_t max_bytes)
     : directory_(std::move(directory)), max_bytes_(max_bytes) {
   if (directory_.empty()) return;
   lock_path_ = directory_ + "/.lock";
+  ledger_path_ = directory_ + "/.size";
   const std::string advice =
       "; kernels will be compiled in every process (set DUALCAST_CACHE_DIR to a writable "
       "directory, or to 'off' to silence this)";
@@ -512,12 +549,25 @@ void DiskCache::Save(const std::string& key, std::string_view bytes) {
     return;
   }
   if (max_bytes_ == 0) return;
-  const int64_t size = static_cast<int64_t>(header.size() + bytes.size());
-  const int64_t before = estimate_.load(std::memory_order_relaxed);
-  if (before < 0 || estimate_.fetch_add(size, std::memory_order_relaxed) + size >
-                        static_cast<int64_t>(max_bytes_)) {
-    Trim(path);
+  const std::optional<uint64_t> total = AddToLedger(header.size() + bytes.size());
+  if (!total || *total > max_bytes_) Trim(path);
+}
+
+std::optional<uint64_t> DiskCache::AddToLedger(uint64_t bytes) {
+  const int lock_fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd < 0) return std::nullopt;
+  std::optional<uint64_t> total;
+  if (LockByte(lock_fd, kLedgerLockOffset)) {
+    const int fd = ::open(ledger_path_.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd >= 0) {
+      total = ReadLedger(fd);
+      if (total && !WriteLedger(fd, *total += bytes)) total.reset();
+      ::close(fd);
+    }
   }
+  ::close(lock_fd);  // and with it the lock
+  if (total) estimate_.store(static_cast<int64_t>(*total), std::memory_order_relaxed);
+  return total;
 }
 
 uint64_t DiskCache::Trim(const std::string& keep) {
@@ -572,6 +622,14 @@ uint64_t DiskCache::Trim(const std::string& keep) {
       // ENOENT: another process evicted or replaced it; either way it is gone from our count.
       if (::unlink(path.c_str()) == 0) evicted_.fetch_add(1, std::memory_order_relaxed);
       total -= e.size;
+    }
+  }
+  // The scanned total becomes the ledger every process's saves add to.
+  if (lock_fd >= 0 && LockByte(lock_fd, kLedgerLockOffset)) {
+    const int fd = ::open(ledger_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      WriteLedger(fd, total);
+      ::close(fd);
     }
   }
   if (lock_fd >= 0) ::close(lock_fd);

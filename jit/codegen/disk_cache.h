@@ -19,11 +19,17 @@
 // $DUALCAST_CACHE_MAX: bytes with an optional K/M/G suffix, 0 for no cap) by
 // deleting the least recently used objects down to 7/8 of the cap. A file's
 // mtime is its last use: Save writes it and a hit touches it, so the order
-// holds across processes without any shared index. Each process keeps a
-// running total of what it saved and rescans the directory when that total
-// passes the cap, so concurrent writers can overshoot by their unscanned
-// saves (at most an eighth of the cap each) until the next scan. The object
-// just saved is never the one evicted.
+// holds across processes without any shared index. The total lives in a
+// ledger, `<dir>/.size`: a scan writes what it counted, and every save adds
+// its object's size under a lock; a save that takes the total past the cap
+// rescans and evicts. Only a directory without a ledger is scanned at a
+// process's first save: a full cache holds ~170,000 small objects, and
+// counting them cost each process 0.4 s on its first new kernel. The ledger
+// is approximate: it runs ahead of the truth when an object is replaced or
+// damaged or a file deleted by hand (bringing the next scan earlier), and
+// behind when another process saves while a scan writes its count, or an
+// older dualcast saves without it; every scan resets it, so the cap stays
+// soft as before. The object just saved is never the one evicted.
 //
 // Several processes, one directory (MPI ranks on a node): a Load that misses
 // claims the key with an OFD byte-range lock on `<dir>/.lock` (one byte per
@@ -115,13 +121,17 @@ class DiskCache : public ObjectStore {
   bool Claim(const std::string& key);
   // Drops this thread's claims on this cache (all, or only `key`'s).
   void ReleaseClaims(const std::string* key);
+  // Adds `bytes` to the size ledger and returns the new total; nullopt when
+  // there is no ledger yet (or it cannot be read), and then a scan must count.
+  std::optional<uint64_t> AddToLedger(uint64_t bytes);
 
   std::string directory_;
   std::string lock_path_;
+  std::string ledger_path_;  // <dir>/.size
   uint64_t max_bytes_;
   bool enabled_ = false;
   std::atomic<int64_t> claim_timeout_ms_{30000};
-  std::atomic<int64_t> estimate_{-1};  // bytes held by objects, -1 before the first scan
+  std::atomic<int64_t> estimate_{-1};  // the last total seen (ledger or scan), -1 before any
   std::mutex trim_mu_;                 // one trimming thread per process
   std::atomic<bool> warned_corrupt_{false};
   std::atomic<bool> warned_read_{false};

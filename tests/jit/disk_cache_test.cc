@@ -82,10 +82,11 @@ TEST_CASE("round trip, and a second instance on the same directory finds the obj
   cache.Save("empty", "");
   CHECK(cache.Load("empty") == std::string());
 
-  // No temporary files are left behind (.lock is the claims' lock file).
+  // No temporary files are left behind (.lock is the claims' lock file,
+  // .size the size ledger).
   int files = 0;
   for (const auto& entry : fs::directory_iterator(dir.path)) {
-    if (entry.path().filename() == ".lock") continue;
+    if (entry.path().filename() == ".lock" || entry.path().filename() == ".size") continue;
     CHECK(entry.path().extension() == ".dcobj");
     ++files;
   }
@@ -316,6 +317,43 @@ TEST_CASE("the size cap evicts the least recently used objects; a corrupted entr
   SetMtime(stale, t0 - 7200);
   cache.Trim();
   CHECK_FALSE(fs::exists(stale));
+}
+
+TEST_CASE("the size ledger: a fresh instance saves without a scan, and short-lived ones keep the cap") {
+  TempDir dir;
+  const uint64_t object = 34 + 1000;  // a 2-character key
+  const uint64_t cap = 4 * object + 100;
+  DiskCache first(dir.path, cap);
+  first.Save("a0", Payload(0));  // no ledger yet: a scan counts and writes it
+  CHECK(first.counters().scans == 1);
+  first.Save("a1", Payload(1));
+  CHECK(first.counters().scans == 1);
+  // Another process's first save adds to the ledger instead of counting the
+  // directory (0.4 s for a full cache of small objects).
+  DiskCache second(dir.path, cap);
+  second.Save("a2", Payload(2));
+  CHECK(second.counters().scans == 0);
+  CHECK(ReadFile(dir.path + "/.size").size() == 16);
+  CHECK(second.Trim() == 3 * object);
+  // Processes that each save one object never see the cap passed by their
+  // own saves alone; the shared ledger does, and their saves evict.
+  for (int k = 3; k < 15; ++k) {
+    DiskCache brief(dir.path, cap);
+    brief.Save("b" + std::to_string(k), Payload(k));
+  }
+  int objects = 0;
+  for (const auto& entry : fs::directory_iterator(dir.path)) {
+    objects += entry.path().extension() == ".dcobj" ? 1 : 0;
+  }
+  CHECK(objects <= 4);
+  DiskCache count(dir.path, 0);  // no cap: its scan only counts
+  CHECK(count.Trim() <= cap);
+  // A damaged ledger reads as none: the next save scans and rewrites it.
+  WriteFile(dir.path + "/.size", "garbage");
+  DiskCache third(dir.path, cap);
+  third.Save("c0", Payload(20));
+  CHECK(third.counters().scans == 1);
+  CHECK(ReadFile(dir.path + "/.size").size() == 16);
 }
 
 TEST_CASE("an object larger than the cap is kept until the next save; 0 means no cap") {
