@@ -167,7 +167,9 @@ constexpr std::string_view kLedgerMagic = "DCSIZE01";
 // Bytes the ledger at `fd` holds; nullopt when it is missing, short or not a ledger.
 std::optional<uint64_t> ReadLedger(int fd) {
   char buffer[16];
-  if (::pread(fd, buffer, sizeof buffer, 0) != static_cast<ssize_t>(sizeof buffer)) return std::nullopt;
+  if (::pread(fd, buffer, sizeof buffer, 0) != static_cast<ssize_t>(sizeof buffer)) {
+    return std::nullopt;
+  }
   Reader r(std::string_view(buffer, sizeof buffer));
   std::string_view magic;
   uint64_t total = 0;
@@ -549,7 +551,14 @@ void DiskCache::Save(const std::string& key, std::string_view bytes) {
     return;
   }
   if (max_bytes_ == 0) return;
-  const std::optional<uint64_t> total = AddToLedger(header.size() + bytes.size());
+  const uint64_t size = header.size() + bytes.size();
+  std::optional<uint64_t> total = AddToLedger(size);
+  if (!total && estimate_.load(std::memory_order_relaxed) >= 0) {
+    // No ledger to use (not writable here, say): this process's running
+    // total since its own last scan, so that not every save scans.
+    total = static_cast<uint64_t>(estimate_.fetch_add(static_cast<int64_t>(size)) +
+                                  static_cast<int64_t>(size));
+  }
   if (!total || *total > max_bytes_) Trim(path);
 }
 

@@ -319,7 +319,7 @@ TEST_CASE("the size cap evicts the least recently used objects; a corrupted entr
   CHECK_FALSE(fs::exists(stale));
 }
 
-TEST_CASE("the size ledger: a fresh instance saves without a scan, and short-lived ones keep the cap") {
+TEST_CASE("the size ledger: a new instance saves without a scan; short-lived ones keep the cap") {
   TempDir dir;
   const uint64_t object = 34 + 1000;  // a 2-character key
   const uint64_t cap = 4 * object + 100;
@@ -354,6 +354,15 @@ TEST_CASE("the size ledger: a fresh instance saves without a scan, and short-liv
   third.Save("c0", Payload(20));
   CHECK(third.counters().scans == 1);
   CHECK(ReadFile(dir.path + "/.size").size() == 16);
+
+  // A ledger that cannot be opened (here a directory at its name): each
+  // process counts its own saves after one scan, not a scan per save.
+  TempDir dir2;
+  fs::create_directory(dir2.path + "/.size");
+  DiskCache no_ledger(dir2.path, cap);
+  for (int k = 0; k < 3; ++k) no_ledger.Save("n" + std::to_string(k), Payload(k));
+  CHECK(no_ledger.counters().scans == 1);
+  CHECK(no_ledger.Load("n2") == Payload(2));
 }
 
 TEST_CASE("an object larger than the cap is kept until the next save; 0 means no cap") {
