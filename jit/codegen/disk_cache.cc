@@ -137,30 +137,21 @@ constexpr off_t kLedgerLockOffset = off_t{1} << 49;
 // An open file description with a write lock on one byte of the lock file.
 // OFD locks (not classic POSIX ones) belong to the description, so threads of
 // one process exclude each other too, and closing the fd releases the lock.
-bool TryLockByte(int fd, off_t offset) {
+// `command`: F_OFD_SETLK (fail at once when held) or F_OFD_SETLKW (wait).
+bool LockOneByte(int fd, off_t offset, int command) {
   struct flock fl {};
   fl.l_type = F_WRLCK;
   fl.l_whence = SEEK_SET;
   fl.l_start = offset;
   fl.l_len = 1;
   while (true) {
-    if (::fcntl(fd, F_OFD_SETLK, &fl) == 0) return true;
+    if (::fcntl(fd, command, &fl) == 0) return true;
     if (errno != EINTR) return false;
   }
 }
-
-// Waits for the lock on one byte (held for microseconds by its holders).
-bool LockByte(int fd, off_t offset) {
-  struct flock fl {};
-  fl.l_type = F_WRLCK;
-  fl.l_whence = SEEK_SET;
-  fl.l_start = offset;
-  fl.l_len = 1;
-  while (true) {
-    if (::fcntl(fd, F_OFD_SETLKW, &fl) == 0) return true;
-    if (errno != EINTR) return false;
-  }
-}
+bool TryLockByte(int fd, off_t offset) { return LockOneByte(fd, offset, F_OFD_SETLK); }
+// Waits for the lock (the ledger's holders keep it for microseconds).
+bool LockByte(int fd, off_t offset) { return LockOneByte(fd, offset, F_OFD_SETLKW); }
 
 // The ledger file: "DCSIZE01" and the objects' total bytes (u64, little-endian).
 constexpr std::string_view kLedgerMagic = "DCSIZE01";
