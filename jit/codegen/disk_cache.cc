@@ -175,6 +175,17 @@ bool WriteLedger(int fd, uint64_t total) {
   PutU64(bytes, total);
   return ::pwrite(fd, bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(bytes.size());
 }
+// Opens the ledger at `path` with `flags` and runs `use(fd)` under the
+// ledger's lock on `lock_fd` (released when the caller closes lock_fd); does
+// nothing when the lock or the file cannot be had.
+template <typename F>
+void WithLedger(int lock_fd, const std::string& path, int flags, F use) {
+  if (lock_fd < 0 || !LockByte(lock_fd, kLedgerLockOffset)) return;
+  const int fd = ::open(path.c_str(), flags | O_RDWR | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  use(fd);
+  ::close(fd);
+}
 
 // Claims held in this process, by any thread (see disk_cache.h). A thread
 // missing a key that another thread of this process has claimed does not
@@ -555,17 +566,12 @@ void DiskCache::Save(const std::string& key, std::string_view bytes) {
 
 std::optional<uint64_t> DiskCache::AddToLedger(uint64_t bytes) {
   const int lock_fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd < 0) return std::nullopt;
   std::optional<uint64_t> total;
-  if (LockByte(lock_fd, kLedgerLockOffset)) {
-    const int fd = ::open(ledger_path_.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd >= 0) {
-      total = ReadLedger(fd);
-      if (total && !WriteLedger(fd, *total += bytes)) total.reset();
-      ::close(fd);
-    }
-  }
-  ::close(lock_fd);  // and with it the lock
+  WithLedger(lock_fd, ledger_path_, 0, [&](int fd) {
+    total = ReadLedger(fd);
+    if (total && !WriteLedger(fd, *total += bytes)) total.reset();
+  });
+  if (lock_fd >= 0) ::close(lock_fd);  // and with it the lock
   if (total) estimate_.store(static_cast<int64_t>(*total), std::memory_order_relaxed);
   return total;
 }
@@ -625,13 +631,7 @@ uint64_t DiskCache::Trim(const std::string& keep) {
     }
   }
   // The scanned total becomes the ledger every process's saves add to.
-  if (lock_fd >= 0 && LockByte(lock_fd, kLedgerLockOffset)) {
-    const int fd = ::open(ledger_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      WriteLedger(fd, total);
-      ::close(fd);
-    }
-  }
+  WithLedger(lock_fd, ledger_path_, O_CREAT, [&](int fd) { WriteLedger(fd, total); });
   if (lock_fd >= 0) ::close(lock_fd);
   estimate_.store(static_cast<int64_t>(total), std::memory_order_relaxed);
   return total;
