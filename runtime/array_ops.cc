@@ -186,12 +186,15 @@ const Kernel& ClipKernel() {
   // NumPy's np.clip, min(max(x, lo), hi) with NaN from any operand (PyTorch
   // and JAX agree): hi wherever lo > hi. Branches rather than math::max/min,
   // whose NaN second argument loses: the taken one gives the derivative, so
-  // d/dx = 1 on [lo, hi] with both ends included.
+  // d/dx = 1 on [lo, hi] with both ends included when lo < hi. Where lo == hi
+  // the result is hi too (the same value): clip is then constant in x, and
+  // returning x at x == lo == hi gave d/dx = 1 where the function has 0
+  // (found by the public-surface tester: clip(max(a), a, a) for a rank-0 a).
   static const Kernel* k = new Kernel(kernel("clip", [](auto x, auto lo, auto hi) {
     if (x != x) return x;
     if (lo != lo) return lo;
     if (hi != hi) return hi;
-    if (lo > hi) return hi;
+    if (lo >= hi) return hi;
     if (x < lo) return lo;
     if (x > hi) return hi;
     return x;

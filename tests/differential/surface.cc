@@ -56,8 +56,9 @@ RuntimeRun RunRuntime(const Program& p) {
     const Op& op = p.ops[i];
     const D* a = op.a >= 0 ? &s[static_cast<size_t>(op.a)] : nullptr;
     const D* b = op.b >= 0 ? &s[static_cast<size_t>(op.b)] : nullptr;
-    std::vector<int> axes;
-    if (op.axis >= 0) axes.push_back(op.axis);
+    std::vector<int> axes = op.axes;
+    if (!op.axes_list && op.axis >= 0) axes = {op.axis};
+    const bool all_axes = !op.axes_list && op.axis < 0;  // the call without axes
     switch (op.kind) {
       case Op::kLeaf: s.push_back(D::from(Values(op.seed, SizeOf(op.shape)), op.shape)); break;
       case Op::kView:
@@ -72,8 +73,8 @@ RuntimeRun RunRuntime(const Program& p) {
       case Op::kReshape: s.push_back(op.free_fn ? reshape(*a, op.shape) : a->reshape(op.shape)); break;
       case Op::kTranspose: s.push_back(op.free_fn ? transpose(*a, op.perm) : a->transpose(op.perm)); break;
       case Op::kCopy: s.push_back(a->copy()); break;
-      case Op::kSum: s.push_back(op.axis < 0 ? sum(*a) : sum(*a, axes, op.keepdims)); break;
-      case Op::kMean: s.push_back(op.axis < 0 ? mean(*a) : mean(*a, axes, op.keepdims)); break;
+      case Op::kSum: s.push_back(all_axes ? sum(*a) : sum(*a, axes, op.keepdims)); break;
+      case Op::kMean: s.push_back(all_axes ? mean(*a) : mean(*a, axes, op.keepdims)); break;
       case Op::kMatmul: s.push_back(matmul(*a, *b)); break;
       case Op::kReduce: {
         // No axis: the call without axes (every axis); an empty list would reduce over none.
@@ -87,9 +88,24 @@ RuntimeRun RunRuntime(const Program& p) {
             },
             [](const D& x, const std::vector<int>* ax, bool k) { return ax ? var(x, *ax, k) : var(x); },
             [](const D& x, const std::vector<int>* ax, bool k) { return ax ? norm(x, *ax, k) : norm(x); }};
-        s.push_back(kFns[op.which](*a, op.axis >= 0 ? &axes : nullptr, op.axis >= 0 && op.keepdims));
+        s.push_back(kFns[op.which](*a, all_axes ? nullptr : &axes, !all_axes && op.keepdims));
         break;
       }
+      case Op::kSlice: {
+        std::vector<Slice> dims;
+        for (const auto& [start, stop, step] : op.slices) dims.push_back(Slice{start, stop, step});
+        s.push_back(slice(*a, dims));
+        break;
+      }
+      case Op::kConcat:
+        s.push_back(op.free_fn ? concat(std::vector<D>{*a, *b}, op.axis) : concat({*a, *b}, op.axis));
+        break;
+      case Op::kStack:
+        s.push_back(op.free_fn ? stack(std::vector<D>{*a, *b}, op.axis) : stack({*a, *b}, op.axis));
+        break;
+      case Op::kClip:
+        s.push_back(b ? clip(*a, *b, s[static_cast<size_t>(op.c)]) : clip(*a, op.number, op.number2));
+        break;
       case Op::kEval: a->eval(); break;
     }
   }
@@ -226,6 +242,7 @@ std::optional<Program> Without(const Program& p, size_t i) {
     bool drop = j == i;
     if (op.a >= 0 && remap[static_cast<size_t>(op.a)] < 0) drop = true;
     if (op.b >= 0 && remap[static_cast<size_t>(op.b)] < 0) drop = true;
+    if (op.c >= 0 && remap[static_cast<size_t>(op.c)] < 0) drop = true;
     if (MakesSlot(op)) {
       remap.push_back(drop ? -1 : static_cast<int>(std::count_if(q.ops.begin(), q.ops.end(), MakesSlot)));
       ++old_slot;
@@ -234,6 +251,7 @@ std::optional<Program> Without(const Program& p, size_t i) {
     if (static_cast<int>(j) < p.tape_at) ++kept_before_tape;
     if (op.a >= 0) op.a = remap[static_cast<size_t>(op.a)];
     if (op.b >= 0) op.b = remap[static_cast<size_t>(op.b)];
+    if (op.c >= 0) op.c = remap[static_cast<size_t>(op.c)];
     q.ops.push_back(op);
   }
   q.tape_at = kept_before_tape;
@@ -305,7 +323,11 @@ std::string Describe(const Program& p) {
     }
     if (i == p.ops.size()) break;
     const Op& op = p.ops[i];
-    const std::string a = absl::StrCat("s", op.a), b = absl::StrCat("s", op.b);
+    const std::string a = absl::StrCat("s", op.a), b = absl::StrCat("s", op.b), c = absl::StrCat("s", op.c);
+    const std::string axes =
+        op.axes_list ? absl::StrCat(", {", absl::StrJoin(op.axes, ", "), "}, ", op.keepdims ? "true" : "false")
+        : op.axis < 0 ? ""
+                      : absl::StrCat(", {", op.axis, "}, ", op.keepdims ? "true" : "false");
     std::string e;
     switch (op.kind) {
       case Op::kLeaf: e = absl::StrCat("D::from(Values(", op.seed, "), ", ShapeText(op.shape), ")"); break;
@@ -326,15 +348,29 @@ std::string Describe(const Program& p) {
       case Op::kCopy: e = absl::StrCat(a, ".copy()"); break;
       case Op::kSum:
       case Op::kMean:
-        e = absl::StrCat(op.kind == Op::kSum ? "sum(" : "mean(", a,
-                         op.axis < 0 ? "" : absl::StrCat(", {", op.axis, "}, ", op.keepdims ? "true" : "false"),
-                         ")");
+        e = absl::StrCat(op.kind == Op::kSum ? "sum(" : "mean(", a, axes, ")");
         break;
       case Op::kMatmul: e = absl::StrCat("matmul(", a, ", ", b, ")"); break;
       case Op::kReduce:
-        e = absl::StrCat(kReduceNames[op.which], "(", a,
-                         op.axis < 0 ? "" : absl::StrCat(", {", op.axis, "}, ", op.keepdims ? "true" : "false"),
-                         ")");
+        e = absl::StrCat(kReduceNames[op.which], "(", a, axes, ")");
+        break;
+      case Op::kSlice: {
+        std::vector<std::string> dims;
+        for (const auto& [start, stop, step] : op.slices) {
+          dims.push_back(absl::StrCat("{", start, ", ", stop == Slice::kEnd ? "Slice::kEnd" : absl::StrCat(stop),
+                                      ", ", step, "}"));
+        }
+        e = absl::StrCat("slice(", a, ", {", absl::StrJoin(dims, ", "), "})");
+        break;
+      }
+      case Op::kConcat:
+      case Op::kStack:
+        e = absl::StrCat(op.kind == Op::kConcat ? "concat(" : "stack(",
+                         op.free_fn ? "std::vector<D>{" : "{", a, ", ", b, "}, ", op.axis, ")");
+        break;
+      case Op::kClip:
+        e = op.b >= 0 ? absl::StrCat("clip(", a, ", ", b, ", ", c, ")")
+                      : absl::StrCat("clip(", a, ", ", op.number, ", ", op.number2, ")");
         break;
       case Op::kEval: e = absl::StrCat(a, ".eval()"); break;
     }
@@ -384,7 +420,7 @@ Program RandomProgram(uint64_t seed) {
     const Shape sa = shapes[static_cast<size_t>(a)];
     Op op;
     op.a = a;
-    switch (pick(14)) {
+    switch (pick(17)) {
       case 0: leaf(random_shape()); break;
       case 1:
         op.kind = Op::kScale;
@@ -455,16 +491,15 @@ Program RandomProgram(uint64_t seed) {
         }
         op.axis = sa.empty() || pick(3) == 0 ? -1 : pick(static_cast<int>(sa.size()));
         op.keepdims = pick(2) == 0;
-        Shape t;
-        if (op.axis >= 0) {
-          t = sa;
-          if (op.keepdims) {
-            t[static_cast<size_t>(op.axis)] = 1;
-          } else {
-            t.erase(t.begin() + op.axis);
+        if (pick(3) == 0) {  // an axes list: any subset (none too), any order, some spelled negative
+          op.axes_list = true;
+          const int rank = static_cast<int>(sa.size());
+          for (int d = 0; d < rank; ++d) {
+            if (pick(2) == 0) op.axes.push_back(pick(2) == 0 ? d - rank : d);
           }
+          std::shuffle(op.axes.begin(), op.axes.end(), rng);
         }
-        add(op, t);
+        add(op, ReducedShape(op, sa));
         break;
       }
       case 11: {
@@ -481,6 +516,76 @@ Program RandomProgram(uint64_t seed) {
         if (b < 0) b = leaf({sa[1], 1 + pick(3)});
         op.b = b;
         add(op, {sa[0], shapes[static_cast<size_t>(b)][1]});
+        break;
+      }
+      case 13: {
+        op.kind = Op::kSlice;
+        for (size_t d = 0; d < sa.size() && pick(3) != 0; ++d) {  // leading dims; the rest whole
+          const int64_t n = sa[d], step = 1 + pick(2), start = pick(static_cast<int>(n));
+          const int64_t stop = start + 1 + pick(static_cast<int>(n - start));  // at least one element
+          // NumPy's spellings: negative from the end, past the end, Slice::kEnd.
+          const int64_t start_spelled = pick(3) == 0 ? start - n : start;
+          int64_t stop_spelled = pick(3) == 0 && stop < n ? stop - n : stop;
+          if (stop == n) stop_spelled = std::array<int64_t, 3>{n, n + 5, Slice::kEnd}[static_cast<size_t>(pick(3))];
+          op.slices.push_back({start_spelled, stop_spelled, step});
+        }
+        add(op, SlicedShape(op, sa));
+        break;
+      }
+      case 14: {
+        if (sa.empty()) {  // rank 0: nothing to join along
+          op.kind = Op::kEval;
+          p.ops.push_back(op);
+          break;
+        }
+        op.kind = pick(2) == 0 ? Op::kConcat : Op::kStack;
+        op.free_fn = pick(2) == 0;
+        const int rank = static_cast<int>(sa.size()) + (op.kind == Op::kStack ? 1 : 0);
+        const int axis = pick(rank);
+        Shape sb = sa;
+        if (op.kind == Op::kConcat) sb[static_cast<size_t>(axis)] = 1 + pick(3);
+        int b = -1;
+        for (size_t s = 0; s < shapes.size(); ++s) {
+          if (shapes[s] == sb && pick(2) == 0) b = static_cast<int>(s);
+        }
+        op.b = b >= 0 ? b : leaf(sb);
+        op.axis = pick(2) == 0 ? axis - rank : axis;
+        if (pick(3) == 0) std::swap(op.a, op.b);
+        Shape t = shapes[static_cast<size_t>(op.a)];
+        if (op.kind == Op::kStack) {
+          t.insert(t.begin() + axis, 2);
+        } else {
+          t[static_cast<size_t>(axis)] += shapes[static_cast<size_t>(op.b)][static_cast<size_t>(axis)];
+        }
+        add(op, t);
+        break;
+      }
+      case 15: {
+        op.kind = Op::kClip;
+        Shape t = sa;
+        if (pick(2) == 0) {  // numbers, lo > hi sometimes (np.clip: hi)
+          constexpr std::array<double, 3> kBounds = {-0.5, 0.2, 1.0};
+          op.number = kBounds[static_cast<size_t>(pick(3))];
+          op.number2 = kBounds[static_cast<size_t>(pick(3))];
+        } else {  // arrays that broadcast with a (and each other)
+          for (int* bound : {&op.b, &op.c}) {
+            std::vector<int> fits;
+            for (size_t s = 0; s < shapes.size(); ++s) {
+              if (BroadcastShape(t, shapes[s])) fits.push_back(static_cast<int>(s));
+            }
+            if (pick(2) == 0) {
+              Shape sb;  // a suffix of the shape so far, some dims 1
+              for (size_t d = static_cast<size_t>(pick(static_cast<int>(t.size()) + 1)); d < t.size(); ++d) {
+                sb.push_back(pick(3) == 0 ? 1 : t[d]);
+              }
+              *bound = leaf(sb);
+            } else {
+              *bound = fits[static_cast<size_t>(pick(static_cast<int>(fits.size())))];
+            }
+            t = *BroadcastShape(t, shapes[static_cast<size_t>(*bound)]);
+          }
+        }
+        add(op, t);
         break;
       }
       default: op.kind = Op::kEval; p.ops.push_back(op); break;

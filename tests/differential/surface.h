@@ -20,6 +20,7 @@
 // dropped while it still fails) and printed as a reproducer.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -42,12 +43,21 @@ struct Op {
     kMean,        // mean(a) or mean(a, {axis}, keepdims)
     kMatmul,      // matmul(a, b)
     kReduce,      // max/min/prod/logsumexp/var/norm (which 0..5) of a, all or {axis}, keepdims
+    kSlice,       // slice(a, slices): a strided view
+    kConcat,      // concat({a, b}, axis)
+    kStack,       // stack({a, b}, axis)
+    kClip,        // clip(a, number, number2), or clip(a, b, c) with arrays
     kEval,        // a.eval() (no new array)
   } kind = kLeaf;
-  int a = -1, b = -1;         // argument slots
+  int a = -1, b = -1, c = -1;  // argument slots
   std::vector<int64_t> shape;  // leaf / reshape target
   std::vector<int> perm;
   int axis = -1;
+  // kSum, kMean, kReduce: with `axes_list`, reduce over `axes` instead (any
+  // subset, negative spellings, the empty list: over nothing).
+  bool axes_list = false;
+  std::vector<int> axes;
+  std::vector<std::array<int64_t, 3>> slices;  // kSlice: start, stop, step per leading dim
   bool keepdims = false;
   bool free_fn = false;  // the free-function spelling
   double number = 0, number2 = 0;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <functional>
+#include <limits>
 #include <random>
 
 namespace dualcast::surface {
@@ -73,44 +74,24 @@ H Transposed(const H& a, const std::vector<int>& perm) {
   return out;
 }
 
-H Reduced(const H& a, int axis, bool keepdims, bool mean) {
-  if (axis < 0) {
-    double s = 0;
-    for (double x : a.v) s += x;
-    return H{{}, {mean ? s / static_cast<double>(a.v.size()) : s}};
-  }
+// Each slice over the reduced dims of `a`, one result per slice, the reduced
+// dims kept with size 1: `which` is kReduce's 0..5, or kSumOf / kMeanOf.
+constexpr int kSumOf = -1, kMeanOf = -2;
+H ReducedBy(const H& a, const std::vector<bool>& dims, int which) {
   Shape keep = a.shape;
-  keep[static_cast<size_t>(axis)] = 1;
-  H out{keep, std::vector<double>(static_cast<size_t>(SizeOf(keep)), 0.0)};
+  for (size_t d = 0; d < keep.size(); ++d) {
+    if (dims[d]) keep[d] = 1;
+  }
+  std::vector<std::vector<double>> slices(static_cast<size_t>(SizeOf(keep)));
   std::vector<int64_t> index(a.shape.size(), 0);
   for (size_t e = 0; e < a.v.size(); ++e) {
-    out.v[static_cast<size_t>(SourceIndex(keep, a.shape, index))] += a.v[e];
+    slices[static_cast<size_t>(SourceIndex(keep, a.shape, index))].push_back(a.v[e]);
     for (size_t d = a.shape.size(); d-- > 0;) {
       if (++index[d] < a.shape[d]) break;
       index[d] = 0;
     }
   }
-  if (mean) {
-    for (double& x : out.v) x /= static_cast<double>(a.shape[static_cast<size_t>(axis)]);
-  }
-  if (!keepdims) out.shape.erase(out.shape.begin() + axis);
-  return out;
-}
-
-// max/min/prod/logsumexp/var/norm (Op::which) of each slice along `axis` (all when < 0).
-H ReducedBy(const H& a, int axis, bool keepdims, int which) {
-  Shape keep = a.shape;
-  if (axis >= 0) keep[static_cast<size_t>(axis)] = 1;
-  std::vector<std::vector<double>> slices(static_cast<size_t>(axis < 0 ? 1 : SizeOf(keep)));
-  std::vector<int64_t> index(a.shape.size(), 0);
-  for (size_t e = 0; e < a.v.size(); ++e) {
-    slices[static_cast<size_t>(axis < 0 ? 0 : SourceIndex(keep, a.shape, index))].push_back(a.v[e]);
-    for (size_t d = a.shape.size(); d-- > 0;) {
-      if (++index[d] < a.shape[d]) break;
-      index[d] = 0;
-    }
-  }
-  H out{axis < 0 ? Shape{} : keep, {}};
+  H out{keep, {}};
   for (const std::vector<double>& sl : slices) {
     const double n = static_cast<double>(sl.size());
     double r = which == 0 ? -INFINITY : which == 1 ? INFINITY : which == 2 ? 1 : 0;
@@ -129,12 +110,105 @@ H ReducedBy(const H& a, int axis, bool keepdims, int which) {
         if (which == 1) r = std::min(r, x);
         if (which == 2) r *= x;
         if (which == 5) r += x * x;
+        if (which == kSumOf || which == kMeanOf) r += x;
       }
       if (which == 5) r = std::sqrt(r);
+      if (which == kMeanOf) r /= n;
     }
     out.v.push_back(r);
   }
-  if (axis >= 0 && !keepdims) out.shape.erase(out.shape.begin() + axis);
+  return out;
+}
+
+// Row-major strides of `shape`.
+std::vector<int64_t> Strides(const Shape& shape) {
+  std::vector<int64_t> st(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) st[d - 1] = st[d] * shape[d];
+  return st;
+}
+
+// NumPy's start and element count of one positive-step slice of a dim of size n.
+std::pair<int64_t, int64_t> SliceStartCount(const std::array<int64_t, 3>& s, int64_t n) {
+  auto norm = [n](int64_t i) {
+    if (i == std::numeric_limits<int64_t>::max()) return n;
+    if (i < 0) i += n;
+    return i < 0 ? 0 : i > n ? n : i;
+  };
+  const int64_t start = norm(s[0]), stop = norm(s[1]);
+  return {start, stop > start ? (stop - start + s[2] - 1) / s[2] : 0};
+}
+
+H Sliced(const H& a, const Op& op) {
+  H out{SlicedShape(op, a.shape), {}};
+  const std::vector<int64_t> in_strides = Strides(a.shape);
+  std::vector<int64_t> start(a.shape.size(), 0), step(a.shape.size(), 1);
+  for (size_t d = 0; d < op.slices.size(); ++d) {
+    start[d] = SliceStartCount(op.slices[d], a.shape[d]).first;
+    step[d] = op.slices[d][2];
+  }
+  std::vector<int64_t> index(out.shape.size(), 0);
+  for (int64_t e = 0; e < SizeOf(out.shape); ++e) {
+    int64_t k = 0;
+    for (size_t d = 0; d < index.size(); ++d) k += (start[d] + index[d] * step[d]) * in_strides[d];
+    out.v.push_back(a.v[static_cast<size_t>(k)]);
+    for (size_t d = out.shape.size(); d-- > 0;) {
+      if (++index[d] < out.shape[d]) break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+// concat({a, b}, axis) or, with `stack`, stack({a, b}, axis).
+H Joined(const H& a, const H& b, int axis, bool stack) {
+  const int rank = static_cast<int>(a.shape.size()) + (stack ? 1 : 0);
+  const size_t ax = static_cast<size_t>(axis < 0 ? axis + rank : axis);
+  H out{a.shape, {}};
+  if (stack) {
+    out.shape.insert(out.shape.begin() + static_cast<long>(ax), 2);
+  } else {
+    out.shape[ax] += b.shape[ax];
+  }
+  std::vector<int64_t> index(out.shape.size(), 0);
+  for (int64_t e = 0; e < SizeOf(out.shape); ++e) {
+    std::vector<int64_t> src = index;
+    const bool second = stack ? index[ax] == 1 : index[ax] >= a.shape[ax];
+    if (stack) {
+      src.erase(src.begin() + static_cast<long>(ax));
+    } else if (second) {
+      src[ax] -= a.shape[ax];
+    }
+    const H& from = second ? b : a;
+    const std::vector<int64_t> st = Strides(from.shape);
+    int64_t k = 0;
+    for (size_t d = 0; d < src.size(); ++d) k += src[d] * st[d];
+    out.v.push_back(from.v[static_cast<size_t>(k)]);
+    for (size_t d = out.shape.size(); d-- > 0;) {
+      if (++index[d] < out.shape[d]) break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+// np.clip for numbers without NaN: hi where lo > hi, else min(max(x, lo), hi).
+double Clip(double x, double lo, double hi) {
+  if (lo > hi) return hi;
+  return x < lo ? lo : x > hi ? hi : x;
+}
+
+H Clipped(const H& x, const H& lo, const H& hi) {
+  H out{*BroadcastShape(*BroadcastShape(x.shape, lo.shape), hi.shape), {}};
+  std::vector<int64_t> index(out.shape.size(), 0);
+  for (int64_t e = 0; e < SizeOf(out.shape); ++e) {
+    out.v.push_back(Clip(x.v[static_cast<size_t>(SourceIndex(x.shape, out.shape, index))],
+                         lo.v[static_cast<size_t>(SourceIndex(lo.shape, out.shape, index))],
+                         hi.v[static_cast<size_t>(SourceIndex(hi.shape, out.shape, index))]));
+    for (size_t d = out.shape.size(); d-- > 0;) {
+      if (++index[d] < out.shape[d]) break;
+      index[d] = 0;
+    }
+  }
   return out;
 }
 
@@ -165,6 +239,33 @@ uint64_t WeightSeed(size_t term) { return 0x5eed0000 + term; }
 
 bool MakesSlot(const Op& op) { return op.kind != Op::kEval; }
 
+std::vector<bool> ReducedDims(const Op& op, size_t rank) {
+  std::vector<bool> dims(rank, !op.axes_list && op.axis < 0);
+  if (op.axes_list) {
+    for (int a : op.axes) dims[static_cast<size_t>(a < 0 ? a + static_cast<int>(rank) : a)] = true;
+  } else if (op.axis >= 0) {
+    dims[static_cast<size_t>(op.axis)] = true;
+  }
+  return dims;
+}
+
+Shape ReducedShape(const Op& op, const Shape& in) {
+  const std::vector<bool> dims = ReducedDims(op, in.size());
+  const bool keepdims = op.keepdims && (op.axes_list || op.axis >= 0);  // the all-axes call has none
+  Shape out;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (!dims[d]) out.push_back(in[d]);
+    else if (keepdims) out.push_back(1);
+  }
+  return out;
+}
+
+Shape SlicedShape(const Op& op, const Shape& in) {
+  Shape out = in;
+  for (size_t d = 0; d < op.slices.size(); ++d) out[d] = SliceStartCount(op.slices[d], in[d]).second;
+  return out;
+}
+
 // Every slot's value, with `delta` added to element `k` of slot `perturb`
 // right after it is computed; returns the loss.
 double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_t k, double delta) {
@@ -191,10 +292,21 @@ double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_
       case Op::kReshape: r = H{op.shape, a->v}; break;
       case Op::kTranspose: r = Transposed(*a, op.perm); break;
       case Op::kCopy: r = *a; break;
-      case Op::kSum: r = Reduced(*a, op.axis, op.keepdims, false); break;
-      case Op::kMean: r = Reduced(*a, op.axis, op.keepdims, true); break;
+      case Op::kSum:
+      case Op::kMean:
+      case Op::kReduce:
+        r = ReducedBy(*a, ReducedDims(op, a->shape.size()),
+                      op.kind == Op::kSum ? kSumOf : op.kind == Op::kMean ? kMeanOf : op.which);
+        r.shape = ReducedShape(op, a->shape);
+        break;
       case Op::kMatmul: r = Matmul(*a, *b); break;
-      case Op::kReduce: r = ReducedBy(*a, op.axis, op.keepdims, op.which); break;
+      case Op::kSlice: r = Sliced(*a, op); break;
+      case Op::kConcat:
+      case Op::kStack: r = Joined(*a, *b, op.axis, op.kind == Op::kStack); break;
+      case Op::kClip:
+        r = op.b >= 0 ? Clipped(*a, *b, s[static_cast<size_t>(op.c)])
+                      : Clipped(*a, H{{}, {op.number}}, H{{}, {op.number2}});
+        break;
       case Op::kEval: break;
     }
     if (static_cast<int>(s.size()) == perturb) r.v[static_cast<size_t>(k)] += delta;
@@ -228,8 +340,9 @@ Model BuildModel(const Program& p) {
     pending[static_cast<size_t>(s)] = false;
     computed[static_cast<size_t>(s)] = t;
     const Op& op = p.ops[static_cast<size_t>(m.op_of_slot[static_cast<size_t>(s)])];
-    if (op.a >= 0) force(op.a, t);
-    if (op.b >= 0) force(op.b, t);
+    for (int in : {op.a, op.b, op.c}) {
+      if (in >= 0) force(in, t);
+    }
   };
   // A sum/mean of a pending array is pending too; a broadcast reading a
   // pending reduction computes it first (the fused group is cut there).
@@ -249,7 +362,8 @@ Model BuildModel(const Program& p) {
       case Op::kAdd:
       case Op::kMul:
       case Op::kBinary:
-        for (int in : {op.a, op.b}) {
+      case Op::kClip:  // a fused broadcast
+        for (int in : {op.a, op.b, op.c}) {
           if (in >= 0 && is_reduction(in)) force(in, t);
         }
         pending[static_cast<size_t>(slot)] = true;
@@ -303,7 +417,7 @@ std::pair<bool, bool> Reach(const Program& p, const Model& m, int r) {
     }
     for (size_t c = 0; c < m.op_of_slot.size(); ++c) {
       const Op& op = p.ops[static_cast<size_t>(m.op_of_slot[c])];
-      if (op.a == s || op.b == s) stack.push_back({static_cast<int>(c), dirty || !m.taped[c]});
+      if (op.a == s || op.b == s || op.c == s) stack.push_back({static_cast<int>(c), dirty || !m.taped[c]});
     }
   }
   return {taped_path, untaped_path};

@@ -43,6 +43,11 @@ std::vector<double> Values(uint64_t seed, int64_t n);
 // The seed of loss term `term`'s weights.
 uint64_t WeightSeed(size_t term);
 bool MakesSlot(const Op& op);
+// Which of an input's dims a reduction op sums over, and the shape it leaves (kSum, kMean, kReduce).
+std::vector<bool> ReducedDims(const Op& op, size_t rank);
+Shape ReducedShape(const Op& op, const Shape& in);
+// slice's shape by NumPy's rules for positive steps, written apart from the runtime's.
+Shape SlicedShape(const Op& op, const Shape& in);
 
 // Every slot's value (into *slots_out when not null), with `delta` added to
 // element `k` of slot `perturb` right after it is computed; returns the loss.

@@ -531,5 +531,25 @@ TEST_CASE("array ops: clip with lo > hi or a NaN operand is NumPy's min(max(x, l
   CHECK(g[2].item() == 3);
 }
 
+TEST_CASE("array ops: clip with lo == hi is constant in x, also at x == lo == hi") {
+  // clip(x, c, c) = c for every x: d/dx = 0 and d/dc = 1 everywhere. Returning
+  // x at the tie (as for lo < hi) gave d/dx = 1 there.
+  Tape tape;
+  D x = D::from({0.5, 0.5, 0.25, 0.75}, {4});
+  D c = D::scalar(0.5);
+  D y = clip(x, c, c);
+  CHECK(y.to_vector() == std::vector<double>{0.5, 0.5, 0.5, 0.5});
+  auto g = tape.gradient(sum(y), {x, c});
+  CHECK(g[0].to_vector() == std::vector<double>{0, 0, 0, 0});
+  CHECK(g[1].item() == 4);
+  // Central differences of the loss in x[0] (at the tie) and in c agree.
+  auto loss = [](double x0, double cv) {
+    return sum(clip(D::from({x0, 0.5, 0.25, 0.75}, {4}), D::scalar(cv), D::scalar(cv))).item();
+  };
+  const double h = 1e-6;
+  CHECK((loss(0.5 + h, 0.5) - loss(0.5 - h, 0.5)) / (2 * h) == doctest::Approx(0.0));
+  CHECK((loss(0.5, 0.5 + h) - loss(0.5, 0.5 - h)) / (2 * h) == doctest::Approx(4.0));
+}
+
 }  // namespace
 }  // namespace dualcast

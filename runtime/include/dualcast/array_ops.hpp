@@ -42,7 +42,9 @@
 //   clip:       a fused broadcast, NumPy's min(max(x, lo), hi): x below lo
 //               gives lo, above hi gives hi, else x; lo > hi gives hi; a NaN
 //               x, lo or hi gives NaN. The adjoint goes to the operand returned
-//               (d/dx = 1 on [lo, hi] including the bounds; hi's where lo > hi)
+//               (d/dx = 1 on [lo, hi] including the bounds while lo < hi;
+//               where lo >= hi the result is hi and only hi gets the adjoint:
+//               clip(x, c, c) is constant in x, so d/dx = 0 even at x == c)
 // Axes are 0-based, negative axes count from the end; an axis out of range
 // or repeated throws Error(kShape). A reduction called without axes reduces
 // over all of them; with an empty list, over none (as sum and mean, and
