@@ -103,6 +103,16 @@ RuntimeRun RunRuntime(const Program& p) {
       case Op::kStack:
         s.push_back(op.free_fn ? stack(std::vector<D>{*a, *b}, op.axis) : stack({*a, *b}, op.axis));
         break;
+      case Op::kSub: s.push_back(b ? *a - *b : op.number - *a); break;
+      case Op::kWhere: s.push_back(where(*a > *b, *a, s[static_cast<size_t>(op.c)])); break;
+      case Op::kMath: {
+        static constexpr D (*kFns[])(const D&) = {
+            [](const D& x) { return dualcast::sin(x); }, [](const D& x) { return dualcast::tanh(x); },
+            [](const D& x) { return dualcast::sigmoid(x); }, [](const D& x) { return dualcast::exp(x); },
+            [](const D& x) { return dualcast::abs(x); }};
+        s.push_back(kFns[op.which](*a));
+        break;
+      }
       case Op::kClip:
         s.push_back(b ? clip(*a, *b, s[static_cast<size_t>(op.c)]) : clip(*a, op.number, op.number2));
         break;
@@ -368,6 +378,9 @@ std::string Describe(const Program& p) {
         e = absl::StrCat(op.kind == Op::kConcat ? "concat(" : "stack(",
                          op.free_fn ? "std::vector<D>{" : "{", a, ", ", b, "}, ", op.axis, ")");
         break;
+      case Op::kSub: e = op.b >= 0 ? absl::StrCat(a, " - ", b) : absl::StrCat(op.number, " - ", a); break;
+      case Op::kWhere: e = absl::StrCat("where(", a, " > ", b, ", ", a, ", ", c, ")"); break;
+      case Op::kMath: e = absl::StrCat("dc::", kMathNames[op.which], "(", a, ")"); break;
       case Op::kClip:
         e = op.b >= 0 ? absl::StrCat("clip(", a, ", ", b, ", ", c, ")")
                       : absl::StrCat("clip(", a, ", ", op.number, ", ", op.number2, ")");
@@ -420,7 +433,22 @@ Program RandomProgram(uint64_t seed) {
     const Shape sa = shapes[static_cast<size_t>(a)];
     Op op;
     op.a = a;
-    switch (pick(17)) {
+    // A slot (or a new leaf, one time in three) whose shape broadcasts with `shape`.
+    auto partner = [&](const Shape& shape) {
+      if (pick(3) == 0) {
+        Shape sb;  // a suffix of the shape, some dims 1
+        for (size_t d = static_cast<size_t>(pick(static_cast<int>(shape.size()) + 1)); d < shape.size(); ++d) {
+          sb.push_back(pick(3) == 0 ? 1 : shape[d]);
+        }
+        return leaf(sb);
+      }
+      std::vector<int> fits;
+      for (size_t s = 0; s < shapes.size(); ++s) {
+        if (BroadcastShape(shape, shapes[s])) fits.push_back(static_cast<int>(s));
+      }
+      return fits[static_cast<size_t>(pick(static_cast<int>(fits.size())))];
+    };
+    switch (pick(20)) {
       case 0: leaf(random_shape()); break;
       case 1:
         op.kind = Op::kScale;
@@ -433,20 +461,7 @@ Program RandomProgram(uint64_t seed) {
       case 4:
       case 5: {
         op.kind = std::array<Op::Kind, 3>{Op::kAdd, Op::kMul, Op::kBinary}[static_cast<size_t>(pick(3))];
-        std::vector<int> fits;
-        for (size_t s = 0; s < shapes.size(); ++s) {
-          if (BroadcastShape(sa, shapes[s])) fits.push_back(static_cast<int>(s));
-        }
-        int b;
-        if (pick(3) == 0) {
-          Shape sb;  // a suffix of a's shape, some dims 1
-          for (size_t d = static_cast<size_t>(pick(static_cast<int>(sa.size()) + 1)); d < sa.size(); ++d) {
-            sb.push_back(pick(3) == 0 ? 1 : sa[d]);
-          }
-          b = leaf(sb);
-        } else {
-          b = fits[static_cast<size_t>(pick(static_cast<int>(fits.size())))];
-        }
+        const int b = partner(sa);
         op.b = b;
         if (pick(2) == 0) std::swap(op.a, op.b);
         add(op, *BroadcastShape(shapes[static_cast<size_t>(op.a)], shapes[static_cast<size_t>(op.b)]));
@@ -569,25 +584,35 @@ Program RandomProgram(uint64_t seed) {
           op.number2 = kBounds[static_cast<size_t>(pick(3))];
         } else {  // arrays that broadcast with a (and each other)
           for (int* bound : {&op.b, &op.c}) {
-            std::vector<int> fits;
-            for (size_t s = 0; s < shapes.size(); ++s) {
-              if (BroadcastShape(t, shapes[s])) fits.push_back(static_cast<int>(s));
-            }
-            if (pick(2) == 0) {
-              Shape sb;  // a suffix of the shape so far, some dims 1
-              for (size_t d = static_cast<size_t>(pick(static_cast<int>(t.size()) + 1)); d < t.size(); ++d) {
-                sb.push_back(pick(3) == 0 ? 1 : t[d]);
-              }
-              *bound = leaf(sb);
-            } else {
-              *bound = fits[static_cast<size_t>(pick(static_cast<int>(fits.size())))];
-            }
+            *bound = partner(t);
             t = *BroadcastShape(t, shapes[static_cast<size_t>(*bound)]);
           }
         }
         add(op, t);
         break;
       }
+      case 16:
+      case 17: {
+        op.kind = pick(2) == 0 ? Op::kWhere : Op::kSub;
+        Shape t = sa;
+        if (op.kind == Op::kSub && pick(3) == 0) {
+          op.number = 1.5;  // number - a
+        } else {
+          op.b = partner(t);
+          t = *BroadcastShape(t, shapes[static_cast<size_t>(op.b)]);
+        }
+        if (op.kind == Op::kWhere) {
+          op.c = partner(t);
+          t = *BroadcastShape(t, shapes[static_cast<size_t>(op.c)]);
+        }
+        add(op, t);
+        break;
+      }
+      case 18:
+        op.kind = Op::kMath;
+        op.which = pick(5);
+        add(op, sa);
+        break;
       default: op.kind = Op::kEval; p.ops.push_back(op); break;
     }
   }

@@ -47,6 +47,9 @@ struct Op {
     kConcat,      // concat({a, b}, axis)
     kStack,       // stack({a, b}, axis)
     kClip,        // clip(a, number, number2), or clip(a, b, c) with arrays
+    kSub,         // a - b (broadcasting), or number - a when b < 0
+    kWhere,       // where(a > b, a, c): a fused broadcast of a comparison and a choice
+    kMath,        // dc::sin/tanh/sigmoid/exp/abs (which 0..4) of a: the Array math functions
     kEval,        // a.eval() (no new array)
   } kind = kLeaf;
   int a = -1, b = -1, c = -1;  // argument slots
@@ -62,8 +65,10 @@ struct Op {
   bool free_fn = false;  // the free-function spelling
   double number = 0, number2 = 0;
   uint64_t seed = 0;  // leaf values
-  int which = 0;      // kReduce: 0 max, 1 min, 2 prod, 3 logsumexp, 4 var, 5 norm
+  int which = 0;      // kReduce: 0 max, 1 min, 2 prod, 3 logsumexp, 4 var, 5 norm; kMath: kMathNames
 };
+
+inline constexpr const char* kMathNames[] = {"sin", "tanh", "sigmoid", "exp", "abs"};
 
 inline constexpr const char* kReduceNames[] = {"max", "min", "prod", "logsumexp", "var", "norm"};
 // max, min and prod of a pending array are pending (like sum); the others compute at once.

@@ -303,6 +303,28 @@ double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_
       case Op::kSlice: r = Sliced(*a, op); break;
       case Op::kConcat:
       case Op::kStack: r = Joined(*a, *b, op.axis, op.kind == Op::kStack); break;
+      case Op::kSub:
+        if (op.b >= 0) {
+          r = Map2(*a, *b, [](double x, double y) { return x - y; });
+        } else {
+          r = *a;
+          for (double& x : r.v) x = op.number - x;
+        }
+        break;
+      case Op::kWhere: {
+        // where(a > b, a, c) = a where a > b, else c, broadcast over all three.
+        const H gt = Map2(*a, *b, [](double x, double y) { return x > y ? 1.0 : 0.0; });
+        const H taken = Map2(gt, *a, [](double g, double x) { return g != 0 ? x : NAN; });
+        r = Map2(taken, s[static_cast<size_t>(op.c)], [](double t, double y) { return t == t ? t : y; });
+        break;
+      }
+      case Op::kMath:
+        r = *a;
+        for (double& x : r.v) {
+          x = std::array<double, 5>{std::sin(x), std::tanh(x), 1 / (1 + std::exp(-x)), std::exp(x),
+                                    std::abs(x)}[static_cast<size_t>(op.which)];
+        }
+        break;
       case Op::kClip:
         r = op.b >= 0 ? Clipped(*a, *b, s[static_cast<size_t>(op.c)])
                       : Clipped(*a, H{{}, {op.number}}, H{{}, {op.number2}});
@@ -362,7 +384,10 @@ Model BuildModel(const Program& p) {
       case Op::kAdd:
       case Op::kMul:
       case Op::kBinary:
-      case Op::kClip:  // a fused broadcast
+      case Op::kSub:
+      case Op::kWhere:
+      case Op::kMath:
+      case Op::kClip:  // fused broadcasts
         for (int in : {op.a, op.b, op.c}) {
           if (in >= 0 && is_reduction(in)) force(in, t);
         }
