@@ -17,7 +17,17 @@
 namespace dualcast::surface {
 namespace {
 
-using D = Array<double>;
+// Leaf and weight values as the program's element type holds them.
+template <class T>
+std::vector<T> ValuesAs(uint64_t seed, int64_t n) {
+  const std::vector<double> v = Values(seed, n);
+  return std::vector<T>(v.begin(), v.end());
+}
+template <class T>
+std::vector<double> ToDouble(const Array<T>& a) {
+  const std::vector<T> v = a.to_vector();
+  return std::vector<double>(v.begin(), v.end());
+}
 
 const Kernel& UnaryKernel() {
   static const Kernel k = kernel("surface_u", kUnaryFn);
@@ -42,9 +52,11 @@ struct RuntimeRun {
   std::vector<Outcome> outcomes;  // per request
 };
 
-RuntimeRun RunRuntime(const Program& p) {
+template <class T>
+RuntimeRun RunRuntimeAs(const Program& p) {
+  using D = Array<T>;
   std::vector<D> s;
-  std::vector<std::unique_ptr<std::vector<double>>> buffers;
+  std::vector<std::unique_ptr<std::vector<T>>> buffers;
   std::optional<Tape> tape;
   for (size_t i = 0; i <= p.ops.size(); ++i) {
     if (static_cast<int>(i) == p.tape_at) {
@@ -60,9 +72,9 @@ RuntimeRun RunRuntime(const Program& p) {
     if (!op.axes_list && op.axis >= 0) axes = {op.axis};
     const bool all_axes = !op.axes_list && op.axis < 0;  // the call without axes
     switch (op.kind) {
-      case Op::kLeaf: s.push_back(D::from(Values(op.seed, SizeOf(op.shape)), op.shape)); break;
+      case Op::kLeaf: s.push_back(D::from(ValuesAs<T>(op.seed, SizeOf(op.shape)), op.shape)); break;
       case Op::kView:
-        buffers.push_back(std::make_unique<std::vector<double>>(Values(op.seed, SizeOf(op.shape))));
+        buffers.push_back(std::make_unique<std::vector<T>>(ValuesAs<T>(op.seed, SizeOf(op.shape))));
         s.push_back(D::view(buffers.back()->data(), op.shape));
         break;
       case Op::kScale: s.push_back(*a * op.number + op.number2); break;
@@ -122,7 +134,7 @@ RuntimeRun RunRuntime(const Program& p) {
   D loss;
   for (size_t t = 0; t < p.loss_slots.size(); ++t) {
     const D& x = s[static_cast<size_t>(p.loss_slots[t])];
-    D term = sum(x * D::from(Values(WeightSeed(t), x.size()), x.shape()));
+    D term = sum(x * D::from(ValuesAs<T>(WeightSeed(t), x.size()), x.shape()));
     loss = t == 0 ? term : loss + term;
   }
   RuntimeRun run;
@@ -136,13 +148,13 @@ RuntimeRun RunRuntime(const Program& p) {
       if (r.accumulate) {
         tape->accumulate_gradient(loss, wrt, buffers, {.allow_unused = r.allow_unused});
         for (const D& b : buffers) {
-          std::vector<double> g = b.to_vector();
+          std::vector<double> g = ToDouble(b);
           for (double& x : g) x -= 1;
           o.grads.push_back(g);
         }
       } else {
         for (const D& g : tape->gradient(loss, wrt, {.allow_unused = r.allow_unused})) {
-          o.grads.push_back(g.to_vector());
+          o.grads.push_back(ToDouble(g));
         }
       }
     } catch (const Error& e) {
@@ -152,7 +164,7 @@ RuntimeRun RunRuntime(const Program& p) {
                      (o.message.find("does not reach the loss") != std::string::npos ||
                       o.message.find("but also through") != std::string::npos);
       for (const D& b : buffers) {  // on an error nothing is written
-        for (double x : b.to_vector()) {
+        for (double x : ToDouble(b)) {
           if (x != 1.0) {
             o.documented = false;
             o.message += " [and accumulate_gradient wrote into a buffer before failing]";
@@ -165,6 +177,8 @@ RuntimeRun RunRuntime(const Program& p) {
   run.loss = loss.item();
   return run;
 }
+
+RuntimeRun RunRuntime(const Program& p) { return p.f32 ? RunRuntimeAs<float>(p) : RunRuntimeAs<double>(p); }
 
 // ---- checking one program ----------------------------------------------------
 
@@ -207,7 +221,7 @@ std::string CheckRequest(const Program& p, const Model& m, const RuntimeRun& run
         continue;
       }
       const double g = o.grads[i][k];
-      if (!(std::abs(g - fd) <= 1e-5 * (1 + std::abs(fd)))) {
+      if (!(std::abs(g - fd) <= (p.f32 ? 2e-3 : 1e-5) * (1 + std::abs(fd)))) {
         return absl::StrCat("d loss / d slot ", slot, " [", k, "]: tape ", g, ", finite differences ", fd);
       }
     }
@@ -226,7 +240,7 @@ std::vector<std::string> Failures(const Program& p, Stats* stats) {
   }
   std::vector<H> slots;
   const double host = HostLoss(p, &slots);
-  if (!(std::abs(run.loss - host) <= 1e-12 * (1 + std::abs(host)))) {
+  if (!(std::abs(run.loss - host) <= (p.f32 ? 1e-4 : 1e-12) * (1 + std::abs(host)))) {
     out.push_back(absl::StrCat("loss ", run.loss, ", reference ", host));
   }
   const Model m = BuildModel(p);
@@ -266,6 +280,7 @@ std::optional<Program> Without(const Program& p, size_t i) {
   }
   q.tape_at = kept_before_tape;
   q.mode = p.mode;
+  q.f32 = p.f32;
   for (int s : p.loss_slots) {
     if (remap[static_cast<size_t>(s)] >= 0) q.loss_slots.push_back(remap[static_cast<size_t>(s)]);
   }
@@ -324,7 +339,7 @@ std::string Stats::Summary() const {
 }
 
 std::string Describe(const Program& p) {
-  std::string out;
+  std::string out = p.f32 ? "  using D = dc::Array<float>;  // Values() rounded to float\n" : "";
   int slot = 0;
   for (size_t i = 0; i <= p.ops.size(); ++i) {
     if (static_cast<int>(i) == p.tape_at) {
@@ -620,6 +635,7 @@ Program RandomProgram(uint64_t seed) {
   p.tape_at = pick(static_cast<int>(p.ops.size()) + 1);
   if (pick(3) == 0) p.tape_at = 0;  // the usual case: tape first
   p.mode = pick(3);
+  p.f32 = pick(3) == 0;
   p.loss_slots.push_back(n - 1);
   for (int extra = pick(3); extra > 0; --extra) {
     const int s = pick(n);

@@ -84,6 +84,8 @@ struct Program {
   std::vector<Op> ops;
   int tape_at = 0;                     // ops [0, tape_at) run before the Tape opens
   int mode = 0;                        // 0 kCache, 1 kRecompute, 2 kAuto with a 64-byte budget
+  // Array<float> (leaves and weights rounded to float; looser tolerances) instead of Array<double>.
+  bool f32 = false;
   std::vector<int> loss_slots;         // loss = sum over these of sum(slot * weights)
   std::vector<Request> requests;
 };

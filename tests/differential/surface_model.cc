@@ -239,6 +239,13 @@ uint64_t WeightSeed(size_t term) { return 0x5eed0000 + term; }
 
 bool MakesSlot(const Op& op) { return op.kind != Op::kEval; }
 
+std::vector<double> Rounded(const Program& p, std::vector<double> v) {
+  if (p.f32) {
+    for (double& x : v) x = static_cast<float>(x);
+  }
+  return v;
+}
+
 std::vector<bool> ReducedDims(const Op& op, size_t rank) {
   std::vector<bool> dims(rank, !op.axes_list && op.axis < 0);
   if (op.axes_list) {
@@ -277,7 +284,7 @@ double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_
     H r;
     switch (op.kind) {
       case Op::kLeaf:
-      case Op::kView: r = H{op.shape, Values(op.seed, SizeOf(op.shape))}; break;
+      case Op::kView: r = H{op.shape, Rounded(p, Values(op.seed, SizeOf(op.shape)))}; break;
       case Op::kScale:
         r = *a;
         for (double& x : r.v) x = x * op.number + op.number2;
@@ -337,7 +344,7 @@ double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_
   double loss = 0;
   for (size_t t = 0; t < p.loss_slots.size(); ++t) {
     const H& x = s[static_cast<size_t>(p.loss_slots[t])];
-    std::vector<double> w = Values(WeightSeed(t), SizeOf(x.shape));
+    std::vector<double> w = Rounded(p, Values(WeightSeed(t), SizeOf(x.shape)));
     for (size_t e = 0; e < x.v.size(); ++e) loss += x.v[e] * w[e];
   }
   if (slots_out != nullptr) *slots_out = std::move(s);

@@ -40,6 +40,8 @@ int64_t SizeOf(const Shape& s);
 std::optional<Shape> BroadcastShape(const Shape& a, const Shape& b);
 // The values of a leaf (or loss weights) drawn from `seed`, uniform in [-1.5, 1.5).
 std::vector<double> Values(uint64_t seed, int64_t n);
+// `v` as the program's element type holds it (rounded to float for an f32 program).
+std::vector<double> Rounded(const Program& p, std::vector<double> v);
 // The seed of loss term `term`'s weights.
 uint64_t WeightSeed(size_t term);
 bool MakesSlot(const Op& op);
