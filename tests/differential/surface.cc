@@ -184,7 +184,7 @@ RuntimeRun RunRuntime(const Program& p) { return p.f32 ? RunRuntimeAs<float>(p) 
 
 // The first disagreement of request `q` (empty when it matches), counting into `stats`.
 std::string CheckRequest(const Program& p, const Model& m, const RuntimeRun& run, size_t q,
-                         const std::vector<H>& slots, Stats* stats) {
+                         const std::vector<H>& slots, bool ties, Stats* stats) {
   const Request& r = p.requests[q];
   const Outcome& o = run.outcomes[q];
   bool expect_error = false;
@@ -212,16 +212,28 @@ std::string CheckRequest(const Program& p, const Model& m, const RuntimeRun& run
     if (o.grads[i].size() != x.v.size()) return absl::StrCat("gradient ", i + 1, " has the wrong size");
     const double h = 1e-6, base = HostLoss(p);
     for (size_t k = 0; k < x.v.size(); ++k) {
-      const double up = HostLoss(p, nullptr, slot, static_cast<int64_t>(k), h);
-      const double down = HostLoss(p, nullptr, slot, static_cast<int64_t>(k), -h);
-      const double fwd = (up - base) / h, bwd = (base - down) / h, fd = (up - down) / (2 * h);
+      auto at = [&](double delta) { return HostLoss(p, nullptr, slot, static_cast<int64_t>(k), delta); };
+      const double up = at(h), down = at(-h), up2 = at(2 * h), down2 = at(-2 * h);
       if (stats) ++stats->elements;
-      if (std::abs(fwd - bwd) > 1e-3 * (1 + std::abs(fwd) + std::abs(bwd))) {
-        if (stats) ++stats->skipped;  // a branch boundary within ±h
+      // Central differences at h and 2h (they differ where the loss jumps
+      // within +-2h), and second-order one-sided ones (they differ at a kink,
+      // also one whose jump in slope is far below 1e-3). Their errors are
+      // O(h^2) plus the roundoff of a large loss, `noise`.
+      const double fd = (up - down) / (2 * h), fd2 = (up2 - down2) / (4 * h);
+      const double fwd = (4 * up - up2 - 3 * base) / (2 * h), bwd = (3 * base - 4 * down + down2) / (2 * h);
+      const double noise =
+          16 * 0x1p-52 * std::max({std::abs(base), std::abs(up), std::abs(down), std::abs(up2), std::abs(down2)}) / h;
+      if (std::abs(fd - fd2) > 1e-6 * (1 + std::abs(fd)) + noise ||
+          std::abs(fwd - bwd) > 1e-6 * (1 + std::abs(fwd) + std::abs(bwd)) + noise) {
+        if (stats) ++stats->skipped;  // a branch boundary within +-2h
         continue;
       }
       const double g = o.grads[i][k];
-      if (!(std::abs(g - fd) <= (p.f32 ? 2e-3 : 1e-5) * (1 + std::abs(fd)))) {
+      if (!(std::abs(g - fd) <= (p.f32 ? 2e-3 : 1e-5) * (1 + std::abs(fd)) + noise)) {
+        if (ties) {  // the data sit on a kink that finite differences do not see (HostLoss)
+          if (stats) ++stats->tie_excused;
+          continue;
+        }
         return absl::StrCat("d loss / d slot ", slot, " [", k, "]: tape ", g, ", finite differences ", fd);
       }
     }
@@ -239,14 +251,15 @@ std::vector<std::string> Failures(const Program& p, Stats* stats) {
     return {absl::StrCat("the program threw: ", e.what())};
   }
   std::vector<H> slots;
-  const double host = HostLoss(p, &slots);
+  bool ties = false;
+  const double host = HostLoss(p, &slots, -1, 0, 0, &ties);
   if (!(std::abs(run.loss - host) <= (p.f32 ? 1e-4 : 1e-12) * (1 + std::abs(host)))) {
     out.push_back(absl::StrCat("loss ", run.loss, ", reference ", host));
   }
   const Model m = BuildModel(p);
   for (size_t q = 0; q < p.requests.size(); ++q) {
     if (stats) ++stats->cases;
-    std::string f = CheckRequest(p, m, run, q, slots, stats);
+    std::string f = CheckRequest(p, m, run, q, slots, ties, stats);
     if (f.empty()) {
       if (stats) ++stats->matched;
     } else {
@@ -334,8 +347,8 @@ std::string ShapeText(const Shape& s) { return absl::StrCat("{", absl::StrJoin(s
 std::string Stats::Summary() const {
   return absl::StrCat(programs, " programs, ", cases, " gradient cases (", errors_expected,
                       " expected to raise the documented Error), ", elements, " gradient elements vs "
-                      "finite differences (", skipped, " skipped at branch boundaries), ", failures,
-                      " failures");
+                      "finite differences (", skipped, " skipped at branch boundaries, ", tie_excused,
+                      " excused: a mismatch where the data tie exactly at a kink), ", failures, " failures");
 }
 
 std::string Describe(const Program& p) {

@@ -76,8 +76,9 @@ H Transposed(const H& a, const std::vector<int>& perm) {
 
 // Each slice over the reduced dims of `a`, one result per slice, the reduced
 // dims kept with size 1: `which` is kReduce's 0..5, or kSumOf / kMeanOf.
+// `tie`: set where the result is not differentiable (a repeated extreme, a zero norm).
 constexpr int kSumOf = -1, kMeanOf = -2;
-H ReducedBy(const H& a, const std::vector<bool>& dims, int which) {
+H ReducedBy(const H& a, const std::vector<bool>& dims, int which, bool& tie) {
   Shape keep = a.shape;
   for (size_t d = 0; d < keep.size(); ++d) {
     if (dims[d]) keep[d] = 1;
@@ -114,6 +115,8 @@ H ReducedBy(const H& a, const std::vector<bool>& dims, int which) {
       }
       if (which == 5) r = std::sqrt(r);
       if (which == kMeanOf) r /= n;
+      if (which <= 1) tie |= std::count(sl.begin(), sl.end(), r) > 1;
+      if (which == 5) tie |= r == 0;
     }
     out.v.push_back(r);
   }
@@ -197,13 +200,15 @@ double Clip(double x, double lo, double hi) {
   return x < lo ? lo : x > hi ? hi : x;
 }
 
-H Clipped(const H& x, const H& lo, const H& hi) {
+H Clipped(const H& x, const H& lo, const H& hi, bool& tie) {
   H out{*BroadcastShape(*BroadcastShape(x.shape, lo.shape), hi.shape), {}};
   std::vector<int64_t> index(out.shape.size(), 0);
   for (int64_t e = 0; e < SizeOf(out.shape); ++e) {
-    out.v.push_back(Clip(x.v[static_cast<size_t>(SourceIndex(x.shape, out.shape, index))],
-                         lo.v[static_cast<size_t>(SourceIndex(lo.shape, out.shape, index))],
-                         hi.v[static_cast<size_t>(SourceIndex(hi.shape, out.shape, index))]));
+    const double xv = x.v[static_cast<size_t>(SourceIndex(x.shape, out.shape, index))];
+    const double lv = lo.v[static_cast<size_t>(SourceIndex(lo.shape, out.shape, index))];
+    const double hv = hi.v[static_cast<size_t>(SourceIndex(hi.shape, out.shape, index))];
+    tie |= xv == lv || xv == hv || lv == hv;
+    out.v.push_back(Clip(xv, lv, hv));
     for (size_t d = out.shape.size(); d-- > 0;) {
       if (++index[d] < out.shape[d]) break;
       index[d] = 0;
@@ -275,8 +280,10 @@ Shape SlicedShape(const Op& op, const Shape& in) {
 
 // Every slot's value, with `delta` added to element `k` of slot `perturb`
 // right after it is computed; returns the loss.
-double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_t k, double delta) {
+double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_t k, double delta,
+                bool* ties_out) {
   std::vector<H> s;
+  bool tie = false;  // a branch decided by an exact tie: the data sit on a kink
   for (const Op& op : p.ops) {
     if (!MakesSlot(op)) continue;
     const H* a = op.a >= 0 ? &s[static_cast<size_t>(op.a)] : nullptr;
@@ -291,11 +298,19 @@ double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_
         break;
       case Op::kUnary:
         r = *a;
-        for (double& x : r.v) x = kUnaryFn(x);
+        for (double& x : r.v) {
+          tie |= x == 0;
+          x = kUnaryFn(x);
+        }
         break;
       case Op::kAdd: r = Map2(*a, *b, [](double x, double y) { return x + y; }); break;
       case Op::kMul: r = Map2(*a, *b, [](double x, double y) { return x * y; }); break;
-      case Op::kBinary: r = Map2(*a, *b, [](double x, double y) { return kBinaryFn(x, y); }); break;
+      case Op::kBinary:
+        r = Map2(*a, *b, [&](double x, double y) {
+          tie |= x == y;
+          return kBinaryFn(x, y);
+        });
+        break;
       case Op::kReshape: r = H{op.shape, a->v}; break;
       case Op::kTranspose: r = Transposed(*a, op.perm); break;
       case Op::kCopy: r = *a; break;
@@ -303,7 +318,7 @@ double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_
       case Op::kMean:
       case Op::kReduce:
         r = ReducedBy(*a, ReducedDims(op, a->shape.size()),
-                      op.kind == Op::kSum ? kSumOf : op.kind == Op::kMean ? kMeanOf : op.which);
+                      op.kind == Op::kSum ? kSumOf : op.kind == Op::kMean ? kMeanOf : op.which, tie);
         r.shape = ReducedShape(op, a->shape);
         break;
       case Op::kMatmul: r = Matmul(*a, *b); break;
@@ -320,7 +335,10 @@ double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_
         break;
       case Op::kWhere: {
         // where(a > b, a, c) = a where a > b, else c, broadcast over all three.
-        const H gt = Map2(*a, *b, [](double x, double y) { return x > y ? 1.0 : 0.0; });
+        const H gt = Map2(*a, *b, [&](double x, double y) {
+          tie |= x == y;
+          return x > y ? 1.0 : 0.0;
+        });
         const H taken = Map2(gt, *a, [](double g, double x) { return g != 0 ? x : NAN; });
         r = Map2(taken, s[static_cast<size_t>(op.c)], [](double t, double y) { return t == t ? t : y; });
         break;
@@ -328,13 +346,14 @@ double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_
       case Op::kMath:
         r = *a;
         for (double& x : r.v) {
+          tie |= op.which == 4 && x == 0;  // abs
           x = std::array<double, 5>{std::sin(x), std::tanh(x), 1 / (1 + std::exp(-x)), std::exp(x),
                                     std::abs(x)}[static_cast<size_t>(op.which)];
         }
         break;
       case Op::kClip:
-        r = op.b >= 0 ? Clipped(*a, *b, s[static_cast<size_t>(op.c)])
-                      : Clipped(*a, H{{}, {op.number}}, H{{}, {op.number2}});
+        r = op.b >= 0 ? Clipped(*a, *b, s[static_cast<size_t>(op.c)], tie)
+                      : Clipped(*a, H{{}, {op.number}}, H{{}, {op.number2}}, tie);
         break;
       case Op::kEval: break;
     }
@@ -348,6 +367,7 @@ double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_
     for (size_t e = 0; e < x.v.size(); ++e) loss += x.v[e] * w[e];
   }
   if (slots_out != nullptr) *slots_out = std::move(s);
+  if (ties_out != nullptr) *ties_out = tie;
   return loss;
 }
 
