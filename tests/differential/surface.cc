@@ -55,6 +55,7 @@ struct RuntimeRun {
 template <class T>
 RuntimeRun RunRuntimeAs(const Program& p) {
   using D = Array<T>;
+  const Device device = p.cuda ? Device::cuda() : Device::cpu();
   std::vector<D> s;
   std::vector<std::unique_ptr<std::vector<T>>> buffers;
   std::optional<Tape> tape;
@@ -72,8 +73,12 @@ RuntimeRun RunRuntimeAs(const Program& p) {
     if (!op.axes_list && op.axis >= 0) axes = {op.axis};
     const bool all_axes = !op.axes_list && op.axis < 0;  // the call without axes
     switch (op.kind) {
-      case Op::kLeaf: s.push_back(D::from(ValuesAs<T>(op.seed, SizeOf(op.shape)), op.shape)); break;
+      case Op::kLeaf: s.push_back(D::from(ValuesAs<T>(op.seed, SizeOf(op.shape)), op.shape, device)); break;
       case Op::kView:
+        if (p.cuda) {  // device memory cannot view the host's
+          s.push_back(D::from(ValuesAs<T>(op.seed, SizeOf(op.shape)), op.shape, device));
+          break;
+        }
         buffers.push_back(std::make_unique<std::vector<T>>(ValuesAs<T>(op.seed, SizeOf(op.shape))));
         s.push_back(D::view(buffers.back()->data(), op.shape));
         break;
@@ -134,7 +139,7 @@ RuntimeRun RunRuntimeAs(const Program& p) {
   D loss;
   for (size_t t = 0; t < p.loss_slots.size(); ++t) {
     const D& x = s[static_cast<size_t>(p.loss_slots[t])];
-    D term = sum(x * D::from(ValuesAs<T>(WeightSeed(t), x.size()), x.shape()));
+    D term = sum(x * D::from(ValuesAs<T>(WeightSeed(t), x.size()), x.shape(), device));
     loss = t == 0 ? term : loss + term;
   }
   RuntimeRun run;
@@ -143,7 +148,7 @@ RuntimeRun RunRuntimeAs(const Program& p) {
     std::vector<D> wrt;
     for (int slot : r.slots) wrt.push_back(s[static_cast<size_t>(slot)]);
     std::vector<D> buffers;
-    for (const D& w : wrt) buffers.push_back(D::ones(w.shape()));
+    for (const D& w : wrt) buffers.push_back(D::ones(w.shape(), device));
     try {
       if (r.accumulate) {
         tape->accumulate_gradient(loss, wrt, buffers, {.allow_unused = r.allow_unused});
@@ -294,6 +299,7 @@ std::optional<Program> Without(const Program& p, size_t i) {
   q.tape_at = kept_before_tape;
   q.mode = p.mode;
   q.f32 = p.f32;
+  q.cuda = p.cuda;
   for (int s : p.loss_slots) {
     if (remap[static_cast<size_t>(s)] >= 0) q.loss_slots.push_back(remap[static_cast<size_t>(s)]);
   }
@@ -353,6 +359,7 @@ std::string Stats::Summary() const {
 
 std::string Describe(const Program& p) {
   std::string out = p.f32 ? "  using D = dc::Array<float>;  // Values() rounded to float\n" : "";
+  if (p.cuda) out += "  // every array on Device::cuda() (D::view: a copy there)\n";
   int slot = 0;
   for (size_t i = 0; i <= p.ops.size(); ++i) {
     if (static_cast<int>(i) == p.tape_at) {

@@ -86,6 +86,9 @@ struct Program {
   int mode = 0;                        // 0 kCache, 1 kRecompute, 2 kAuto with a 64-byte budget
   // Array<float> (leaves and weights rounded to float; looser tolerances) instead of Array<double>.
   bool f32 = false;
+  // Every array on Device::cuda() (views of user memory become copies there).
+  // RandomProgram leaves it off; a harness sets it (the emulated GPU's ctest).
+  bool cuda = false;
   std::vector<int> loss_slots;         // loss = sum over these of sum(slot * weights)
   std::vector<Request> requests;
 };

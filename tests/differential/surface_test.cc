@@ -7,8 +7,10 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <string>
 
 #include "differential/surface.h"
+#include "dualcast/device.hpp"
 
 namespace dualcast::surface {
 namespace {
@@ -23,8 +25,17 @@ TEST_CASE("public surface: random programs, tape at random points, gradients vs 
   const int64_t want = static_cast<int64_t>(EnvOr("DUALCAST_SURFACE_CASES", 10000));
   Stats stats;
   uint64_t seed = first;
+  // DUALCAST_SURFACE_DEVICE=cuda: every array on GPU 0 (the emulated GPU's ctest).
+  const char* device = std::getenv("DUALCAST_SURFACE_DEVICE");
+  const bool cuda = device != nullptr && std::string(device) == "cuda";
+  if (cuda && !Device::cuda().available()) {
+    MESSAGE("SKIPPED (needs a GPU): " << Device::cuda().unavailable_reason());
+    return;
+  }
   for (; stats.cases < want; ++seed) {
-    Check(RandomProgram(seed), stats);
+    Program p = RandomProgram(seed);
+    p.cuda = cuda;
+    Check(p, stats);
     if (stats.reports.size() >= 3) break;  // enough to act on
   }
   std::cout << "public surface (seeds " << first << ".." << seed - 1 << "): " << stats.Summary()
@@ -32,9 +43,12 @@ TEST_CASE("public surface: random programs, tape at random points, gradients vs 
   for (const std::string& r : stats.reports) FAIL_CHECK(r);
   CHECK(stats.failures == 0);
   CHECK(stats.cases >= want);
-  CHECK(stats.errors_expected * 10 <= stats.cases * 6);  // most cases are real gradients
-  CHECK(stats.skipped * 50 <= stats.elements);
-  CHECK(stats.tie_excused * 200 <= stats.elements);  // exact ties stay rare
+  // The mix of cases, over a sample large enough to say (the emulated GPU's 120 cases are not).
+  if (want >= 10000) {
+    CHECK(stats.errors_expected * 10 <= stats.cases * 6);  // most cases are real gradients
+    CHECK(stats.skipped * 50 <= stats.elements);
+    CHECK(stats.tie_excused * 200 <= stats.elements);  // exact ties stay rare
+  }
 }
 
 }  // namespace
