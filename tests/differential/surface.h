@@ -89,13 +89,14 @@ struct Program {
   // Every array on Device::cuda() (views of user memory become copies there).
   // RandomProgram leaves it off; a harness sets it (the emulated GPU's ctest).
   bool cuda = false;
+  uint64_t seed = 0;  // RandomProgram's; a report names it (replay: DUALCAST_SURFACE_SEED=<seed>)
   std::vector<int> loss_slots;         // loss = sum over these of sum(slot * weights)
   std::vector<Request> requests;
 };
 
 struct Stats {
   int64_t programs = 0, cases = 0, matched = 0, errors_expected = 0, elements = 0, skipped = 0;
-  int64_t tie_excused = 0;  // mismatching elements of programs whose data tie exactly at a kink
+  int64_t tie_excused = 0;  // mismatches in programs whose data tie at a branch or kink (HostLoss)
   int64_t failures = 0;
   std::vector<std::string> reports;  // minimised reproducers
   std::string Summary() const;

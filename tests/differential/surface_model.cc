@@ -74,11 +74,22 @@ H Transposed(const H& a, const std::vector<int>& perm) {
   return out;
 }
 
+// Whether some branch or reduction was decided by a tie, up to the rounding
+// by which the runtime's value may differ from this reference's (a sum in
+// another order, float arithmetic): there the runtime may take the other
+// side, or sit on a kink (see HostLoss).
+struct TieWatch {
+  double tol;  // relative
+  bool seen = false;
+  bool Near(double x, double y) const { return std::abs(x - y) <= tol * (1 + std::abs(x) + std::abs(y)); }
+  void Note(double x, double y) { seen = seen || Near(x, y); }
+};
+
 // Each slice over the reduced dims of `a`, one result per slice, the reduced
 // dims kept with size 1: `which` is kReduce's 0..5, or kSumOf / kMeanOf.
-// `tie`: set where the result is not differentiable (a repeated extreme, a zero norm).
+// Ties: a repeated extreme, a zero norm.
 constexpr int kSumOf = -1, kMeanOf = -2;
-H ReducedBy(const H& a, const std::vector<bool>& dims, int which, bool& tie) {
+H ReducedBy(const H& a, const std::vector<bool>& dims, int which, TieWatch& tie) {
   Shape keep = a.shape;
   for (size_t d = 0; d < keep.size(); ++d) {
     if (dims[d]) keep[d] = 1;
@@ -115,8 +126,10 @@ H ReducedBy(const H& a, const std::vector<bool>& dims, int which, bool& tie) {
       }
       if (which == 5) r = std::sqrt(r);
       if (which == kMeanOf) r /= n;
-      if (which <= 1) tie |= std::count(sl.begin(), sl.end(), r) > 1;
-      if (which == 5) tie |= r == 0;
+      if (which <= 1) {
+        tie.seen = tie.seen || std::count_if(sl.begin(), sl.end(), [&](double x) { return tie.Near(x, r); }) > 1;
+      }
+      if (which == 5) tie.Note(r, 0);
     }
     out.v.push_back(r);
   }
@@ -200,14 +213,16 @@ double Clip(double x, double lo, double hi) {
   return x < lo ? lo : x > hi ? hi : x;
 }
 
-H Clipped(const H& x, const H& lo, const H& hi, bool& tie) {
+H Clipped(const H& x, const H& lo, const H& hi, TieWatch& tie) {
   H out{*BroadcastShape(*BroadcastShape(x.shape, lo.shape), hi.shape), {}};
   std::vector<int64_t> index(out.shape.size(), 0);
   for (int64_t e = 0; e < SizeOf(out.shape); ++e) {
     const double xv = x.v[static_cast<size_t>(SourceIndex(x.shape, out.shape, index))];
     const double lv = lo.v[static_cast<size_t>(SourceIndex(lo.shape, out.shape, index))];
     const double hv = hi.v[static_cast<size_t>(SourceIndex(hi.shape, out.shape, index))];
-    tie |= xv == lv || xv == hv || lv == hv;
+    tie.Note(xv, lv);
+    tie.Note(xv, hv);
+    tie.Note(lv, hv);
     out.v.push_back(Clip(xv, lv, hv));
     for (size_t d = out.shape.size(); d-- > 0;) {
       if (++index[d] < out.shape[d]) break;
@@ -283,7 +298,7 @@ Shape SlicedShape(const Op& op, const Shape& in) {
 double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_t k, double delta,
                 bool* ties_out) {
   std::vector<H> s;
-  bool tie = false;  // a branch decided by an exact tie: the data sit on a kink
+  TieWatch tie{p.f32 ? 1e-5 : 1e-9};
   for (const Op& op : p.ops) {
     if (!MakesSlot(op)) continue;
     const H* a = op.a >= 0 ? &s[static_cast<size_t>(op.a)] : nullptr;
@@ -299,7 +314,7 @@ double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_
       case Op::kUnary:
         r = *a;
         for (double& x : r.v) {
-          tie |= x == 0;
+          tie.Note(x, 0);
           x = kUnaryFn(x);
         }
         break;
@@ -307,7 +322,7 @@ double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_
       case Op::kMul: r = Map2(*a, *b, [](double x, double y) { return x * y; }); break;
       case Op::kBinary:
         r = Map2(*a, *b, [&](double x, double y) {
-          tie |= x == y;
+          tie.Note(x, y);
           return kBinaryFn(x, y);
         });
         break;
@@ -336,7 +351,7 @@ double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_
       case Op::kWhere: {
         // where(a > b, a, c) = a where a > b, else c, broadcast over all three.
         const H gt = Map2(*a, *b, [&](double x, double y) {
-          tie |= x == y;
+          tie.Note(x, y);
           return x > y ? 1.0 : 0.0;
         });
         const H taken = Map2(gt, *a, [](double g, double x) { return g != 0 ? x : NAN; });
@@ -346,7 +361,7 @@ double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_
       case Op::kMath:
         r = *a;
         for (double& x : r.v) {
-          tie |= op.which == 4 && x == 0;  // abs
+          if (op.which == 4) tie.Note(x, 0);  // abs
           x = std::array<double, 5>{std::sin(x), std::tanh(x), 1 / (1 + std::exp(-x)), std::exp(x),
                                     std::abs(x)}[static_cast<size_t>(op.which)];
         }
@@ -367,7 +382,7 @@ double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_
     for (size_t e = 0; e < x.v.size(); ++e) loss += x.v[e] * w[e];
   }
   if (slots_out != nullptr) *slots_out = std::move(s);
-  if (ties_out != nullptr) *ties_out = tie;
+  if (ties_out != nullptr) *ties_out = tie.seen;
   return loss;
 }
 

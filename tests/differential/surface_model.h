@@ -54,11 +54,14 @@ Shape SlicedShape(const Op& op, const Shape& in);
 // Every slot's value (into *slots_out when not null), with `delta` added to
 // element `k` of slot `perturb` right after it is computed; returns the loss.
 // *ties_out (when not null): whether some branch or reduction was decided by
-// an exact tie (x == y at a comparison, x == 0 at abs, a repeated max, a clip
-// bound equal to x or to the other bound). There the function can have a
-// derivative that the chain of each operation's documented convention does
-// not give: where(a > b, a, b) at a == b feeding clip(x, lo, a) at x == a is
-// constant in b, yet both conventions pass b's tangent through.
+// a tie, exact or within rounding (1e-9 relative, 1e-5 in a float32 program):
+// x == y at a comparison, x == 0 at abs, a repeated max, a clip bound equal
+// to x or to the other bound. There the runtime may round to the other side
+// (mean(0.2, ..., 0.2) > 0.2 in one summation order and not in another), and
+// the function can have a derivative that the chain of each operation's
+// documented convention does not give: where(a > b, a, b) at a == b feeding
+// clip(x, lo, a) at x == a is constant in b, yet both conventions pass b's
+// tangent through.
 double HostLoss(const Program& p, std::vector<H>* slots_out = nullptr, int perturb = -1, int64_t k = 0,
                 double delta = 0, bool* ties_out = nullptr);
 
