@@ -45,6 +45,7 @@ struct Outcome {
   std::string message;
   bool documented = false;  // the error is one the tape documents for unreachable inputs
   std::vector<std::vector<double>> grads;
+  double value = NAN;  // value_and_gradient's loss
 };
 
 struct RuntimeRun {
@@ -157,6 +158,10 @@ RuntimeRun RunRuntimeAs(const Program& p) {
           for (double& x : g) x -= 1;
           o.grads.push_back(g);
         }
+      } else if (r.with_value) {
+        ValueAndGradient<T> vg = tape->value_and_gradient(loss, wrt, {.allow_unused = r.allow_unused});
+        o.value = vg.value.item();
+        for (const D& g : vg.gradients) o.grads.push_back(ToDouble(g));
       } else {
         for (const D& g : tape->gradient(loss, wrt, {.allow_unused = r.allow_unused})) {
           o.grads.push_back(ToDouble(g));
@@ -211,6 +216,9 @@ std::string CheckRequest(const Program& p, const Model& m, const RuntimeRun& run
     return "";
   }
   if (o.threw) return absl::StrCat("expected a gradient, got Error: ", o.message);
+  if (r.with_value && !(std::abs(o.value - run.loss) <= (p.f32 ? 1e-6 : 1e-14) * (1 + std::abs(run.loss)))) {
+    return absl::StrCat("value_and_gradient's value ", o.value, ", the loss ", run.loss);
+  }
   for (size_t i = 0; i < r.slots.size(); ++i) {
     const int slot = r.slots[i];
     const H& x = slots[static_cast<size_t>(slot)];
@@ -436,7 +444,10 @@ std::string Describe(const Program& p) {
   for (const Request& r : p.requests) {
     std::vector<std::string> names;
     for (int s : r.slots) names.push_back(absl::StrCat("s", s));
-    absl::StrAppend(&out, r.accumulate ? "  tape.accumulate_gradient(loss, {" : "  tape.gradient(loss, {",
+    absl::StrAppend(&out,
+                    r.accumulate   ? "  tape.accumulate_gradient(loss, {"
+                    : r.with_value ? "  tape.value_and_gradient(loss, {"
+                                   : "  tape.gradient(loss, {",
                     absl::StrJoin(names, ", "), "}", r.accumulate ? ", buffers_of_ones" : "",
                     r.allow_unused ? ", {.allow_unused = true}" : "", ");\n");
   }
@@ -670,6 +681,7 @@ Program RandomProgram(uint64_t seed) {
     Request r;
     r.allow_unused = pick(3) == 0;
     r.accumulate = pick(4) == 0;
+    r.with_value = !r.accumulate && pick(3) == 0;
     for (int k = 1 + pick(3); k > 0; --k) r.slots.push_back(pick(n));
     p.requests.push_back(r);
   }

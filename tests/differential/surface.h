@@ -78,6 +78,7 @@ struct Request {
   std::vector<int> slots;  // arrays to differentiate with respect to
   bool allow_unused = false;
   bool accumulate = false;  // through accumulate_gradient into buffers of ones
+  bool with_value = false;  // through value_and_gradient (not with accumulate): its value is checked too
 };
 
 struct Program {
