@@ -1,12 +1,16 @@
 // Differential tester of the public array surface: random programs through the runtime and the tape vs float64 finite differences.
 //
 // A program is a few operations over small arrays, written the ways a user
-// writes them: methods and free functions (reshape, transpose, copy),
-// operators and scalar arithmetic, broadcasts of branchy kernels, sum/mean
-// (all axes or one), matmul, eval(); leaves are owning arrays or views of user
-// memory. A Tape opens at a random point of it; the loss is a weighted sum
-// of some of the arrays; gradients are then requested with respect to random
-// sets of arrays (leaves, still-pending ones, intermediates, views).
+// writes them: methods and free functions (reshape, transpose, copy, slice,
+// concat, stack), operators and scalar arithmetic, where, clip, the Array
+// math functions, broadcasts of branchy kernels, sum/mean/max/min/prod/
+// logsumexp/var/norm (all axes, one, or a list: any subset, negative
+// spellings, none), matmul, eval(); leaves are owning arrays or views of user
+// memory; a third of the programs are float32. A Tape opens at a random point
+// of it; the loss is a weighted sum of some of the arrays; gradients are then
+// requested with respect to random sets of arrays (leaves, still-pending
+// ones, intermediates, views) through gradient, value_and_gradient or
+// accumulate_gradient.
 //
 // Each request is one case. The expected outcome comes from a model of the
 // documented rules, independent of the runtime: an operation is on the tape
@@ -15,7 +19,9 @@
 // the loss reaches through an operation computed before the tape is an Error,
 // as is one it does not reach at all (zeros when allow_unused). Otherwise the
 // gradient must equal central differences of a plain double re-implementation
-// of the program (perturbing the requested array's value, downstream only).
+// of the program (perturbing the requested array's value, downstream only),
+// except where those see a kink or a jump within +-2h (skipped) or the data
+// tie at a branch (a mismatch there is counted apart: HostLoss).
 // A failing case is minimised (operations, loss terms and requested arrays
 // dropped while it still fails) and printed as a reproducer.
 #pragma once

@@ -2,7 +2,8 @@
 //
 // Fixed seeds (1, 2, ...) until 10^4 cases: the run is deterministic. To
 // explore or replay: DUALCAST_SURFACE_SEED=<first seed> and
-// DUALCAST_SURFACE_CASES=<how many cases>.
+// DUALCAST_SURFACE_CASES=<how many cases>; DUALCAST_SURFACE_DEVICE=cuda puts
+// every array on GPU 0 (the ctest surface_emulated_gpu: the emulated one).
 #include <doctest/doctest.h>
 
 #include <cstdlib>
