@@ -22,6 +22,14 @@
 // of the program (perturbing the requested array's value, downstream only),
 // except where those see a kink or a jump within +-2h (skipped) or the data
 // tie at a branch (a mismatch there is counted apart: HostLoss).
+//
+// Writes in place (Array::assign) come after the tape opens, into arrays no
+// other slot shares memory with; the handle then holds a new variable. In a
+// program that writes, an Error that names the write in place is accepted
+// for any request: the tape refuses what it kept when that memory was
+// written, and conservatively any input written in place that an untaped
+// array may have read before the write (its ancestry records arrays, not
+// versions). Every gradient it does give must still match.
 // A failing case is minimised (operations, loss terms and requested arrays
 // dropped while it still fails) and printed as a reproducer.
 #pragma once
@@ -56,6 +64,8 @@ struct Op {
     kSub,         // a - b (broadcasting), or number - a when b < 0
     kWhere,       // where(a > b, a, c): a fused broadcast of a comparison and a choice
     kMath,        // dc::sin/tanh/sigmoid/exp/abs (which 0..4) of a: the Array math functions
+    kAssign,      // a.assign(Values(seed)): new values in a's memory; the slot made is the same
+                  // handle (a new variable), and `a` is not read again (see RandomProgram)
     kEval,        // a.eval() (no new array)
   } kind = kLeaf;
   int a = -1, b = -1, c = -1;  // argument slots
@@ -103,6 +113,7 @@ struct Program {
 
 struct Stats {
   int64_t programs = 0, cases = 0, matched = 0, errors_expected = 0, elements = 0, skipped = 0;
+  int64_t in_place_errors = 0;  // Errors naming a write in place, accepted where the program writes one
   int64_t tie_excused = 0;  // mismatches in programs whose data tie at a branch or kink (HostLoss)
   int64_t failures = 0;
   std::vector<std::string> reports;  // minimised reproducers

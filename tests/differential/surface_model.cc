@@ -307,6 +307,7 @@ double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_
     switch (op.kind) {
       case Op::kLeaf:
       case Op::kView: r = H{op.shape, Rounded(p, Values(op.seed, SizeOf(op.shape)))}; break;
+      case Op::kAssign: r = H{a->shape, Rounded(p, Values(op.seed, SizeOf(a->shape)))}; break;
       case Op::kScale:
         r = *a;
         for (double& x : r.v) x = x * op.number + op.number2;
@@ -420,7 +421,8 @@ Model BuildModel(const Program& p) {
     const int t = static_cast<int>(i);
     switch (op.kind) {
       case Op::kLeaf:
-      case Op::kView: computed[static_cast<size_t>(slot)] = -1; break;
+      case Op::kView:
+      case Op::kAssign: computed[static_cast<size_t>(slot)] = -1; break;  // a new variable
       case Op::kScale:
       case Op::kUnary:
       case Op::kAdd:
@@ -463,7 +465,7 @@ Model BuildModel(const Program& p) {
   m.taped.assign(n, false);
   for (size_t s = 0; s < n; ++s) {
     const Op::Kind k = p.ops[static_cast<size_t>(m.op_of_slot[s])].kind;
-    m.taped[s] = k != Op::kLeaf && k != Op::kView && computed[s] >= p.tape_at;
+    m.taped[s] = k != Op::kLeaf && k != Op::kView && k != Op::kAssign && computed[s] >= p.tape_at;
   }
   return m;
 }
@@ -484,6 +486,7 @@ std::pair<bool, bool> Reach(const Program& p, const Model& m, int r) {
     }
     for (size_t c = 0; c < m.op_of_slot.size(); ++c) {
       const Op& op = p.ops[static_cast<size_t>(m.op_of_slot[c])];
+      if (op.kind == Op::kAssign) continue;  // reads no values: a new variable
       if (op.a == s || op.b == s || op.c == s) stack.push_back({static_cast<int>(c), dirty || !m.taped[c]});
     }
   }
