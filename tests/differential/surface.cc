@@ -207,8 +207,17 @@ std::string CheckRequest(const Program& p, const Model& m, const RuntimeRun& run
   const Outcome& o = run.outcomes[q];
   // A write in place may make the sweep refuse what it kept (documented, and
   // the implementation decides what it keeps): accepted as long as it says so.
-  const bool writes = std::any_of(p.ops.begin(), p.ops.end(), [](const Op& op) { return op.kind == Op::kAssign; });
-  if (writes && o.threw && o.in_place) {
+  // Only where something read the old values: a write into an array nothing
+  // read has nothing to refuse.
+  bool read_then_written = false;
+  for (const Op& w : p.ops) {
+    if (w.kind != Op::kAssign) continue;
+    for (const Op& op : p.ops) {
+      const bool reads = op.a == w.a || op.b == w.a || op.c == w.a;
+      read_then_written = read_then_written || (reads && op.kind != Op::kAssign && op.kind != Op::kEval);
+    }
+  }
+  if (read_then_written && o.threw && o.in_place) {
     if (stats) ++stats->in_place_errors;
     return "";
   }
