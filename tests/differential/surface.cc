@@ -780,8 +780,8 @@ void Check(const Program& p, Stats& stats) {
   }
   one = Minimise(one);
   std::vector<std::string> why = Failures(one, nullptr);
-  stats.reports.push_back(absl::StrCat("program seed ", p.seed, ": ", failures[0], "\nminimised reproducer (request ", q,
-                                       "):\n", Describe(one),
+  stats.reports.push_back(absl::StrCat("program seed ", p.seed, ": ", failures[0],
+                                       "\nminimised reproducer (request ", q, "):\n", Describe(one),
                                        "  // ", why.empty() ? "(does not fail alone)" : why[0], "\n"));
 }
 
