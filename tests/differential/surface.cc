@@ -59,13 +59,14 @@ RuntimeRun RunRuntimeAs(const Program& p) {
   const Device device = p.cuda ? Device::cuda() : Device::cpu();
   std::vector<D> s;
   std::vector<std::unique_ptr<std::vector<T>>> buffers;
-  std::optional<Tape> tape;
+  std::optional<Tape> tape, tape2;  // tape2 is destroyed first
   for (size_t i = 0; i <= p.ops.size(); ++i) {
     if (static_cast<int>(i) == p.tape_at) {
       tape.emplace(std::array{PartialsMode::kCache, PartialsMode::kRecompute,
                               PartialsMode::kAuto}[static_cast<size_t>(p.mode)],
                    64);
     }
+    if (static_cast<int>(i) == p.tape2_at) tape2.emplace();
     if (i == p.ops.size()) break;
     const Op& op = p.ops[i];
     const D* a = op.a >= 0 ? &s[static_cast<size_t>(op.a)] : nullptr;
@@ -156,20 +157,21 @@ RuntimeRun RunRuntimeAs(const Program& p) {
     for (int slot : r.slots) wrt.push_back(s[static_cast<size_t>(slot)]);
     std::vector<D> buffers;
     for (const D& w : wrt) buffers.push_back(D::ones(w.shape(), device));
+    Tape& on = r.on_second ? *tape2 : *tape;
     try {
       if (r.accumulate) {
-        tape->accumulate_gradient(loss, wrt, buffers, {.allow_unused = r.allow_unused});
+        on.accumulate_gradient(loss, wrt, buffers, {.allow_unused = r.allow_unused});
         for (const D& b : buffers) {
           std::vector<double> g = ToDouble(b);
           for (double& x : g) x -= 1;
           o.grads.push_back(g);
         }
       } else if (r.with_value) {
-        ValueAndGradient<T> vg = tape->value_and_gradient(loss, wrt, {.allow_unused = r.allow_unused});
+        ValueAndGradient<T> vg = on.value_and_gradient(loss, wrt, {.allow_unused = r.allow_unused});
         o.value = vg.value.item();
         for (const D& g : vg.gradients) o.grads.push_back(ToDouble(g));
       } else {
-        for (const D& g : tape->gradient(loss, wrt, {.allow_unused = r.allow_unused})) {
+        for (const D& g : on.gradient(loss, wrt, {.allow_unused = r.allow_unused})) {
           o.grads.push_back(ToDouble(g));
         }
       }
@@ -200,9 +202,10 @@ RuntimeRun RunRuntime(const Program& p) { return p.f32 ? RunRuntimeAs<float>(p) 
 // ---- checking one program ----------------------------------------------------
 
 // The first disagreement of request `q` (empty when it matches), counting into `stats`.
-std::string CheckRequest(const Program& p, const Model& m, const RuntimeRun& run, size_t q,
-                         const std::vector<H>& slots, bool ties, Stats* stats) {
+std::string CheckRequest(const Program& p, const Model& first, const Model& second, const RuntimeRun& run,
+                         size_t q, const std::vector<H>& slots, bool ties, Stats* stats) {
   const Request& r = p.requests[q];
+  const Model& m = r.on_second ? second : first;
   const Outcome& o = run.outcomes[q];
   // A write in place may make the sweep refuse what it kept (documented, and
   // the implementation decides what it keeps): accepted as long as it says so.
@@ -304,10 +307,10 @@ std::vector<std::string> Failures(const Program& p, Stats* stats) {
       ++stats->tie_excused;  // a branch the runtime's rounding may decide the other way
     }
   }
-  const Model m = BuildModel(p);
+  const Model m = BuildModel(p), m2 = BuildModel(p, p.tape2_at);
   for (size_t q = 0; q < p.requests.size(); ++q) {
     if (stats) ++stats->cases;
-    std::string f = CheckRequest(p, m, run, q, slots, ties, stats);
+    std::string f = CheckRequest(p, m, m2, run, q, slots, ties, stats);
     if (f.empty()) {
       if (stats) ++stats->matched;
     } else {
@@ -321,7 +324,7 @@ std::vector<std::string> Failures(const Program& p, Stats* stats) {
 std::optional<Program> Without(const Program& p, size_t i) {
   Program q;
   std::vector<int> remap;  // old slot -> new slot or -1
-  int old_slot = 0, kept_before_tape = 0;
+  int old_slot = 0, kept_before_tape = 0, kept_before_tape2 = 0;
   for (size_t j = 0; j < p.ops.size(); ++j) {
     Op op = p.ops[j];
     bool drop = j == i;
@@ -334,12 +337,14 @@ std::optional<Program> Without(const Program& p, size_t i) {
     }
     if (drop) continue;
     if (static_cast<int>(j) < p.tape_at) ++kept_before_tape;
+    if (static_cast<int>(j) < p.tape2_at) ++kept_before_tape2;
     if (op.a >= 0) op.a = remap[static_cast<size_t>(op.a)];
     if (op.b >= 0) op.b = remap[static_cast<size_t>(op.b)];
     if (op.c >= 0) op.c = remap[static_cast<size_t>(op.c)];
     q.ops.push_back(op);
   }
   q.tape_at = kept_before_tape;
+  q.tape2_at = p.tape2_at < 0 ? -1 : kept_before_tape2;
   q.mode = p.mode;
   q.f32 = p.f32;
   q.cuda = p.cuda;
@@ -410,6 +415,7 @@ std::string Describe(const Program& p) {
       out += std::array<const char*, 3>{"  dc::Tape tape;\n", "  dc::Tape tape(dc::PartialsMode::kRecompute);\n",
                                         "  dc::Tape tape(dc::PartialsMode::kAuto, 64);\n"}[static_cast<size_t>(p.mode)];
     }
+    if (static_cast<int>(i) == p.tape2_at) out += "  dc::Tape tape2;  // nested\n";
     if (i == p.ops.size()) break;
     const Op& op = p.ops[i];
     const std::string a = absl::StrCat("s", op.a), b = absl::StrCat("s", op.b), c = absl::StrCat("s", op.c);
@@ -481,9 +487,10 @@ std::string Describe(const Program& p) {
     std::vector<std::string> names;
     for (int s : r.slots) names.push_back(absl::StrCat("s", s));
     absl::StrAppend(&out,
-                    r.accumulate   ? "  tape.accumulate_gradient(loss, {"
-                    : r.with_value ? "  tape.value_and_gradient(loss, {"
-                                   : "  tape.gradient(loss, {",
+                    r.on_second ? "  tape2." : "  tape.",
+                    r.accumulate   ? "accumulate_gradient(loss, {"
+                    : r.with_value ? "value_and_gradient(loss, {"
+                                   : "gradient(loss, {",
                     absl::StrJoin(names, ", "), "}", r.accumulate ? ", buffers_of_ones" : "",
                     r.allow_unused ? ", {.allow_unused = true}" : "", ");\n");
   }

@@ -95,11 +95,16 @@ struct Request {
   bool allow_unused = false;
   bool accumulate = false;  // through accumulate_gradient into buffers of ones
   bool with_value = false;  // through value_and_gradient (not with accumulate): its value is checked too
+  bool on_second = false;   // asked of the second tape
 };
 
 struct Program {
   std::vector<Op> ops;
   int tape_at = 0;                     // ops [0, tape_at) run before the Tape opens
+  // A second Tape, nested in the first (opened at or after it, gone before
+  // it), opens before op tape2_at; -1: none. Tapes nest: an operation is
+  // recorded on every tape alive when it is computed.
+  int tape2_at = -1;
   int mode = 0;                        // 0 kCache, 1 kRecompute, 2 kAuto with a 64-byte budget
   // Array<float> (leaves and weights rounded to float; looser tolerances) instead of Array<double>.
   bool f32 = false;

@@ -390,7 +390,8 @@ double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_
 // ---- the model of the documented tape rules --------------------------------
 
 
-Model BuildModel(const Program& p) {
+Model BuildModel(const Program& p, int tape_at) {
+  if (tape_at < 0) tape_at = p.tape_at;
   Model m;
   std::vector<bool> pending;
   std::vector<int> computed;
@@ -465,7 +466,7 @@ Model BuildModel(const Program& p) {
   m.taped.assign(n, false);
   for (size_t s = 0; s < n; ++s) {
     const Op::Kind k = p.ops[static_cast<size_t>(m.op_of_slot[s])].kind;
-    m.taped[s] = k != Op::kLeaf && k != Op::kView && k != Op::kAssign && computed[s] >= p.tape_at;
+    m.taped[s] = k != Op::kLeaf && k != Op::kView && k != Op::kAssign && computed[s] >= tape_at;
   }
   return m;
 }

@@ -69,7 +69,8 @@ struct Model {
   std::vector<int> op_of_slot;
   std::vector<bool> taped;  // per slot: computed while the tape was open (leaves: false)
 };
-Model BuildModel(const Program& p);
+// The model for the tape opened before op `tape_at` (the first tape when -1).
+Model BuildModel(const Program& p, int tape_at = -1);
 // Whether slot `r` reaches the loss through taped operations only, and
 // through some operation computed before the tape.
 std::pair<bool, bool> Reach(const Program& p, const Model& m, int r);

@@ -261,6 +261,10 @@ Program RandomProgram(uint64_t seed) {
   // Writes come after the tape opens: which pending results a write computes
   // early (and so before or after the tape) is the runtime's choice.
   if (first_write >= 0) p.tape_at = std::min(p.tape_at, first_write);
+  if (pick(3) == 0) {  // a nested tape, opened at or after the first (and before any write)
+    const int last = first_write >= 0 ? first_write : static_cast<int>(p.ops.size());
+    p.tape2_at = p.tape_at + pick(last - p.tape_at + 1);
+  }
   p.mode = pick(3);
   p.f32 = pick(3) == 0;
   p.loss_slots.push_back(n - 1);
@@ -273,6 +277,7 @@ Program RandomProgram(uint64_t seed) {
     r.allow_unused = pick(3) == 0;
     r.accumulate = pick(4) == 0;
     r.with_value = !r.accumulate && pick(3) == 0;
+    r.on_second = p.tape2_at >= 0 && pick(2) == 0;
     for (int k = 1 + pick(3); k > 0; --k) r.slots.push_back(pick(n));
     p.requests.push_back(r);
   }
