@@ -43,7 +43,7 @@ struct Outcome {
   bool threw = false;
   std::string message;
   bool documented = false;  // the error is one the tape documents for unreachable inputs
-  bool in_place = false;    // the error names a write in place
+  bool in_place = false;    // the error names a write in place (assign or mutable_data)
   std::vector<std::vector<double>> grads;
   double value = NAN;  // value_and_gradient's loss
 };
@@ -137,7 +137,13 @@ RuntimeRun RunRuntimeAs(const Program& p) {
         break;
       case Op::kAssign: {
         D target = s[static_cast<size_t>(op.a)];
-        target.assign(ValuesAs<T>(op.seed, target.size()));
+        const std::vector<T> values = ValuesAs<T>(op.seed, target.size());
+        if (op.free_fn && !p.cuda) {  // a device pointer cannot be written from here
+          T* data = target.mutable_data();
+          std::copy(values.begin(), values.end(), data);
+        } else {
+          target.assign(values);
+        }
         s.push_back(target);  // the same handle
         break;
       }
@@ -178,7 +184,8 @@ RuntimeRun RunRuntimeAs(const Program& p) {
     } catch (const Error& e) {
       o.threw = true;
       o.message = e.what();
-      o.in_place = o.message.find("in place") != std::string::npos;
+      o.in_place = o.message.find("in place") != std::string::npos ||
+                   o.message.find("mutable_data") != std::string::npos;
       o.documented = e.kind() == ErrorKind::kInvalidArgument &&
                      (o.message.find("does not reach the loss") != std::string::npos ||
                       o.message.find("but also through") != std::string::npos);
@@ -209,17 +216,21 @@ std::string CheckRequest(const Program& p, const Model& first, const Model& seco
   const Outcome& o = run.outcomes[q];
   // A write in place may make the sweep refuse what it kept (documented, and
   // the implementation decides what it keeps): accepted as long as it says so.
-  // Only where something read the old values: a write into an array nothing
-  // read has nothing to refuse.
-  bool read_then_written = false;
+  // Only where something read the old values (a write into an array nothing
+  // read has nothing to refuse), or where mutable_data() wrote over an array
+  // computed from others (documented: which values are still theirs cannot
+  // be told, so a gradient through it is refused).
+  bool refusable = false;
   for (const Op& w : p.ops) {
     if (w.kind != Op::kAssign) continue;
+    const Op::Kind target = p.ops[static_cast<size_t>(m.op_of_slot[static_cast<size_t>(w.a)])].kind;
+    refusable = refusable || (w.free_fn && target != Op::kLeaf && target != Op::kView && target != Op::kAssign);
     for (const Op& op : p.ops) {
       const bool reads = op.a == w.a || op.b == w.a || op.c == w.a;
-      read_then_written = read_then_written || (reads && op.kind != Op::kAssign && op.kind != Op::kEval);
+      refusable = refusable || (reads && op.kind != Op::kAssign && op.kind != Op::kEval);
     }
   }
-  if (read_then_written && o.threw && o.in_place) {
+  if (refusable && o.threw && o.in_place) {
     if (stats) ++stats->in_place_errors;
     return "";
   }
@@ -472,7 +483,8 @@ std::string Describe(const Program& p) {
         break;
       case Op::kEval: e = absl::StrCat(a, ".eval()"); break;
       case Op::kAssign:
-        out += absl::StrCat("  ", a, ".assign(Values(", op.seed, "));\n");
+        out += op.free_fn ? absl::StrCat("  std::ranges::copy(Values(", op.seed, "), ", a, ".mutable_data());\n")
+                          : absl::StrCat("  ", a, ".assign(Values(", op.seed, "));\n");
         e = a;  // the same handle
         break;
     }

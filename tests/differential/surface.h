@@ -23,13 +23,16 @@
 // except where those see a kink or a jump within +-2h (skipped) or the data
 // tie at a branch (a mismatch there is counted apart: HostLoss).
 //
-// Writes in place (Array::assign) come after the tape opens, into arrays no
-// other slot shares memory with; the handle then holds a new variable. In a
-// program that writes, an Error that names the write in place is accepted
-// for any request: the tape refuses what it kept when that memory was
-// written, and conservatively any input written in place that an untaped
-// array may have read before the write (its ancestry records arrays, not
-// versions). Every gradient it does give must still match.
+// Writes in place (Array::assign, or every element through mutable_data())
+// come after the tape opens, into arrays no other slot shares memory with;
+// the handle then holds a new variable. An Error that names the write is
+// accepted for any request of a program where something read the written
+// array first, or where mutable_data() wrote over an array computed from
+// others: the tape refuses what it kept when that memory was written, a path
+// through a pointer-written array (which elements changed it cannot know),
+// and conservatively any input written in place that an untaped array may
+// have read before the write (its ancestry records arrays, not versions).
+// Every gradient it does give must still match.
 // A failing case is minimised (operations, loss terms and requested arrays
 // dropped while it still fails) and printed as a reproducer.
 #pragma once
@@ -64,7 +67,8 @@ struct Op {
     kSub,         // a - b (broadcasting), or number - a when b < 0
     kWhere,       // where(a > b, a, c): a fused broadcast of a comparison and a choice
     kMath,        // dc::sin/tanh/sigmoid/exp/abs (which 0..4) of a: the Array math functions
-    kAssign,      // a.assign(Values(seed)): new values in a's memory; the slot made is the same
+    kAssign,      // a.assign(Values(seed)), or with free_fn every element written through
+                  // a.mutable_data(): new values in a's memory; the slot made is the same
                   // handle (a new variable), and `a` is not read again (see RandomProgram)
     kEval,        // a.eval() (no new array)
   } kind = kLeaf;

@@ -242,6 +242,7 @@ Program RandomProgram(uint64_t seed) {
           break;
         }
         op.kind = Op::kAssign;
+        op.free_fn = pick(2) == 0;  // through mutable_data()
         op.seed = rng();
         if (first_write < 0) first_write = static_cast<int>(p.ops.size());
         retired[static_cast<size_t>(a)] = true;
