@@ -216,32 +216,11 @@ std::string CheckRequest(const Program& p, const Model& first, const Model& seco
   const Outcome& o = run.outcomes[q];
   // A write in place may make the sweep refuse what it kept (documented, and
   // the implementation decides what it keeps): accepted as long as it says so.
-  // Only where something read the old values (a write into an array nothing
-  // read has nothing to refuse), or where mutable_data() wrote over an array
-  // computed from others (documented: which values are still theirs cannot
-  // be told, so a gradient through it is refused).
-  bool refusable = false;
-  for (const Op& w : p.ops) {
-    if (w.kind != Op::kAssign) continue;
-    const Op::Kind target = p.ops[static_cast<size_t>(m.op_of_slot[static_cast<size_t>(w.a)])].kind;
-    refusable = refusable || (w.free_fn && target != Op::kLeaf && target != Op::kView && target != Op::kAssign);
-    for (const Op& op : p.ops) {
-      const bool reads = op.a == w.a || op.b == w.a || op.c == w.a;
-      refusable = refusable || (reads && op.kind != Op::kAssign && op.kind != Op::kEval);
-    }
-  }
-  if (refusable && o.threw && o.in_place) {
+  if (m.write_may_refuse && o.threw && o.in_place) {
     if (stats) ++stats->in_place_errors;
     return "";
   }
-  // The variable a handle holds: the slot of its last assign.
-  auto variable = [&](int slot) {
-    for (size_t t = static_cast<size_t>(slot) + 1; t < m.op_of_slot.size(); ++t) {
-      const Op& op = p.ops[static_cast<size_t>(m.op_of_slot[t])];
-      if (op.kind == Op::kAssign && op.a == slot) slot = static_cast<int>(t);
-    }
-    return slot;
-  };
+  auto variable = [&](int slot) { return m.variable[static_cast<size_t>(slot)]; };
   bool expect_error = false;
   std::string why;
   for (size_t i = 0; i < r.slots.size(); ++i) {

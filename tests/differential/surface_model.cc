@@ -33,6 +33,14 @@ std::optional<Shape> BroadcastShape(const Shape& a, const Shape& b) {
 
 namespace {
 
+// The next row-major index of `shape` (wrapping to all zeros after the last).
+void Advance(std::vector<int64_t>& index, const Shape& shape) {
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (++index[d] < shape[d]) return;
+    index[d] = 0;
+  }
+}
+
 // Index into `in` (right-aligned, size-1 dims broadcast) of the element at `index` of `out`.
 int64_t SourceIndex(const Shape& in, const Shape& out, const std::vector<int64_t>& index) {
   int64_t k = 0;
@@ -43,19 +51,22 @@ int64_t SourceIndex(const Shape& in, const Shape& out, const std::vector<int64_t
   return k;
 }
 
+// f(a, b, c) elementwise over the three broadcast together.
 template <class F>
-H Map2(const H& a, const H& b, F f) {
-  H out{*BroadcastShape(a.shape, b.shape), {}};
-  const int64_t n = SizeOf(out.shape);
+H Map3(const H& a, const H& b, const H& c, F f) {
+  H out{*BroadcastShape(*BroadcastShape(a.shape, b.shape), c.shape), {}};
   std::vector<int64_t> index(out.shape.size(), 0);
-  for (int64_t e = 0; e < n; ++e) {
-    out.v.push_back(f(a.v[SourceIndex(a.shape, out.shape, index)], b.v[SourceIndex(b.shape, out.shape, index)]));
-    for (size_t d = out.shape.size(); d-- > 0;) {
-      if (++index[d] < out.shape[d]) break;
-      index[d] = 0;
-    }
+  for (int64_t e = 0; e < SizeOf(out.shape); ++e) {
+    out.v.push_back(f(a.v[static_cast<size_t>(SourceIndex(a.shape, out.shape, index))],
+                      b.v[static_cast<size_t>(SourceIndex(b.shape, out.shape, index))],
+                      c.v[static_cast<size_t>(SourceIndex(c.shape, out.shape, index))]));
+    Advance(index, out.shape);
   }
   return out;
+}
+template <class F>
+H Map2(const H& a, const H& b, F f) {
+  return Map3(a, b, H{{}, {0.0}}, [&](double x, double y, double) { return f(x, y); });
 }
 
 H Transposed(const H& a, const std::vector<int>& perm) {
@@ -66,10 +77,7 @@ H Transposed(const H& a, const std::vector<int>& perm) {
     int64_t k = 0;
     for (size_t d = 0; d < perm.size(); ++d) k = k * out.shape[d] + index[static_cast<size_t>(perm[d])];
     out.v[static_cast<size_t>(k)] = a.v[e];
-    for (size_t d = a.shape.size(); d-- > 0;) {
-      if (++index[d] < a.shape[d]) break;
-      index[d] = 0;
-    }
+    Advance(index, a.shape);
   }
   return out;
 }
@@ -98,10 +106,7 @@ H ReducedBy(const H& a, const std::vector<bool>& dims, int which, TieWatch& tie)
   std::vector<int64_t> index(a.shape.size(), 0);
   for (size_t e = 0; e < a.v.size(); ++e) {
     slices[static_cast<size_t>(SourceIndex(keep, a.shape, index))].push_back(a.v[e]);
-    for (size_t d = a.shape.size(); d-- > 0;) {
-      if (++index[d] < a.shape[d]) break;
-      index[d] = 0;
-    }
+    Advance(index, a.shape);
   }
   H out{keep, {}};
   for (const std::vector<double>& sl : slices) {
@@ -167,10 +172,7 @@ H Sliced(const H& a, const Op& op) {
     int64_t k = 0;
     for (size_t d = 0; d < index.size(); ++d) k += (start[d] + index[d] * step[d]) * in_strides[d];
     out.v.push_back(a.v[static_cast<size_t>(k)]);
-    for (size_t d = out.shape.size(); d-- > 0;) {
-      if (++index[d] < out.shape[d]) break;
-      index[d] = 0;
-    }
+    Advance(index, out.shape);
   }
   return out;
 }
@@ -199,10 +201,7 @@ H Joined(const H& a, const H& b, int axis, bool stack) {
     int64_t k = 0;
     for (size_t d = 0; d < src.size(); ++d) k += src[d] * st[d];
     out.v.push_back(from.v[static_cast<size_t>(k)]);
-    for (size_t d = out.shape.size(); d-- > 0;) {
-      if (++index[d] < out.shape[d]) break;
-      index[d] = 0;
-    }
+    Advance(index, out.shape);
   }
   return out;
 }
@@ -214,22 +213,12 @@ double Clip(double x, double lo, double hi) {
 }
 
 H Clipped(const H& x, const H& lo, const H& hi, TieWatch& tie) {
-  H out{*BroadcastShape(*BroadcastShape(x.shape, lo.shape), hi.shape), {}};
-  std::vector<int64_t> index(out.shape.size(), 0);
-  for (int64_t e = 0; e < SizeOf(out.shape); ++e) {
-    const double xv = x.v[static_cast<size_t>(SourceIndex(x.shape, out.shape, index))];
-    const double lv = lo.v[static_cast<size_t>(SourceIndex(lo.shape, out.shape, index))];
-    const double hv = hi.v[static_cast<size_t>(SourceIndex(hi.shape, out.shape, index))];
+  return Map3(x, lo, hi, [&](double xv, double lv, double hv) {
     tie.Note(xv, lv);
     tie.Note(xv, hv);
     tie.Note(lv, hv);
-    out.v.push_back(Clip(xv, lv, hv));
-    for (size_t d = out.shape.size(); d-- > 0;) {
-      if (++index[d] < out.shape[d]) break;
-      index[d] = 0;
-    }
-  }
-  return out;
+    return Clip(xv, lv, hv);
+  });
 }
 
 H Matmul(const H& a, const H& b) {
@@ -349,16 +338,12 @@ double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_
           for (double& x : r.v) x = op.number - x;
         }
         break;
-      case Op::kWhere: {
-        // where(a > b, a, c) = a where a > b, else c, broadcast over all three.
-        const H gt = Map2(*a, *b, [&](double x, double y) {
+      case Op::kWhere:  // where(a > b, a, c)
+        r = Map3(*a, *b, s[static_cast<size_t>(op.c)], [&](double x, double y, double z) {
           tie.Note(x, y);
-          return x > y ? 1.0 : 0.0;
+          return x > y ? x : z;
         });
-        const H taken = Map2(gt, *a, [](double g, double x) { return g != 0 ? x : NAN; });
-        r = Map2(taken, s[static_cast<size_t>(op.c)], [](double t, double y) { return t == t ? t : y; });
         break;
-      }
       case Op::kMath:
         r = *a;
         for (double& x : r.v) {
@@ -467,6 +452,22 @@ Model BuildModel(const Program& p, int tape_at) {
   for (size_t s = 0; s < n; ++s) {
     const Op::Kind k = p.ops[static_cast<size_t>(m.op_of_slot[s])].kind;
     m.taped[s] = k != Op::kLeaf && k != Op::kView && k != Op::kAssign && computed[s] >= tape_at;
+  }
+  m.variable.resize(n);
+  for (size_t s = 0; s < n; ++s) {
+    m.variable[s] = static_cast<int>(s);
+    const Op& w = p.ops[static_cast<size_t>(m.op_of_slot[s])];
+    if (w.kind != Op::kAssign) continue;
+    for (size_t t = 0; t < s; ++t) {
+      if (m.variable[t] == w.a) m.variable[t] = static_cast<int>(s);  // the handle's older slots
+    }
+    const Op::Kind target = p.ops[static_cast<size_t>(m.op_of_slot[static_cast<size_t>(w.a)])].kind;
+    m.write_may_refuse = m.write_may_refuse ||
+                         (w.free_fn && target != Op::kLeaf && target != Op::kView && target != Op::kAssign);
+    for (const Op& op : p.ops) {
+      const bool reads = op.a == w.a || op.b == w.a || op.c == w.a;
+      m.write_may_refuse = m.write_may_refuse || (reads && op.kind != Op::kAssign && op.kind != Op::kEval);
+    }
   }
   return m;
 }

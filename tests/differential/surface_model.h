@@ -68,6 +68,13 @@ double HostLoss(const Program& p, std::vector<H>* slots_out = nullptr, int pertu
 struct Model {
   std::vector<int> op_of_slot;
   std::vector<bool> taped;  // per slot: computed while the tape was open (leaves: false)
+  // Per slot: the slot of the variable its handle holds now (its last assign's; itself if none).
+  std::vector<int> variable;
+  // The program writes in place where the tape documents a refusal: into an
+  // array something read first (the sweep may have kept it), or through
+  // mutable_data() over an array computed from others (which values are
+  // still theirs cannot be told).
+  bool write_may_refuse = false;
 };
 // The model for the tape opened before op `tape_at` (the first tape when -1).
 Model BuildModel(const Program& p, int tape_at = -1);
