@@ -297,7 +297,8 @@ std::vector<std::string> Failures(const Program& p, Stats* stats) {
       ++stats->tie_excused;  // a branch the runtime's rounding may decide the other way
     }
   }
-  const Model m = BuildModel(p), m2 = BuildModel(p, p.tape2_at);
+  const Model m = BuildModel(p);
+  const Model m2 = p.tape2_at >= 0 ? BuildModel(p, p.tape2_at) : m;  // the nested tape's record
   for (size_t q = 0; q < p.requests.size(); ++q) {
     if (stats) ++stats->cases;
     std::string f = CheckRequest(p, m, m2, run, q, slots, ties, stats);
