@@ -151,8 +151,8 @@ bool PathBehindLeaves(const std::vector<std::shared_ptr<ArrayImpl>>& leaves,
     // A constant op records no ancestors (no gradient flows); a capped list
     // adds nothing to the inputs' own walk.
     if (o.constant || o.truncated) return false;
-    for (const auto& weak : o.ancestors) {
-      if (visit(weak.lock())) return true;
+    for (const auto& up : o.ancestors) {  // any version: conservative (the sweep tells them apart)
+      if (visit(up.array.lock())) return true;
     }
     return false;
   };

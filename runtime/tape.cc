@@ -200,7 +200,8 @@ bool Matches(const RecentOrigin& recent, std::string_view op, ArraySpan inputs, 
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i] == nullptr || !SameOwner(o->inputs[i], inputs[i]) ||
-        !SameOwner(recent.input_origins[i], inputs[i]->origin)) {
+        !SameOwner(recent.input_origins[i], inputs[i]->origin) ||
+        o->input_versions[i] != WriteCount(*inputs[i])) {  // a leaf written since keeps its (null) origin
       return false;
     }
   }
@@ -251,6 +252,10 @@ void NoteOrigin(std::string_view op, ArraySpan inputs, ArraySpan outputs, bool c
   auto origin = std::allocate_shared<Origin>(BlockAllocator<Origin>{});
   origin->op = op;
   origin->inputs.assign(inputs.begin(), inputs.end());
+  origin->input_versions.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    origin->input_versions[i] = inputs[i] != nullptr ? WriteCount(*inputs[i]) : 0;
+  }
   origin->taped = taped;
   origin->before_write = before_write;
   origin->constant = constant;
@@ -273,22 +278,31 @@ void NoteOrigin(std::string_view op, ArraySpan inputs, ArraySpan outputs, bool c
     for (const auto& w : writers) {
       origin->truncated = origin->truncated || w->truncated;
       for (const auto& up : w->ancestors) {
-        if (!up.expired()) ancestors.push_back(up);
+        if (!up.array.expired()) ancestors.push_back(up);
       }
     }
-    for (const auto& in : inputs) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const auto& in = inputs[i];
       if (in == nullptr) continue;
-      ancestors.emplace_back(in);
+      ancestors.push_back({in, origin->input_versions[i]});
       const Origin* up = in->origin.get();
       if (up == nullptr || up->constant) continue;  // a constant op cuts the dependence
       origin->truncated = origin->truncated || up->truncated;
       for (const auto& w : up->ancestors) {
-        if (!w.expired()) ancestors.push_back(w);
+        if (!w.array.expired()) ancestors.push_back(w);
       }
     }
-    std::sort(ancestors.begin(), ancestors.end(), std::owner_less<>());
+    // By array, then version: one array read at two versions (before and
+    // after a write in place) stays twice, as the two variables it held.
+    std::sort(ancestors.begin(), ancestors.end(), [](const Origin::Ancestor& a, const Origin::Ancestor& b) {
+      if (a.array.owner_before(b.array)) return true;
+      if (b.array.owner_before(a.array)) return false;
+      return a.version < b.version;
+    });
     ancestors.erase(std::unique(ancestors.begin(), ancestors.end(),
-                                [](const auto& a, const auto& b) { return SameOwner(a, b); }),
+                                [](const Origin::Ancestor& a, const Origin::Ancestor& b) {
+                                  return a.version == b.version && SameOwner(a.array, b.array);
+                                }),
                     ancestors.end());
     if (ancestors.size() > Origin::kMaxAncestors) {
       ancestors.resize(Origin::kMaxAncestors);
@@ -413,12 +427,12 @@ absl::flat_hash_set<Key> OlderVersionKeys(const std::vector<Step>& steps, const 
 bool ComputedOneFromOther(const detail::ArrayImpl& a, const detail::ArrayImpl& b) {
   absl::flat_hash_set<const detail::ArrayImpl*> upstream = {&a};
   if (a.origin != nullptr) {
-    for (const auto& w : a.origin->ancestors) upstream.insert(w.lock().get());
+    for (const auto& w : a.origin->ancestors) upstream.insert(w.array.lock().get());
   }
   if (upstream.contains(&b)) return true;
   if (b.origin == nullptr) return false;
   for (const auto& w : b.origin->ancestors) {
-    const std::shared_ptr<detail::ArrayImpl> up = w.lock();
+    const std::shared_ptr<detail::ArrayImpl> up = w.array.lock();
     if (up != nullptr && upstream.contains(up.get())) return true;
   }
   return false;
@@ -471,14 +485,21 @@ Behind BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeI
   Behind behind;
   std::vector<Item> stack = {{loss, {}, {}, kNow, 0, true}};
   absl::flat_hash_set<std::tuple<const detail::ArrayImpl*, uint32_t, uint64_t>> seen_taped;
+  // Older versions met behind an untaped array (or a constant op): what
+  // computed them is behind it too, but the array as it is now is not.
+  absl::flat_hash_set<std::tuple<const detail::ArrayImpl*, uint32_t, bool>> seen_older;
   for (int budget = 100000; !stack.empty() && budget > 0; --budget) {
     Item item = std::move(stack.back());
     stack.pop_back();
     const detail::ArrayImpl& a = *item.array;
-    if (item.via.array != nullptr) {
-      if (!behind.untaped.try_emplace(&a, item.via).second) continue;
-    } else if (item.constant.array != nullptr) {
-      if (!behind.through_constant.try_emplace(&a, item.constant).second) continue;
+    const bool current = item.version == kNow || item.version == detail::WriteCount(a);
+    if (item.via.array != nullptr || item.constant.array != nullptr) {
+      const bool via = item.via.array != nullptr;
+      UntapedMap& map = via ? behind.untaped : behind.through_constant;
+      if (current ? !map.try_emplace(&a, via ? item.via : item.constant).second
+                  : !seen_older.insert({&a, item.version, via}).second) {
+        continue;
+      }
     } else if (!seen_taped.insert({&a, item.version, item.epoch}).second) {
       continue;
     }
@@ -517,7 +538,10 @@ Behind BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeI
         const Via via = item.via.array ? item.via : self;
         if (!o.truncated || !detail::InputsTellAncestry(o)) {
           for (const auto& w : o.ancestors) {
-            if (auto up = w.lock()) behind.untaped.try_emplace(up.get(), via);
+            // Only the variables the arrays hold now: one written in place
+            // since it was read is another variable, not behind `via`.
+            auto up = w.array.lock();
+            if (up != nullptr && w.version == detail::WriteCount(*up)) behind.untaped.try_emplace(up.get(), via);
           }
           if (o.truncated && behind.unverified.array == nullptr) behind.unverified = via;
         }
@@ -526,7 +550,7 @@ Behind BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeI
                                   : Item{nullptr, item.via.array ? item.via : self, {}};
       for (size_t k = 0; k < o.inputs.size(); ++k) {
         if (auto in = o.inputs[k].lock()) {
-          stack.push_back({std::move(in), marks.via, marks.constant});
+          stack.push_back({std::move(in), marks.via, marks.constant, o.input_versions[k]});
         } else if (constant && k < o.producers.size()) {  // the input is gone: follow its node
           const auto node = o.producers[k].first.lock();
           if (node != nullptr && on_tape.contains(node.get())) {
@@ -608,18 +632,22 @@ std::string UntapedText(const Via& v) {
                       ", which this tape sees as a constant");
 }
 
-// An array computed from an input before the input was written in place
-// holds its old values, which the tape cannot tell from its new ones (an
-// ancestry records arrays, not versions), so the path is refused like any
-// untaped one; opening the Tape earlier would not help, so say what would.
-bool WrittenInPlace(const detail::ArrayImpl& input) {
-  return detail::WriteCount(input) != 0 || detail::LastInPlaceWrite(input.storage.get()) != 0;
+// An array computed from an input before the input itself was written in
+// place read another variable (the ancestry records versions), so it is not
+// behind the input as it is now. A write through another view of the same
+// memory leaves the input's own version as it was: an array computed before
+// that write holds the old values, which the tape cannot tell from the new
+// ones, so the path is refused like any untaped one; opening the Tape
+// earlier would not help, so say what would.
+bool WrittenThroughAnotherView(const detail::ArrayImpl& input) {
+  return detail::WriteCount(input) == 0 && detail::LastInPlaceWrite(input.storage.get()) != 0;
 }
 constexpr char kComputedFromOldValues[] =
-    ". The input was written in place (Array::assign, mutable_data()): if that array was computed "
-    "from its values before the write, it holds the old values, to the tape another variable that "
-    "it cannot tell from the new one. Use a fresh copy of that array as the constant "
-    "(Array::from(v.to_vector(), v.shape())), or take the gradient before writing";
+    ". The input's memory was written in place through another view of it (Array::assign, "
+    "mutable_data()): if that array was computed from its values before the write, it holds the "
+    "old values, which the tape cannot tell from the new ones (it tells versions apart per array, "
+    "not per memory). Write through the input itself, use a fresh copy of that array as the "
+    "constant (Array::from(v.to_vector(), v.shape())), or take the gradient before writing";
 
 // What to do about a path through `via`, an array the tape did not record (before UserMemoryAdvice).
 std::string UntapedAdviceFor(const Via& via, bool used) {
@@ -803,7 +831,7 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
                        used ? " reaches the loss on this tape, but also through "
                             : " does not reach the loss on this tape: the loss depends on it only through ",
                        UntapedText(it->second), used ? "; the gradient would miss that path" : "",
-                       WrittenInPlace(*inputs[i]) && !IsSweepResult(it->second.origin) &&
+                       WrittenThroughAnotherView(*inputs[i]) && !IsSweepResult(it->second.origin) &&
                                !it->second.origin->before_write && !it->second.origin->pointer_written
                            ? kComputedFromOldValues
                            : UntapedAdvice(it->second, used)));

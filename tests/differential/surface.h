@@ -26,13 +26,13 @@
 // Writes in place (Array::assign, or every element through mutable_data())
 // come after the tape opens, into arrays no other slot shares memory with;
 // the handle then holds a new variable. An Error that names the write is
-// accepted for any request of a program where something read the written
-// array first, or where mutable_data() wrote over an array computed from
-// others: the tape refuses what it kept when that memory was written, a path
-// through a pointer-written array (which elements changed it cannot know),
-// and conservatively any input written in place that an untaped array may
-// have read before the write (its ancestry records arrays, not versions).
-// Every gradient it does give must still match.
+// accepted for any request of a program where an operation on the tape read
+// the written array first, or where mutable_data() wrote over an array
+// computed from others: the tape refuses what it kept when that memory was
+// written, and a path through a pointer-written array (which elements
+// changed it cannot know). An array computed before the tape from the old
+// values is a constant computed from another variable: no Error there (the
+// ancestry records versions). Every gradient it does give must still match.
 // A failing case is minimised (operations, loss terms and requested arrays
 // dropped while it still fails) and printed as a reproducer.
 #pragma once

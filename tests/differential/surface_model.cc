@@ -406,9 +406,25 @@ Model BuildModel(const Program& p, int tape_at) {
     const Op& op = p.ops[i];
     const int t = static_cast<int>(i);
     switch (op.kind) {
+      case Op::kAssign: {
+        // The write first computes the pending results that read the
+        // memory (runtime/pending_readers.h): those whose fused group reads
+        // the written slot, directly or through a pending slot it fuses.
+        std::function<bool(int)> reads_written = [&](int c) {
+          const Op& r = p.ops[static_cast<size_t>(m.op_of_slot[static_cast<size_t>(c)])];
+          for (int in : {r.a, r.b, r.c}) {
+            if (in == op.a || (in >= 0 && pending[static_cast<size_t>(in)] && reads_written(in))) return true;
+          }
+          return false;
+        };
+        for (int c = 0; c < slot; ++c) {
+          if (pending[static_cast<size_t>(c)] && reads_written(c)) force(c, t);
+        }
+        computed[static_cast<size_t>(slot)] = -1;  // a new variable
+        break;
+      }
       case Op::kLeaf:
-      case Op::kView:
-      case Op::kAssign: computed[static_cast<size_t>(slot)] = -1; break;  // a new variable
+      case Op::kView: computed[static_cast<size_t>(slot)] = -1; break;  // a new variable
       case Op::kScale:
       case Op::kUnary:
       case Op::kAdd:
@@ -464,9 +480,14 @@ Model BuildModel(const Program& p, int tape_at) {
     const Op::Kind target = p.ops[static_cast<size_t>(m.op_of_slot[static_cast<size_t>(w.a)])].kind;
     m.write_may_refuse = m.write_may_refuse ||
                          (w.free_fn && target != Op::kLeaf && target != Op::kView && target != Op::kAssign);
-    for (const Op& op : p.ops) {
+    // A reader of the values overwritten that the tape recorded (what it
+    // read is kept, or the loss may reach both variables); one computed
+    // before the tape read another variable, a constant to it (the ancestry
+    // records versions).
+    for (size_t c = 0; c < n; ++c) {
+      const Op& op = p.ops[static_cast<size_t>(m.op_of_slot[c])];
       const bool reads = op.a == w.a || op.b == w.a || op.c == w.a;
-      m.write_may_refuse = m.write_may_refuse || (reads && op.kind != Op::kAssign && op.kind != Op::kEval);
+      m.write_may_refuse = m.write_may_refuse || (reads && op.kind != Op::kAssign && m.taped[c]);
     }
   }
   return m;

@@ -71,7 +71,7 @@ struct Model {
   // Per slot: the slot of the variable its handle holds now (its last assign's; itself if none).
   std::vector<int> variable;
   // The program writes in place where the tape documents a refusal: into an
-  // array something read first (the sweep may have kept it), or through
+  // array an operation on the tape read first (the sweep may have kept it), or through
   // mutable_data() over an array computed from others (which values are
   // still theirs cannot be told).
   bool write_may_refuse = false;

@@ -65,13 +65,24 @@ struct Origin {
   // Inline for a few entries: an Origin is built on nearly every launch, and
   // most ops read one to three arrays with a handful of ancestors.
   absl::InlinedVector<std::weak_ptr<ArrayImpl>, 3> inputs;
+  // Each input's write count (in_place.h) when it was read: an array written
+  // in place since holds another variable, which this one was not computed from.
+  absl::InlinedVector<uint32_t, 3> input_versions;
+  // An array upstream, and its write count when the values met were read.
+  struct Ancestor {
+    std::weak_ptr<ArrayImpl> array;
+    uint32_t version = 0;
+  };
   // Every array upstream that was alive when this one was computed: the
-  // inputs, their ancestors, and so on (deduplicated; not through a constant
-  // op). A temporary in between (norm(x * 2): x * 2 is dropped) does not cut
-  // the path from the loss back to x, which `inputs` alone would. Dead entries
-  // are pruned whenever a descendant is noted, so a long tape-less loop keeps
-  // only what the user still holds. Capped at kMaxAncestors (`truncated`).
-  absl::InlinedVector<std::weak_ptr<ArrayImpl>, 6> ancestors;
+  // inputs, their ancestors, and so on (deduplicated by array and version;
+  // not through a constant op). A temporary in between (norm(x * 2): x * 2 is
+  // dropped) does not cut the path from the loss back to x, which `inputs`
+  // alone would. The version tells a variable from the one its array holds
+  // after a write in place (u_old = u.copy(); u.assign(...): u_old was
+  // computed from the old u, not the new). Dead entries are pruned whenever a
+  // descendant is noted, so a long tape-less loop keeps only what the user
+  // still holds. Capped at kMaxAncestors (`truncated`).
+  absl::InlinedVector<Ancestor, 6> ancestors;
   bool truncated = false;
   static constexpr size_t kMaxAncestors = 4096;
   bool taped = false;
