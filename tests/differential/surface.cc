@@ -1,5 +1,6 @@
 // The runtime run of a random public-surface program, its check against the reference, minimisation and reproducers.
 #include "differential/surface.h"
+#include "differential/surface_math.h"
 #include "differential/surface_model.h"
 
 #include <algorithm>
@@ -124,14 +125,10 @@ RuntimeRun RunRuntimeAs(const Program& p) {
         break;
       case Op::kSub: s.push_back(b ? *a - *b : op.number - *a); break;
       case Op::kWhere: s.push_back(where(*a > *b, *a, s[static_cast<size_t>(op.c)])); break;
-      case Op::kMath: {
-        static constexpr D (*kFns[])(const D&) = {
-            [](const D& x) { return dualcast::sin(x); }, [](const D& x) { return dualcast::tanh(x); },
-            [](const D& x) { return dualcast::sigmoid(x); }, [](const D& x) { return dualcast::exp(x); },
-            [](const D& x) { return dualcast::abs(x); }};
-        s.push_back(kFns[op.which](*a));
+      case Op::kMath: s.push_back(MathOf(op.which, *a)); break;
+      case Op::kMath2:
+        s.push_back(Math2Of(op.which, *a, *b, op.c >= 0 ? s[static_cast<size_t>(op.c)] : *a));
         break;
-      }
       case Op::kClip:
         s.push_back(b ? clip(*a, *b, s[static_cast<size_t>(op.c)]) : clip(*a, op.number, op.number2));
         break;
@@ -456,7 +453,8 @@ std::string Describe(const Program& p) {
         break;
       case Op::kSub: e = op.b >= 0 ? absl::StrCat(a, " - ", b) : absl::StrCat(op.number, " - ", a); break;
       case Op::kWhere: e = absl::StrCat("where(", a, " > ", b, ", ", a, ", ", c, ")"); break;
-      case Op::kMath: e = absl::StrCat("dc::", kMathNames[op.which], "(", a, ")"); break;
+      case Op::kMath: e = MathText(kMathPatterns[op.which], a); break;
+      case Op::kMath2: e = MathText(kMath2Patterns[op.which], a, b, c); break;
       case Op::kClip:
         e = op.b >= 0 ? absl::StrCat("clip(", a, ", ", b, ", ", c, ")")
                       : absl::StrCat("clip(", a, ", ", op.number, ", ", op.number2, ")");

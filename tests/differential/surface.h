@@ -2,8 +2,8 @@
 //
 // A program is a few operations over small arrays, written the ways a user
 // writes them: methods and free functions (reshape, transpose, copy, slice,
-// concat, stack), operators and scalar arithmetic, where, clip, the Array
-// math functions, broadcasts of branchy kernels, sum/mean/max/min/prod/
+// concat, stack), operators and scalar arithmetic, where, clip, every Array
+// math function (surface_math.h), broadcasts of branchy kernels, sum/mean/max/min/prod/
 // logsumexp/var/norm (all axes, one, or a list: any subset, negative
 // spellings, none), matmul, eval(); leaves are owning arrays or views of user
 // memory; a third of the programs are float32. A Tape opens at a random point
@@ -66,7 +66,8 @@ struct Op {
     kClip,        // clip(a, number, number2), or clip(a, b, c) with arrays
     kSub,         // a - b (broadcasting), or number - a when b < 0
     kWhere,       // where(a > b, a, c): a fused broadcast of a comparison and a choice
-    kMath,        // dc::sin/tanh/sigmoid/exp/abs (which 0..4) of a: the Array math functions
+    kMath,        // an Array math function of a (which: kMathPatterns in surface_math.h)
+    kMath2,       // a binary one of a and b, or fma(a, b, c) (which: kMath2Patterns)
     kAssign,      // a.assign(Values(seed)), or with free_fn every element written through
                   // a.mutable_data(): new values in a's memory; the slot made is the same
                   // handle (a new variable), and `a` is not read again (see RandomProgram)
@@ -85,10 +86,8 @@ struct Op {
   bool free_fn = false;  // the free-function spelling
   double number = 0, number2 = 0;
   uint64_t seed = 0;  // leaf values
-  int which = 0;      // kReduce: 0 max, 1 min, 2 prod, 3 logsumexp, 4 var, 5 norm; kMath: kMathNames
+  int which = 0;      // kReduce: 0 max, 1 min, 2 prod, 3 logsumexp, 4 var, 5 norm; kMath, kMath2: surface_math.h
 };
-
-inline constexpr const char* kMathNames[] = {"sin", "tanh", "sigmoid", "exp", "abs"};
 
 inline constexpr const char* kReduceNames[] = {"max", "min", "prod", "logsumexp", "var", "norm"};
 // max, min and prod of a pending array are pending (like sum); the others compute at once.

@@ -1,5 +1,6 @@
 // The double reference of a surface program and the outcome model (surface_model.h).
 #include "differential/surface_model.h"
+#include "differential/surface_math.h"
 
 #include <cmath>
 
@@ -347,11 +348,18 @@ double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_
       case Op::kMath:
         r = *a;
         for (double& x : r.v) {
-          if (op.which == 4) tie.Note(x, 0);  // abs
-          x = std::array<double, 5>{std::sin(x), std::tanh(x), 1 / (1 + std::exp(-x)), std::exp(x),
-                                    std::abs(x)}[static_cast<size_t>(op.which)];
+          MathTies(op.which, x, [&](double u, double v) { tie.Note(u, v); });
+          x = MathOf(op.which, x);
         }
         break;
+      case Op::kMath2: {
+        const H& c = op.c >= 0 ? s[static_cast<size_t>(op.c)] : H{{}, {0.0}};
+        r = Map3(*a, *b, c, [&](double x, double y, double z) {
+          Math2Ties(op.which, x, y, [&](double u, double v) { tie.Note(u, v); });
+          return Math2Of(op.which, x, y, z);
+        });
+        break;
+      }
       case Op::kClip:
         r = op.b >= 0 ? Clipped(*a, *b, s[static_cast<size_t>(op.c)], tie)
                       : Clipped(*a, H{{}, {op.number}}, H{{}, {op.number2}}, tie);
@@ -433,6 +441,7 @@ Model BuildModel(const Program& p, int tape_at) {
       case Op::kSub:
       case Op::kWhere:
       case Op::kMath:
+      case Op::kMath2:
       case Op::kClip:  // fused broadcasts
         for (int in : {op.a, op.b, op.c}) {
           if (in >= 0 && is_reduction(in)) force(in, t);

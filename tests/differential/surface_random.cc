@@ -4,6 +4,7 @@
 #include <random>
 
 #include "differential/surface.h"
+#include "differential/surface_math.h"
 #include "differential/surface_model.h"
 #include "dualcast/array_ops.hpp"
 
@@ -74,7 +75,7 @@ Program RandomProgram(uint64_t seed) {
       aliased[static_cast<size_t>(a)] = true;
       aliased[static_cast<size_t>(made)] = true;
     };
-    switch (pick(21)) {
+    switch (pick(22)) {
       case 0: leaf(random_shape()); break;
       case 1:
         op.kind = Op::kScale;
@@ -250,9 +251,21 @@ Program RandomProgram(uint64_t seed) {
         break;
       case 18:
         op.kind = Op::kMath;
-        op.which = pick(5);
+        op.which = pick(kMathCount);
         add(op, sa);
         break;
+      case 21: {
+        op.kind = Op::kMath2;
+        op.which = pick(kMath2Count);
+        op.b = partner(sa);
+        Shape t = *BroadcastShape(sa, shapes[static_cast<size_t>(op.b)]);
+        if (op.which == kMath2Fma) {
+          op.c = partner(t);
+          t = *BroadcastShape(t, shapes[static_cast<size_t>(op.c)]);
+        }
+        add(op, t);
+        break;
+      }
       default: op.kind = Op::kEval; p.ops.push_back(op); break;
     }
   }
