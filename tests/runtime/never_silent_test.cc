@@ -86,7 +86,7 @@ TEST_CASE("a Tape opened after the forward pass: an Error that says so, never ze
 }
 
 TEST_CASE("the same broadcast repeated before and inside a Tape: each result keeps what it was computed from") {
-  // Repeats of one launch from the same arrays share an Origin (tape.cc);
+  // Repeats of one launch from the same arrays share an Origin (origin.cc);
   // this checks the sharing never lets a result computed before the tape
   // pass for a taped one, nor loses the arrays behind a shared result.
   const Kernel cell = Cell();
