@@ -69,8 +69,19 @@ Behind BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeI
     // The untaped Origin `o` computed the values met (all or some of them).
     auto behind_origin = [&](const detail::Origin& o, bool memory) {
       const Via self{&a, &o, memory};
-      const bool constant = o.constant && o.taped && item.via.array == nullptr;
-      if (!o.constant) {
+      // Past an op without a gradient (argmax), taped or not, no derivative
+      // flows: an untaped array there hides no path, and what is behind it
+      // is reached only through that op.
+      const bool after_constant = item.via.array == nullptr && item.constant.array != nullptr;
+      const bool constant = (o.constant && item.via.array == nullptr) || after_constant;
+      if (!o.constant && after_constant) {
+        for (const auto& w : o.ancestors) {
+          auto up = w.array.lock();
+          if (up != nullptr && w.version == detail::WriteCount(*up)) {
+            behind.through_constant.try_emplace(up.get(), item.constant);
+          }
+        }
+      } else if (!o.constant) {
         // Everything upstream of an untaped array is behind it: its flattened
         // ancestry, which temporaries dropped on the way do not cut. Past its
         // cap the ancestry is partial, and the walk through the inputs

@@ -126,6 +126,13 @@ RuntimeRun RunRuntimeAs(const Program& p) {
       case Op::kSub: s.push_back(b ? *a - *b : op.number - *a); break;
       case Op::kWhere: s.push_back(where(*a > *b, *a, s[static_cast<size_t>(op.c)])); break;
       case Op::kMath: s.push_back(MathOf(op.which, *a)); break;
+      case Op::kArgReduce:
+        if (op.axis < 0) {
+          s.push_back(op.which == 0 ? argmax(*a) : argmin(*a));
+        } else {
+          s.push_back(op.which == 0 ? argmax(*a, op.axis, op.keepdims) : argmin(*a, op.axis, op.keepdims));
+        }
+        break;
       case Op::kMath2:
         s.push_back(Math2Of(op.which, *a, *b, op.c >= 0 ? s[static_cast<size_t>(op.c)] : *a));
         break;
@@ -185,7 +192,8 @@ RuntimeRun RunRuntimeAs(const Program& p) {
                    o.message.find("mutable_data") != std::string::npos;
       o.documented = e.kind() == ErrorKind::kInvalidArgument &&
                      (o.message.find("does not reach the loss") != std::string::npos ||
-                      o.message.find("but also through") != std::string::npos);
+                      o.message.find("but also through") != std::string::npos ||
+                      o.message.find("reaches the loss only through '") != std::string::npos);
       for (const D& b : buffers) {  // on an error nothing is written
         for (double x : ToDouble(b)) {
           if (x != 1.0) {
@@ -455,6 +463,10 @@ std::string Describe(const Program& p) {
       case Op::kWhere: e = absl::StrCat("where(", a, " > ", b, ", ", a, ", ", c, ")"); break;
       case Op::kMath: e = MathText(kMathPatterns[op.which], a); break;
       case Op::kMath2: e = MathText(kMath2Patterns[op.which], a, b, c); break;
+      case Op::kArgReduce:
+        e = absl::StrCat(op.which == 0 ? "argmax(" : "argmin(", a,
+                         op.axis < 0 ? "" : absl::StrCat(", ", op.axis, ", ", op.keepdims ? "true" : "false"), ")");
+        break;
       case Op::kClip:
         e = op.b >= 0 ? absl::StrCat("clip(", a, ", ", b, ", ", c, ")")
                       : absl::StrCat("clip(", a, ", ", op.number, ", ", op.number2, ")");

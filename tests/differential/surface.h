@@ -5,7 +5,7 @@
 // concat, stack), operators and scalar arithmetic, where, clip, every Array
 // math function (surface_math.h), broadcasts of branchy kernels, sum/mean/max/min/prod/
 // logsumexp/var/norm (all axes, one, or a list: any subset, negative
-// spellings, none), matmul, eval(); leaves are owning arrays or views of user
+// spellings, none), argmax/argmin, matmul, eval(); leaves are owning arrays or views of user
 // memory; a third of the programs are float32. A Tape opens at a random point
 // of it; the loss is a weighted sum of some of the arrays; gradients are then
 // requested with respect to random sets of arrays (leaves, still-pending
@@ -68,6 +68,8 @@ struct Op {
     kWhere,       // where(a > b, a, c): a fused broadcast of a comparison and a choice
     kMath,        // an Array math function of a (which: kMathPatterns in surface_math.h)
     kMath2,       // a binary one of a and b, or fma(a, b, c) (which: kMath2Patterns)
+    kArgReduce,   // argmax (which 0) or argmin (1) of a, all or along `axis`, keepdims:
+                  // indices, piecewise constant in a (no gradient flows through them)
     kAssign,      // a.assign(Values(seed)), or with free_fn every element written through
                   // a.mutable_data(): new values in a's memory; the slot made is the same
                   // handle (a new variable), and `a` is not read again (see RandomProgram)

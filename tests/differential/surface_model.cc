@@ -97,7 +97,7 @@ struct TieWatch {
 // Each slice over the reduced dims of `a`, one result per slice, the reduced
 // dims kept with size 1: `which` is kReduce's 0..5, or kSumOf / kMeanOf.
 // Ties: a repeated extreme, a zero norm.
-constexpr int kSumOf = -1, kMeanOf = -2;
+constexpr int kSumOf = -1, kMeanOf = -2, kArgmaxOf = 6, kArgminOf = 7;
 H ReducedBy(const H& a, const std::vector<bool>& dims, int which, TieWatch& tie) {
   Shape keep = a.shape;
   for (size_t d = 0; d < keep.size(); ++d) {
@@ -113,7 +113,14 @@ H ReducedBy(const H& a, const std::vector<bool>& dims, int which, TieWatch& tie)
   for (const std::vector<double>& sl : slices) {
     const double n = static_cast<double>(sl.size());
     double r = which == 0 ? -INFINITY : which == 1 ? INFINITY : which == 2 ? 1 : 0;
-    if (which == 3) {
+    if (which == kArgmaxOf || which == kArgminOf) {  // the first extreme's place in the slice
+      size_t best = 0;
+      for (size_t e = 1; e < sl.size(); ++e) {
+        if (which == kArgmaxOf ? sl[e] > sl[best] : sl[e] < sl[best]) best = e;
+      }
+      tie.seen = tie.seen || std::count_if(sl.begin(), sl.end(), [&](double x) { return tie.Near(x, sl[best]); }) > 1;
+      r = static_cast<double>(best);
+    } else if (which == 3) {
       double m = -INFINITY, total = 0;
       for (double x : sl) m = std::max(m, x);
       for (double x : sl) total += std::exp(x - m);
@@ -328,6 +335,10 @@ double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_
         r.shape = ReducedShape(op, a->shape);
         break;
       case Op::kMatmul: r = Matmul(*a, *b); break;
+      case Op::kArgReduce:
+        r = ReducedBy(*a, ReducedDims(op, a->shape.size()), op.which == 0 ? kArgmaxOf : kArgminOf, tie);
+        r.shape = ReducedShape(op, a->shape);
+        break;
       case Op::kSlice: r = Sliced(*a, op); break;
       case Op::kConcat:
       case Op::kStack: r = Joined(*a, *b, op.axis, op.kind == Op::kStack); break;
@@ -519,6 +530,8 @@ std::pair<bool, bool> Reach(const Program& p, const Model& m, int r) {
     for (size_t c = 0; c < m.op_of_slot.size(); ++c) {
       const Op& op = p.ops[static_cast<size_t>(m.op_of_slot[c])];
       if (op.kind == Op::kAssign) continue;  // reads no values: a new variable
+      // argmax/argmin, on the tape or not: no gradient flows, and no path is missed.
+      if (op.kind == Op::kArgReduce) continue;
       if (op.a == s || op.b == s || op.c == s) stack.push_back({static_cast<int>(c), dirty || !m.taped[c]});
     }
   }

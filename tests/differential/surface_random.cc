@@ -75,7 +75,7 @@ Program RandomProgram(uint64_t seed) {
       aliased[static_cast<size_t>(a)] = true;
       aliased[static_cast<size_t>(made)] = true;
     };
-    switch (pick(22)) {
+    switch (pick(23)) {
       case 0: leaf(random_shape()); break;
       case 1:
         op.kind = Op::kScale;
@@ -253,6 +253,18 @@ Program RandomProgram(uint64_t seed) {
         op.kind = Op::kMath;
         op.which = pick(kMathCount);
         add(op, sa);
+        break;
+      case 22:
+        if (SizeOf(sa) == 0) {  // argmax of nothing is an Error
+          op.kind = Op::kEval;
+          p.ops.push_back(op);
+          break;
+        }
+        op.kind = Op::kArgReduce;
+        op.which = pick(2);
+        op.axis = sa.empty() || pick(3) == 0 ? -1 : pick(static_cast<int>(sa.size()));
+        op.keepdims = op.axis >= 0 && pick(2) == 0;
+        add(op, ReducedShape(op, sa));
         break;
       case 21: {
         op.kind = Op::kMath2;

@@ -225,6 +225,28 @@ TEST_CASE("an input reaching the loss only through argmax: an Error naming argma
   for (size_t e = 0; e < xv.size(); ++e) CHECK(g[e] == doctest::Approx(2 * xv[e] * iv[e / 4]).epsilon(1e-15));
 }
 
+// Found by the public-surface tester once it drew argmax: a path through
+// argmax passed an array computed before the tape (or argmax itself was,
+// before this tape), and the tape refused it as a missed path. No derivative
+// flows through argmax, taped or not, so nothing is missed: the gradient is
+// the recorded paths', zeros when asked for an input reached only that way.
+TEST_CASE("argmax past or before the tape: no missed path, the gradient of the other paths") {
+  D x = D::uniform({2, 3}, 20, -1, 1);
+  D t = x.transpose();  // before the tape: a view the tape does not see
+  t.eval();
+  D early = argmin(x * 3.0, 1, true);  // argmin itself before the tape
+  Tape tape;
+  D idx = argmax(t, 0);  // reads the untaped transpose
+  D loss = sum(idx * 2.0) + sum(x * x) + sum(early * 5.0);
+  const std::vector<double> g = tape.gradient(loss, {x})[0].to_vector();
+  const std::vector<double> xv = x.to_vector();
+  for (size_t e = 0; e < xv.size(); ++e) CHECK(g[e] == doctest::Approx(2 * xv[e]).epsilon(1e-15));
+  // Reached only through them: the argmax Error, zeros when asked.
+  D only = sum(idx * 2.0) + sum(early * 5.0);
+  CHECK(Has(ErrorOf([&] { tape.gradient(only, {x}); }), "reaches the loss only through"));
+  CHECK(tape.gradient(only, {x}, {.allow_unused = true})[0].to_vector() == std::vector<double>(6, 0.0));
+}
+
 // Found by the public-surface tester once it drew these ops: norm (any
 // generated reduction), slice and concat computed before the tape noted no
 // origin, so a loss reaching x through them (too) gave a gradient that missed
