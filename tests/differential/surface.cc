@@ -68,6 +68,7 @@ RuntimeRun RunRuntimeAs(const Program& p) {
                    64);
     }
     if (static_cast<int>(i) == p.tape2_at) tape2.emplace();
+    if (static_cast<int>(i) == p.clear_at) tape->clear();
     if (i == p.ops.size()) break;
     const Op& op = p.ops[i];
     const D* a = op.a >= 0 ? &s[static_cast<size_t>(op.a)] : nullptr;
@@ -320,7 +321,7 @@ std::vector<std::string> Failures(const Program& p, Stats* stats) {
 std::optional<Program> Without(const Program& p, size_t i) {
   Program q;
   std::vector<int> remap;  // old slot -> new slot or -1
-  int old_slot = 0, kept_before_tape = 0, kept_before_tape2 = 0;
+  int old_slot = 0, kept_before_tape = 0, kept_before_tape2 = 0, kept_before_clear = 0;
   for (size_t j = 0; j < p.ops.size(); ++j) {
     Op op = p.ops[j];
     bool drop = j == i;
@@ -334,6 +335,7 @@ std::optional<Program> Without(const Program& p, size_t i) {
     if (drop) continue;
     if (static_cast<int>(j) < p.tape_at) ++kept_before_tape;
     if (static_cast<int>(j) < p.tape2_at) ++kept_before_tape2;
+    if (static_cast<int>(j) < p.clear_at) ++kept_before_clear;
     if (op.a >= 0) op.a = remap[static_cast<size_t>(op.a)];
     if (op.b >= 0) op.b = remap[static_cast<size_t>(op.b)];
     if (op.c >= 0) op.c = remap[static_cast<size_t>(op.c)];
@@ -341,6 +343,7 @@ std::optional<Program> Without(const Program& p, size_t i) {
   }
   q.tape_at = kept_before_tape;
   q.tape2_at = p.tape2_at < 0 ? -1 : kept_before_tape2;
+  q.clear_at = p.clear_at < 0 ? -1 : kept_before_clear;
   q.mode = p.mode;
   q.f32 = p.f32;
   q.cuda = p.cuda;
@@ -412,6 +415,7 @@ std::string Describe(const Program& p) {
                                         "  dc::Tape tape(dc::PartialsMode::kAuto, 64);\n"}[static_cast<size_t>(p.mode)];
     }
     if (static_cast<int>(i) == p.tape2_at) out += "  dc::Tape tape2;  // nested\n";
+    if (static_cast<int>(i) == p.clear_at) out += "  tape.clear();\n";
     if (i == p.ops.size()) break;
     const Op& op = p.ops[i];
     const std::string a = absl::StrCat("s", op.a), b = absl::StrCat("s", op.b), c = absl::StrCat("s", op.c);

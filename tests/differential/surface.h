@@ -7,7 +7,7 @@
 // logsumexp/var/norm (all axes, one, or a list: any subset, negative
 // spellings, none), argmax/argmin, matmul, eval(); leaves are owning arrays or views of user
 // memory; a third of the programs are float32. A Tape opens at a random point
-// of it; the loss is a weighted sum of some of the arrays; gradients are then
+// of it (and is sometimes cleared at a later one); the loss is a weighted sum of some of the arrays; gradients are then
 // requested with respect to random sets of arrays (leaves, still-pending
 // ones, intermediates, views) through gradient, value_and_gradient or
 // accumulate_gradient.
@@ -110,6 +110,9 @@ struct Program {
   // it), opens before op tape2_at; -1: none. Tapes nest: an operation is
   // recorded on every tape alive when it is computed.
   int tape2_at = -1;
+  // The first tape is cleared (Tape::clear) before op clear_at (>= tape_at;
+  // -1: never): what it recorded before is outside its record from then on.
+  int clear_at = -1;
   int mode = 0;                        // 0 kCache, 1 kRecompute, 2 kAuto with a 64-byte budget
   // Array<float> (leaves and weights rounded to float; looser tolerances) instead of Array<double>.
   bool f32 = false;

@@ -395,7 +395,7 @@ double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_
 
 
 Model BuildModel(const Program& p, int tape_at) {
-  if (tape_at < 0) tape_at = p.tape_at;
+  if (tape_at < 0) tape_at = std::max(p.tape_at, p.clear_at);  // a clear starts the record anew
   Model m;
   std::vector<bool> pending;
   std::vector<int> computed;

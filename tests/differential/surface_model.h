@@ -76,7 +76,8 @@ struct Model {
   // still theirs cannot be told).
   bool write_may_refuse = false;
 };
-// The model for the tape opened before op `tape_at` (the first tape when -1).
+// The model for the tape opened before op `tape_at` (the first tape when -1:
+// from its open, or from its clear when it is cleared).
 Model BuildModel(const Program& p, int tape_at = -1);
 // Whether slot `r` reaches the loss through taped operations only, and
 // through some operation computed before the tape.

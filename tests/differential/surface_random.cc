@@ -291,6 +291,7 @@ Program RandomProgram(uint64_t seed) {
     const int last = first_write >= 0 ? first_write : static_cast<int>(p.ops.size());
     p.tape2_at = p.tape_at + pick(last - p.tape_at + 1);
   }
+  if (pick(4) == 0) p.clear_at = p.tape_at + pick(static_cast<int>(p.ops.size()) - p.tape_at + 1);
   p.mode = pick(3);
   p.f32 = pick(3) == 0;
   p.loss_slots.push_back(n - 1);
