@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -37,6 +38,10 @@ const Kernel& BinaryKernel() {
   static const Kernel k = kernel("surface_b", kBinaryFn);
   return k;
 }
+const Kernel& PairKernel() {
+  static const Kernel k = kernel("surface_pair", kPairFn);
+  return k;
+}
 
 // ---- the runtime run --------------------------------------------------------
 
@@ -60,6 +65,7 @@ RuntimeRun RunRuntimeAs(const Program& p) {
   const Device device = p.cuda ? Device::cuda() : Device::cpu();
   std::vector<D> s;
   std::vector<std::unique_ptr<std::vector<T>>> buffers;
+  std::map<int, D> second_outputs;  // kPair slot -> its output 1
   std::optional<Tape> tape, tape2;  // tape2 is destroyed first
   for (size_t i = 0; i <= p.ops.size(); ++i) {
     if (static_cast<int>(i) == p.tape_at) {
@@ -91,6 +97,13 @@ RuntimeRun RunRuntimeAs(const Program& p) {
       case Op::kAdd: s.push_back(*a + *b); break;
       case Op::kMul: s.push_back(*a * *b); break;
       case Op::kBinary: s.push_back(broadcast(BinaryKernel(), *a, *b)); break;
+      case Op::kPair: {
+        std::vector<D> outs = broadcast_n(PairKernel(), *a, *b);
+        second_outputs[static_cast<int>(s.size())] = outs[1];  // held from the start, as a user's would be
+        s.push_back(outs[0]);
+        break;
+      }
+      case Op::kPairSecond: s.push_back(second_outputs.at(op.pair)); break;
       case Op::kReshape: s.push_back(op.free_fn ? reshape(*a, op.shape) : a->reshape(op.shape)); break;
       case Op::kTranspose: s.push_back(op.free_fn ? transpose(*a, op.perm) : a->transpose(op.perm)); break;
       case Op::kCopy: s.push_back(a->copy()); break;
@@ -328,6 +341,7 @@ std::optional<Program> Without(const Program& p, size_t i) {
     if (op.a >= 0 && remap[static_cast<size_t>(op.a)] < 0) drop = true;
     if (op.b >= 0 && remap[static_cast<size_t>(op.b)] < 0) drop = true;
     if (op.c >= 0 && remap[static_cast<size_t>(op.c)] < 0) drop = true;
+    if (op.pair >= 0 && remap[static_cast<size_t>(op.pair)] < 0) drop = true;
     if (MakesSlot(op)) {
       remap.push_back(drop ? -1 : static_cast<int>(std::count_if(q.ops.begin(), q.ops.end(), MakesSlot)));
       ++old_slot;
@@ -339,6 +353,7 @@ std::optional<Program> Without(const Program& p, size_t i) {
     if (op.a >= 0) op.a = remap[static_cast<size_t>(op.a)];
     if (op.b >= 0) op.b = remap[static_cast<size_t>(op.b)];
     if (op.c >= 0) op.c = remap[static_cast<size_t>(op.c)];
+    if (op.pair >= 0) op.pair = remap[static_cast<size_t>(op.pair)];
     q.ops.push_back(op);
   }
   q.tape_at = kept_before_tape;
@@ -432,6 +447,11 @@ std::string Describe(const Program& p) {
       case Op::kAdd: e = absl::StrCat(a, " + ", b); break;
       case Op::kMul: e = absl::StrCat(a, " * ", b); break;
       case Op::kBinary: e = absl::StrCat("broadcast(k2, ", a, ", ", b, ")"); break;
+      case Op::kPair:
+        out += absl::StrCat("  std::vector<D> p", slot, " = broadcast_n(k2n, ", a, ", ", b, ");\n");
+        e = absl::StrCat("p", slot, "[0]");
+        break;
+      case Op::kPairSecond: e = absl::StrCat("p", op.pair, "[1]"); break;
       case Op::kReshape:
         e = op.free_fn ? absl::StrCat("reshape(", a, ", ", ShapeText(op.shape), ")")
                        : absl::StrCat(a, ".reshape(", ShapeText(op.shape), ")");

@@ -3,7 +3,8 @@
 // A program is a few operations over small arrays, written the ways a user
 // writes them: methods and free functions (reshape, transpose, copy, slice,
 // concat, stack), operators and scalar arithmetic, where, clip, every Array
-// math function (surface_math.h), broadcasts of branchy kernels, sum/mean/max/min/prod/
+// math function (surface_math.h), broadcasts of branchy kernels (one output,
+// or two through broadcast_n), sum/mean/max/min/prod/
 // logsumexp/var/norm (all axes, one, or a list: any subset, negative
 // spellings, none), argmax/argmin, matmul, eval(); leaves are owning arrays or views of user
 // memory; a third of the programs are float32. A Tape opens at a random point
@@ -68,6 +69,8 @@ struct Op {
     kWhere,       // where(a > b, a, c): a fused broadcast of a comparison and a choice
     kMath,        // an Array math function of a (which: kMathPatterns in surface_math.h)
     kMath2,       // a binary one of a and b, or fma(a, b, c) (which: kMath2Patterns)
+    kPair,        // broadcast_n(kernel with two outputs, a, b): its output 0 (output 1 is held)
+    kPairSecond,  // output 1 of the kPair at slot `pair` (a, b: that op's, for the model)
     kArgReduce,   // argmax (which 0) or argmin (1) of a, all or along `axis`, keepdims:
                   // indices, piecewise constant in a (no gradient flows through them)
     kAssign,      // a.assign(Values(seed)), or with free_fn every element written through
@@ -76,6 +79,7 @@ struct Op {
     kEval,        // a.eval() (no new array)
   } kind = kLeaf;
   int a = -1, b = -1, c = -1;  // argument slots
+  int pair = -1;               // kPairSecond: the kPair's slot
   std::vector<int64_t> shape;  // leaf / reshape target
   std::vector<int> perm;
   int axis = -1;

@@ -324,6 +324,14 @@ double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_
           return kBinaryFn(x, y);
         });
         break;
+      case Op::kPair:
+      case Op::kPairSecond:
+        r = Map2(*a, *b, [&](double x, double y) {
+          tie.Note(x, y);
+          const auto [first, second] = kPairFn(x, y);
+          return op.kind == Op::kPair ? first : second;
+        });
+        break;
       case Op::kReshape: r = H{op.shape, a->v}; break;
       case Op::kTranspose: r = Transposed(*a, op.perm); break;
       case Op::kCopy: r = *a; break;
@@ -405,12 +413,15 @@ Model BuildModel(const Program& p, int tape_at) {
   const size_t n = m.op_of_slot.size();
   pending.assign(n, false);
   computed.assign(n, -1);
+  // The two outputs of one broadcast_n (kPair, kPairSecond) are one fused
+  // group: forcing either computes both.
+  std::vector<int> partner(n, -1);
   std::function<void(int, int)> force = [&](int s, int t) {
     if (!pending[static_cast<size_t>(s)]) return;
     pending[static_cast<size_t>(s)] = false;
     computed[static_cast<size_t>(s)] = t;
     const Op& op = p.ops[static_cast<size_t>(m.op_of_slot[static_cast<size_t>(s)])];
-    for (int in : {op.a, op.b, op.c}) {
+    for (int in : {op.a, op.b, op.c, partner[static_cast<size_t>(s)]}) {
       if (in >= 0) force(in, t);
     }
   };
@@ -426,9 +437,9 @@ Model BuildModel(const Program& p, int tape_at) {
     const int t = static_cast<int>(i);
     switch (op.kind) {
       case Op::kAssign: {
-        // The write first computes the pending results that read the
-        // memory (runtime/pending_readers.h): those whose fused group reads
-        // the written slot, directly or through a pending slot it fuses.
+        // The write first computes its target and the pending results that
+        // read the memory (runtime/pending_readers.h): those whose fused
+        // group reads the written slot, directly or through a pending slot.
         std::function<bool(int)> reads_written = [&](int c) {
           const Op& r = p.ops[static_cast<size_t>(m.op_of_slot[static_cast<size_t>(c)])];
           for (int in : {r.a, r.b, r.c}) {
@@ -436,6 +447,7 @@ Model BuildModel(const Program& p, int tape_at) {
           }
           return false;
         };
+        force(op.a, t);  // the target itself, if pending (assign and mutable_data() compute it)
         for (int c = 0; c < slot; ++c) {
           if (pending[static_cast<size_t>(c)] && reads_written(c)) force(c, t);
         }
@@ -444,6 +456,15 @@ Model BuildModel(const Program& p, int tape_at) {
       }
       case Op::kLeaf:
       case Op::kView: computed[static_cast<size_t>(slot)] = -1; break;  // a new variable
+      case Op::kPairSecond:
+        if (!pending[static_cast<size_t>(op.pair)]) {  // computed with output 0, which it was held beside
+          computed[static_cast<size_t>(slot)] = computed[static_cast<size_t>(op.pair)];
+          break;
+        }
+        partner[static_cast<size_t>(slot)] = op.pair;
+        partner[static_cast<size_t>(op.pair)] = slot;
+        pending[static_cast<size_t>(slot)] = true;
+        break;
       case Op::kScale:
       case Op::kUnary:
       case Op::kAdd:
@@ -451,6 +472,7 @@ Model BuildModel(const Program& p, int tape_at) {
       case Op::kBinary:
       case Op::kSub:
       case Op::kWhere:
+      case Op::kPair:
       case Op::kMath:
       case Op::kMath2:
       case Op::kClip:  // fused broadcasts

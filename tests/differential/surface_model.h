@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -27,6 +28,13 @@ inline constexpr auto kBinaryFn = [](auto x, auto y) {
   using namespace dualcast::math;
   if (x > y) return sin(x) * y;
   return x * y - cos(y);
+};
+// Two outputs (broadcast_n): one fused group whose outputs may be used, held,
+// forced and differentiated apart.
+inline constexpr auto kPairFn = [](auto x, auto y) {
+  using namespace dualcast::math;
+  if (x > y) return std::tuple{sin(x) * y, x - y * y};
+  return std::tuple{x * y, exp(y) * 0.5};
 };
 
 // A row-major double array.

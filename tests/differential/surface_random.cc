@@ -22,6 +22,7 @@ Program RandomProgram(uint64_t seed) {
   // assigned, since the reference does not follow writes through aliases).
   std::vector<bool> retired, aliased;
   int first_write = -1;  // op index of the first assign
+  std::vector<std::pair<int, int>> open_pairs;  // kPair slots (and op indices) whose output 1 is not used yet
   auto add = [&](Op op, Shape shape) {
     p.ops.push_back(std::move(op));
     shapes.push_back(std::move(shape));
@@ -75,7 +76,7 @@ Program RandomProgram(uint64_t seed) {
       aliased[static_cast<size_t>(a)] = true;
       aliased[static_cast<size_t>(made)] = true;
     };
-    switch (pick(23)) {
+    switch (pick(24)) {
       case 0: leaf(random_shape()); break;
       case 1:
         op.kind = Op::kScale;
@@ -254,6 +255,25 @@ Program RandomProgram(uint64_t seed) {
         op.which = pick(kMathCount);
         add(op, sa);
         break;
+      case 23:
+        if (!open_pairs.empty() && pick(2) == 0) {  // output 1 of an earlier pair
+          const size_t k = static_cast<size_t>(pick(static_cast<int>(open_pairs.size())));
+          const Op& first = p.ops[static_cast<size_t>(open_pairs[k].second)];
+          op.kind = Op::kPairSecond;
+          op.pair = open_pairs[k].first;
+          op.a = first.a;
+          op.b = first.b;
+          add(op, shapes[static_cast<size_t>(op.pair)]);
+          open_pairs.erase(open_pairs.begin() + static_cast<std::ptrdiff_t>(k));
+        } else {
+          op.kind = Op::kPair;
+          op.b = partner(sa);
+          if (pick(2) == 0) std::swap(op.a, op.b);
+          const int made =
+              add(op, *BroadcastShape(shapes[static_cast<size_t>(op.a)], shapes[static_cast<size_t>(op.b)]));
+          open_pairs.push_back({made, static_cast<int>(p.ops.size()) - 1});
+        }
+        break;
       case 22:
         if (SizeOf(sa) == 0) {  // argmax of nothing is an Error
           op.kind = Op::kEval;
@@ -291,7 +311,13 @@ Program RandomProgram(uint64_t seed) {
     const int last = first_write >= 0 ? first_write : static_cast<int>(p.ops.size());
     p.tape2_at = p.tape_at + pick(last - p.tape_at + 1);
   }
-  if (pick(4) == 0) p.clear_at = p.tape_at + pick(static_cast<int>(p.ops.size()) - p.tape_at + 1);
+  // A clear, before any write: what a write computes first (its target, the
+  // pending results reading it) is then on the record whichever way the
+  // runtime groups it.
+  if (pick(4) == 0) {
+    const int last = first_write >= 0 ? first_write : static_cast<int>(p.ops.size());
+    p.clear_at = p.tape_at + pick(last - p.tape_at + 1);
+  }
   p.mode = pick(3);
   p.f32 = pick(3) == 0;
   p.loss_slots.push_back(n - 1);
