@@ -74,27 +74,22 @@ Behind BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeI
       // is reached only through that op.
       const bool after_constant = item.via.array == nullptr && item.constant.array != nullptr;
       const bool constant = (o.constant && item.via.array == nullptr) || after_constant;
-      if (!o.constant && after_constant) {
-        for (const auto& w : o.ancestors) {
-          auto up = w.array.lock();
-          if (up != nullptr && w.version == detail::WriteCount(*up)) {
-            behind.through_constant.try_emplace(up.get(), item.constant);
-          }
-        }
-      } else if (!o.constant) {
-        // Everything upstream of an untaped array is behind it: its flattened
+      if (!o.constant) {
+        // Everything upstream of an untaped array is behind it (or, past a
+        // constant op, reached only through that op): its flattened
         // ancestry, which temporaries dropped on the way do not cut. Past its
         // cap the ancestry is partial, and the walk through the inputs
         // (below) replaces it where it can (InputsTellAncestry).
-        const Via via = item.via.array ? item.via : self;
+        UntapedMap& into = after_constant ? behind.through_constant : behind.untaped;
+        const Via via = after_constant ? item.constant : item.via.array ? item.via : self;
         if (!o.truncated || !detail::InputsTellAncestry(o)) {
           for (const auto& w : o.ancestors) {
             // Only the variables the arrays hold now: one written in place
             // since it was read is another variable, not behind `via`.
             auto up = w.array.lock();
-            if (up != nullptr && w.version == detail::WriteCount(*up)) behind.untaped.try_emplace(up.get(), via);
+            if (up != nullptr && w.version == detail::WriteCount(*up)) into.try_emplace(up.get(), via);
           }
-          if (o.truncated && behind.unverified.array == nullptr) behind.unverified = via;
+          if (!after_constant && o.truncated && behind.unverified.array == nullptr) behind.unverified = via;
         }
       }
       const Item marks = constant ? Item{nullptr, {}, item.constant.array ? item.constant : self}
