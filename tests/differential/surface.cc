@@ -485,8 +485,8 @@ std::string Describe(const Program& p) {
         break;
       case Op::kSub: e = op.b >= 0 ? absl::StrCat(a, " - ", b) : absl::StrCat(op.number, " - ", a); break;
       case Op::kWhere: e = absl::StrCat("where(", a, " > ", b, ", ", a, ", ", c, ")"); break;
-      case Op::kMath: e = MathText(kMathPatterns[op.which], a); break;
-      case Op::kMath2: e = MathText(kMath2Patterns[op.which], a, b, c); break;
+      case Op::kMath: e = MathText(MathPattern(op.which), a); break;
+      case Op::kMath2: e = MathText(Math2Pattern(op.which), a, b, c); break;
       case Op::kArgReduce:
         e = absl::StrCat(op.which == 0 ? "argmax(" : "argmin(", a,
                          op.axis < 0 ? "" : absl::StrCat(", ", op.axis, ", ", op.keepdims ? "true" : "false"), ")");

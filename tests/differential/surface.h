@@ -67,8 +67,8 @@ struct Op {
     kClip,        // clip(a, number, number2), or clip(a, b, c) with arrays
     kSub,         // a - b (broadcasting), or number - a when b < 0
     kWhere,       // where(a > b, a, c): a fused broadcast of a comparison and a choice
-    kMath,        // an Array math function of a (which: kMathPatterns in surface_math.h)
-    kMath2,       // a binary one of a and b, or fma(a, b, c) (which: kMath2Patterns)
+    kMath,        // an Array math function of a (which: kMathFns in surface_math.h)
+    kMath2,       // a binary one of a and b, or fma(a, b, c) (which: kMath2Fns)
     kPair,        // broadcast_n(kernel with two outputs, a, b): its output 0 (output 1 is held)
     kPairSecond,  // output 1 of the kPair at slot `pair` (a, b: that op's, for the model)
     kArgReduce,   // argmax (which 0) or argmin (1) of a, all or along `axis`, keepdims:

@@ -291,7 +291,7 @@ Program RandomProgram(uint64_t seed) {
         op.which = pick(kMath2Count);
         op.b = partner(sa);
         Shape t = *BroadcastShape(sa, shapes[static_cast<size_t>(op.b)]);
-        if (op.which == kMath2Fma) {
+        if (Math2Ternary(op.which)) {
           op.c = partner(t);
           t = *BroadcastShape(t, shapes[static_cast<size_t>(op.c)]);
         }
