@@ -21,6 +21,7 @@
 #include "runtime/in_place.h"
 #include "runtime/lazy_group.h"
 #include "runtime/lazy_reduce.h"
+#include "runtime/origin.h"
 
 namespace dualcast::detail {
 namespace {
@@ -140,7 +141,7 @@ bool PathBehindLeaves(const std::vector<std::shared_ptr<ArrayImpl>>& leaves,
     return false;
   };
   // An untaped array's inputs may be gone (y = transpose(x) + 0 drops the
-  // view): its flattened ancestry still holds x. Past its cap the ancestry is
+  // view): its ancestry (origin.h) still holds x. Past its cap the ancestry is
   // partial: the walk through the inputs replaces it (InputsTellAncestry), or,
   // where it cannot, the sweep decides.
   auto visit_origin = [&](const Origin& o) {
@@ -151,10 +152,8 @@ bool PathBehindLeaves(const std::vector<std::shared_ptr<ArrayImpl>>& leaves,
     // A constant op records no ancestors (no gradient flows); a capped list
     // adds nothing to the inputs' own walk.
     if (o.constant || o.truncated) return false;
-    for (const auto& up : o.ancestors) {  // any version: conservative (the sweep tells them apart)
-      if (visit(up.array.lock())) return true;
-    }
-    return false;
+    // Any version: conservative (the sweep tells them apart).
+    return ForEachAncestor(o, [&](const std::weak_ptr<ArrayImpl>& up, uint32_t) { return visit(up.lock()); });
   };
   for (int budget = 10000; !stack.empty(); --budget) {
     if (budget == 0) return true;  // too deep to tell: let the sweep decide

@@ -5,20 +5,23 @@
 // the tape, on another thread, by partials()). The tape must then refuse,
 // not give a gradient that silently misses that path; to see such a path it
 // needs every array's provenance, taped or not. NoteOrigin records it on
-// nearly every launch, so it is built to be cheap: a flattened ancestry
-// (every live array upstream, with the version it was read at: a write in
-// place makes an array another variable), and a few recent Origins per
-// thread shared by launches that read the same arrays at the same versions.
-// The tape reads them (untaped_paths.cc) only when a gradient is asked.
+// nearly every launch, so it is built to be cheap: the inputs with the
+// versions read (a write in place makes an array another variable) and the
+// inputs' own Origins as parents, flattened into the arrays still alive once
+// the chain grows deep (Origin::parents); and a few recent Origins per thread
+// shared by launches that read the same arrays at the same versions. The tape
+// reads them (untaped_paths.cc, through origin.h) only when a gradient is asked.
 //
 // Example (what an op does after computing `out` from `a` and `b`):
 //   detail::NoteOrigin("matmul", {a.impl(), b.impl()}, {out});
 #include <algorithm>
 #include <iterator>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "dualcast/detail/grad_node.hpp"
 #include "runtime/array_pool.h"
+#include "runtime/origin.h"
 #include "runtime/in_place.h"
 #include "runtime/pending_readers.h"
 
@@ -61,7 +64,59 @@ bool Matches(const RecentOrigin& recent, std::string_view op, ArraySpan inputs, 
   return true;
 }
 
+// Replaces the parents by the arrays upstream still alive: what they would
+// name later, less what has died (which every reader skips anyway). By
+// array, then version: one array read at two versions (before and after a
+// write in place) stays twice, as the two variables it held.
+void Flatten(Origin& o) {
+  auto& ancestors = o.ancestors;
+  for (const auto& p : o.parents) {
+    ForEachAncestor(*p, [&](const std::weak_ptr<ArrayImpl>& a, uint32_t version) {
+      if (!a.expired()) ancestors.push_back({a, version});
+      return false;
+    });
+  }
+  std::sort(ancestors.begin(), ancestors.end(), [](const Origin::Ancestor& a, const Origin::Ancestor& b) {
+    if (a.array.owner_before(b.array)) return true;
+    if (b.array.owner_before(a.array)) return false;
+    return a.version < b.version;
+  });
+  ancestors.erase(std::unique(ancestors.begin(), ancestors.end(),
+                              [](const Origin::Ancestor& a, const Origin::Ancestor& b) {
+                                return a.version == b.version && SameOwner(a.array, b.array);
+                              }),
+                  ancestors.end());
+  if (ancestors.size() > Origin::kMaxAncestors) {
+    ancestors.resize(Origin::kMaxAncestors);
+    o.truncated = true;
+  }
+  ancestors.shrink_to_fit();
+  o.parents.clear();
+  o.depth = 0;
+}
+
 }  // namespace
+
+bool ForEachAncestor(const Origin& o,
+                     absl::FunctionRef<bool(const std::weak_ptr<ArrayImpl>&, uint32_t)> visit) {
+  if (o.constant) return false;
+  absl::InlinedVector<const Origin*, 16> stack = {&o};
+  absl::flat_hash_set<const Origin*> seen;  // a diamond (x * x + x) meets one Origin twice
+  while (!stack.empty()) {
+    const Origin* q = stack.back();
+    stack.pop_back();
+    for (size_t i = 0; i < q->inputs.size(); ++i) {
+      if (visit(q->inputs[i], q->input_versions[i])) return true;
+    }
+    for (const auto& a : q->ancestors) {
+      if (visit(a.array, a.version)) return true;
+    }
+    for (const auto& p : q->parents) {
+      if (seen.insert(p.get()).second) stack.push_back(p.get());
+    }
+  }
+  return false;
+}
 
 void NoteOrigin(std::string op, const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
                 const std::vector<std::shared_ptr<ArrayImpl>>& outputs, bool constant) {
@@ -115,53 +170,17 @@ void NoteOrigin(std::string_view op, ArraySpan inputs, ArraySpan outputs, bool c
   if (constant) {
     for (const auto& in : inputs) origin->producers.emplace_back(in->grad_fn, in->grad_output);
   } else {
-    // The alive ancestors, flattened (see Origin::ancestors): the inputs and
-    // their ancestors still alive, without repeats. Built in place and told
-    // apart by owner (an array's control block) rather than through
-    // temporary strong references: this runs on every launch.
-    auto& ancestors = origin->ancestors;
-    size_t bound = 0;
+    // The parents (see Origin::parents): O(inputs), however much is upstream.
+    for (const auto& w : writers) origin->parents.push_back(w);
     for (const auto& in : inputs) {
-      if (in == nullptr) continue;
-      const Origin* up = in->origin.get();  // set once `in` was computed; `in` is held
-      bound += 1 + (up == nullptr || up->constant ? 0 : up->ancestors.size());
+      if (in == nullptr || in->origin == nullptr || in->origin->constant) continue;  // a constant op cuts
+      origin->parents.push_back(in->origin);
     }
-    for (const auto& w : writers) bound += w->ancestors.size();
-    ancestors.reserve(bound);
-    for (const auto& w : writers) {
-      origin->truncated = origin->truncated || w->truncated;
-      for (const auto& up : w->ancestors) {
-        if (!up.array.expired()) ancestors.push_back(up);
-      }
+    for (const auto& p : origin->parents) {
+      origin->depth = std::max(origin->depth, p->depth + 1);
+      origin->truncated = origin->truncated || p->truncated;
     }
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const auto& in = inputs[i];
-      if (in == nullptr) continue;
-      ancestors.push_back({in, origin->input_versions[i]});
-      const Origin* up = in->origin.get();
-      if (up == nullptr || up->constant) continue;  // a constant op cuts the dependence
-      origin->truncated = origin->truncated || up->truncated;
-      for (const auto& w : up->ancestors) {
-        if (!w.array.expired()) ancestors.push_back(w);
-      }
-    }
-    // By array, then version: one array read at two versions (before and
-    // after a write in place) stays twice, as the two variables it held.
-    std::sort(ancestors.begin(), ancestors.end(), [](const Origin::Ancestor& a, const Origin::Ancestor& b) {
-      if (a.array.owner_before(b.array)) return true;
-      if (b.array.owner_before(a.array)) return false;
-      return a.version < b.version;
-    });
-    ancestors.erase(std::unique(ancestors.begin(), ancestors.end(),
-                                [](const Origin::Ancestor& a, const Origin::Ancestor& b) {
-                                  return a.version == b.version && SameOwner(a.array, b.array);
-                                }),
-                    ancestors.end());
-    if (ancestors.size() > Origin::kMaxAncestors) {
-      ancestors.resize(Origin::kMaxAncestors);
-      origin->truncated = true;
-    }
-    if (ancestors.capacity() > 2 * ancestors.size() + 8) ancestors.shrink_to_fit();  // many had died
+    if (origin->depth > Origin::kMaxDepth) Flatten(*origin);
   }
   if (!constant && writers.empty()) {
     RecentOrigin& recent = *std::min_element(

@@ -15,6 +15,7 @@
 #include "runtime/grad_kernels.h"
 #include "runtime/in_place.h"
 #include "runtime/one_pass.h"
+#include "runtime/origin.h"
 #include "runtime/pending_readers.h"
 #include "runtime/untaped_paths.h"
 
@@ -273,15 +274,17 @@ absl::flat_hash_set<Key> OlderVersionKeys(const std::vector<Step>& steps, const 
 bool ComputedOneFromOther(const detail::ArrayImpl& a, const detail::ArrayImpl& b) {
   absl::flat_hash_set<const detail::ArrayImpl*> upstream = {&a};
   if (a.origin != nullptr) {
-    for (const auto& w : a.origin->ancestors) upstream.insert(w.array.lock().get());
+    detail::ForEachAncestor(*a.origin, [&](const std::weak_ptr<detail::ArrayImpl>& w, uint32_t) {
+      upstream.insert(w.lock().get());
+      return false;
+    });
   }
   if (upstream.contains(&b)) return true;
   if (b.origin == nullptr) return false;
-  for (const auto& w : b.origin->ancestors) {
-    const std::shared_ptr<detail::ArrayImpl> up = w.array.lock();
-    if (up != nullptr && upstream.contains(up.get())) return true;
-  }
-  return false;
+  return detail::ForEachAncestor(*b.origin, [&](const std::weak_ptr<detail::ArrayImpl>& w, uint32_t) {
+    const std::shared_ptr<detail::ArrayImpl> up = w.lock();
+    return up != nullptr && upstream.contains(up.get());
+  });
 }
 
 std::string Described(size_t i, const detail::ArrayImpl& a) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "jit/codegen/broadcast_layout.h"
 #include "runtime/in_place.h"
+#include "runtime/origin.h"
 
 namespace dualcast::detail {
 
@@ -76,19 +77,20 @@ Behind BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeI
       const bool constant = (o.constant && item.via.array == nullptr) || after_constant;
       if (!o.constant) {
         // Everything upstream of an untaped array is behind it (or, past a
-        // constant op, reached only through that op): its flattened
-        // ancestry, which temporaries dropped on the way do not cut. Past its
+        // constant op, reached only through that op): its ancestry
+        // (origin.h), which temporaries dropped on the way do not cut. Past its
         // cap the ancestry is partial, and the walk through the inputs
         // (below) replaces it where it can (InputsTellAncestry).
         UntapedMap& into = after_constant ? behind.through_constant : behind.untaped;
         const Via via = after_constant ? item.constant : item.via.array ? item.via : self;
         if (!o.truncated || !detail::InputsTellAncestry(o)) {
-          for (const auto& w : o.ancestors) {
+          detail::ForEachAncestor(o, [&](const std::weak_ptr<detail::ArrayImpl>& w, uint32_t version) {
             // Only the variables the arrays hold now: one written in place
             // since it was read is another variable, not behind `via`.
-            auto up = w.array.lock();
-            if (up != nullptr && w.version == detail::WriteCount(*up)) into.try_emplace(up.get(), via);
-          }
+            auto up = w.lock();
+            if (up != nullptr && version == detail::WriteCount(*up)) into.try_emplace(up.get(), via);
+            return false;
+          });
           if (!after_constant && o.truncated && behind.unverified.array == nullptr) behind.unverified = via;
         }
       }

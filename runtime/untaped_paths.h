@@ -6,8 +6,8 @@
 // that path, silently, so Tape::gradient asks BehindUntaped first and refuses
 // with an Error that names the array, what computed it, and what to do. The
 // walk follows taped nodes (at the version of each input they read) and,
-// past the first untaped array, the arrays' Origins (runtime/origin.cc):
-// their flattened ancestry, each entry at the version it was read, so an
+// past the first untaped array, the arrays' Origins (runtime/origin.h):
+// their ancestry, each entry at the version it was read, so an
 // array computed from values since written in place is not behind the array
 // as it is now.
 //
@@ -54,7 +54,7 @@ struct Behind {
 // (computed before it opened, or outside it), each with the first such array
 // on the path: the tape sees that array as a constant, so a gradient with
 // respect to anything behind it would miss that path. Found through the
-// arrays' Origins: each untaped array's flattened ancestry (the arrays still
+// arrays' Origins: each untaped array's ancestry (the arrays still
 // alive upstream of it, so a temporary dropped between it and an input does
 // not hide the path; past Origin::kMaxAncestors the check cannot be made and
 // says so). Paths through an op without a

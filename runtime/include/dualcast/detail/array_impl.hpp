@@ -58,12 +58,12 @@ struct ArrayImpl;
 // ("the loss reaches x only through 'f', computed before this Tape opened").
 struct Origin {
   // Members start from their initialisers only, as LazyNode's: allocate_shared
-  // would otherwise zero the whole object first (~200 bytes, most of them the
-  // inline ancestors) on every launch that notes a new Origin.
+  // would otherwise zero the whole object first (~200 bytes, most of them
+  // inline vectors) on every launch that notes a new Origin.
   Origin() {}
   std::string op;
   // Inline for a few entries: an Origin is built on nearly every launch, and
-  // most ops read one to three arrays with a handful of ancestors.
+  // most ops read one to three arrays.
   absl::InlinedVector<std::weak_ptr<ArrayImpl>, 3> inputs;
   // Each input's write count (in_place.h) when it was read: an array written
   // in place since holds another variable, which this one was not computed from.
@@ -73,16 +73,30 @@ struct Origin {
     std::weak_ptr<ArrayImpl> array;
     uint32_t version = 0;
   };
-  // Every array upstream that was alive when this one was computed: the
-  // inputs, their ancestors, and so on (deduplicated by array and version;
-  // not through a constant op). A temporary in between (norm(x * 2): x * 2 is
-  // dropped) does not cut the path from the loss back to x, which `inputs`
-  // alone would. The version tells a variable from the one its array holds
-  // after a write in place (u_old = u.copy(); u.assign(...): u_old was
-  // computed from the old u, not the new). Dead entries are pruned whenever a
-  // descendant is noted, so a long tape-less loop keeps only what the user
-  // still holds. Capped at kMaxAncestors (`truncated`).
-  absl::InlinedVector<Ancestor, 6> ancestors;
+  // Every array upstream that was alive when this one was computed (the
+  // inputs, their ancestors, and so on, at the versions read; not through a
+  // constant op) is named by `inputs`, by `ancestors` or by a parent's own
+  // ancestry, read with runtime/origin.h's ForEachAncestor. A temporary in
+  // between (norm(x * 2): x * 2 is dropped) does not cut the path from the
+  // loss back to x, which `inputs` alone would: the parents are held. The
+  // version tells a variable from the one its array holds after a write in
+  // place (u_old = u.copy(); u.assign(...): u_old was computed from the old
+  // u, not the new).
+  //
+  // `parents`: the non-constant Origins of the inputs, and of values
+  // partials() wrote into their memory, as they were read. Held at most
+  // kMaxDepth links deep (`depth`: the longest chain below this one): one
+  // link deeper, the chain is flattened into `ancestors` instead (the arrays
+  // still alive then, deduplicated by array and version, capped at
+  // kMaxAncestors: `truncated`). So noting an Origin costs O(inputs), not
+  // O(arrays upstream): a tape over a long simulation keeps every
+  // intermediate alive, and copying their list on every launch was quadratic
+  // in the steps; and a long tape-less loop still keeps no chain of dead
+  // arrays' Origins, only what the user holds.
+  absl::InlinedVector<std::shared_ptr<const Origin>, 3> parents;
+  absl::InlinedVector<Ancestor, 2> ancestors;
+  uint32_t depth = 0;
+  static constexpr uint32_t kMaxDepth = 256;
   bool truncated = false;
   static constexpr size_t kMaxAncestors = 4096;
   bool taped = false;
