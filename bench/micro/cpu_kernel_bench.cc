@@ -39,6 +39,7 @@
 #include <filesystem>
 #include <memory>
 #include <random>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -306,6 +307,48 @@ double Throughput(double* cpu_us, const dualcast::Kernel& shared, Lambda lambda,
 }
 
 // `rows`: "eval", "tape" or "threads" for one row (to profile it), else all.
+// A simulation's time loop under one Tape: per step a periodic stencil
+// (two slices joined by concat each way) and one broadcast, 64 elements, so
+// the runtime's bookkeeping is what is timed. Recording must cost the same
+// per step however long the tape already is (it was quadratic: every launch
+// copied the ancestry of everything the tape kept alive).
+void ReportLongTape(int reps) {
+  namespace dc = dualcast;
+  using A = dc::Array<double>;
+  const dc::Kernel step = dc::kernel("bench_stencil", [](auto v, auto l, auto r, auto k) {
+    auto src = v * (1 - v);
+    if (v > 0.5) src = src * 0.5;
+    return v + 0.1 * (k * (l - 2 * v + r) + src);
+  });
+  const A u0 = A::uniform({64}, 3, 0.2, 0.8), kappa = A::scalar(0.3);
+  auto run = [&](int steps, bool taped) {
+    std::optional<dc::Tape> tape;
+    if (taped) tape.emplace();
+    A u = u0;
+    for (int s = 0; s < steps; ++s) {
+      const A left = dc::concat({dc::slice(u, {{63, 64}}), dc::slice(u, {{0, 63}})});
+      const A right = dc::concat({dc::slice(u, {{1, 64}}), dc::slice(u, {{0, 1}})});
+      u = dc::broadcast(step, u, left, right, kappa);
+    }
+    const A loss = dc::sum(u * u);
+    if (taped) (void)tape->gradient(loss, {u0, kappa});
+    else (void)loss.item();
+  };
+  double per_step[2][2];  // [taped][short, long]
+  const int lengths[2] = {100, 1000};
+  for (int t = 0; t < 2; ++t) {
+    for (int l = 0; l < 2; ++l) {
+      const int steps = lengths[l];
+      per_step[t][l] = UsPerCall(std::max(1, reps / 4), 1, [&] { run(steps, t == 1); }).wall_us / steps;
+    }
+  }
+  std::printf("a 64-element stencil loop (2 concats of slices + 1 broadcast per step): untaped %.2f / "
+              "%.2f us per step at %d / %d steps; under a Tape with the gradient %.2f / %.2f us per "
+              "step: %.2fx per step for a 10x longer tape (target <= 1.3: linear), %.2fx untaped\n",
+              per_step[0][0], per_step[0][1], lengths[0], lengths[1], per_step[1][0], per_step[1][1],
+              per_step[1][1] / per_step[1][0], per_step[1][1] / per_step[0][1]);
+}
+
 void ReportRuntimeLaunch(int reps, const std::string& rows = "") {
   namespace dc = dualcast;
   const auto axpy = [](auto x, auto y) { return x * y + x; };
@@ -329,6 +372,7 @@ void ReportRuntimeLaunch(int reps, const std::string& rows = "") {
                 "%.3f us thread CPU (target <= 3)\n",
                 tape.wall_us, tape.cpu_us);
   }
+  if (all || rows == "tape") ReportLongTape(reps);
   if (!all && rows != "threads") return;
   // One window each way is at the mercy of the neighbours on a shared VM
   // (single 0.5 s windows gave 1.2x-2.5x run to run, and one thread's CPU

@@ -96,7 +96,7 @@ struct Origin {
   absl::InlinedVector<std::shared_ptr<const Origin>, 3> parents;
   absl::InlinedVector<Ancestor, 2> ancestors;
   uint32_t depth = 0;
-  static constexpr uint32_t kMaxDepth = 256;
+  static constexpr uint32_t kMaxDepth = 1024;
   bool truncated = false;
   static constexpr size_t kMaxAncestors = 4096;
   bool taped = false;
