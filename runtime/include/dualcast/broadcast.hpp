@@ -125,6 +125,26 @@ std::vector<Array<typename detail::FirstArray<A...>::type>> broadcast_n(const Ke
       detail::Broadcast(k, {detail::ToOperand(args)...}, detail::DTypeOf<T>(), false));
 }
 
+// A lambda where a Kernel belongs: a compile-time error that says how to make
+// one (a Kernel is named, for its errors, and traced once, for its speed;
+// `broadcast(f, x)` with a bare lambda would have neither).
+template <class F, class... A>
+  requires(!std::is_convertible_v<const F&, const Kernel&> && std::is_class_v<F>)
+void broadcast(const F&, const A&...) {
+  static_assert(std::is_convertible_v<const F&, const Kernel&>,
+                "dualcast::broadcast takes a dualcast::Kernel, not a lambda: make the kernel once, "
+                "`static const dualcast::Kernel k = dualcast::kernel(\"name\", lambda);`, then "
+                "call dualcast::broadcast(k, args...)");
+}
+template <class F, class... A>
+  requires(!std::is_convertible_v<const F&, const Kernel&> && std::is_class_v<F>)
+void broadcast_n(const F&, const A&...) {
+  static_assert(std::is_convertible_v<const F&, const Kernel&>,
+                "dualcast::broadcast_n takes a dualcast::Kernel, not a lambda: make the kernel once, "
+                "`static const dualcast::Kernel k = dualcast::kernel(\"name\", lambda);`, then "
+                "call dualcast::broadcast_n(k, args...)");
+}
+
 // The same with the arguments in a vector (arity known only at run time).
 template <ElementType T>
 Array<T> broadcast(const Kernel& k, const std::vector<Array<T>>& args) {
