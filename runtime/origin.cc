@@ -21,8 +21,8 @@
 #include "absl/container/inlined_vector.h"
 #include "dualcast/detail/grad_node.hpp"
 #include "runtime/array_pool.h"
-#include "runtime/origin.h"
 #include "runtime/in_place.h"
+#include "runtime/origin.h"
 #include "runtime/pending_readers.h"
 
 namespace dualcast::detail {
@@ -69,13 +69,12 @@ bool Matches(const RecentOrigin& recent, std::string_view op, ArraySpan inputs, 
 // array, then version: one array read at two versions (before and after a
 // write in place) stays twice, as the two variables it held.
 void Flatten(Origin& o) {
-  auto& ancestors = o.ancestors;
-  for (const auto& p : o.parents) {
-    ForEachAncestor(*p, [&](const std::weak_ptr<ArrayImpl>& a, uint32_t version) {
-      if (!a.expired()) ancestors.push_back({a, version});
-      return false;
-    });
-  }
+  // One walk from `o` (its inputs too), so parents sharing an ancestry are read once.
+  absl::InlinedVector<Origin::Ancestor, 2> ancestors;
+  ForEachAncestor(o, [&](const std::weak_ptr<ArrayImpl>& a, uint32_t version) {
+    if (!a.expired()) ancestors.push_back({a, version});
+    return false;
+  });
   std::sort(ancestors.begin(), ancestors.end(), [](const Origin::Ancestor& a, const Origin::Ancestor& b) {
     if (a.array.owner_before(b.array)) return true;
     if (b.array.owner_before(a.array)) return false;
@@ -91,6 +90,7 @@ void Flatten(Origin& o) {
     o.truncated = true;
   }
   ancestors.shrink_to_fit();
+  o.ancestors = std::move(ancestors);
   o.parents.clear();
   o.depth = 0;
 }

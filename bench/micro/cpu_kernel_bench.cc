@@ -38,8 +38,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
-#include <random>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -306,7 +306,6 @@ double Throughput(double* cpu_us, const dualcast::Kernel& shared, Lambda lambda,
   return static_cast<double>(total) / s;
 }
 
-// `rows`: "eval", "tape" or "threads" for one row (to profile it), else all.
 // A simulation's time loop under one Tape: per step a periodic stencil
 // (two slices joined by concat each way) and one broadcast, 64 elements, so
 // the runtime's bookkeeping is what is timed. Recording must cost the same
@@ -349,6 +348,7 @@ void ReportLongTape(int reps) {
               per_step[1][1] / per_step[1][0], per_step[1][1] / per_step[0][1]);
 }
 
+// `rows`: "eval", "tape" or "threads" for one row (to profile it), else all.
 void ReportRuntimeLaunch(int reps, const std::string& rows = "") {
   namespace dc = dualcast;
   const auto axpy = [](auto x, auto y) { return x * y + x; };
