@@ -31,6 +31,7 @@
 #include "jit/codegen/lru_map.h"
 #include "jit/passes/optimize.h"
 #include "runtime/array_pool.h"
+#include "runtime/auto_partials.h"
 #include "runtime/grad_kernels.h"
 #include "runtime/in_place.h"
 
@@ -122,7 +123,7 @@ class BackwardCache {
   jit::LruMap<Key, Entry> map_;  // guarded by mu_
 };
 
-class BroadcastGradNode final : public ReleasableGradNode {
+class BroadcastGradNode final : public ReleasableGradNode, public CachesBeforeWrite {
  public:
   explicit BroadcastGradNode(BroadcastGradInfo info) : info_(std::move(info)) {
     if (info_.primal == nullptr) {
@@ -249,6 +250,40 @@ class BroadcastGradNode final : public ReleasableGradNode {
     return parts;
   }
 
+  // Every output's partials (an adjoint may reach any), each a new array:
+  // an argument or result the forward kernel has may be written later too.
+  void CachePartialsNow(uint64_t recorded_epoch) noexcept override {
+    if (cached_ || inputs.empty()) return;
+    for (const auto& in : inputs) {
+      if (in != nullptr && LastInPlaceWrite(in->storage.get()) > recorded_epoch) return;
+    }
+    const size_t M = info_.primal->num_outputs(), J = info_.wrt.size();
+    try {
+      uint64_t hash = 0;
+      std::shared_ptr<const jit::JvpResult> jvp = CachedJvp(info_.primal, info_.wrt, &hash);
+      ExecuteOptions options;
+      options.function_hash = hash;
+      options.write.assign(M, false);
+      for (size_t k = 0; k < M * J; ++k) options.write.push_back(!jvp->structurally_zero[k]);
+      std::vector<std::shared_ptr<ArrayImpl>> all;
+      if (std::find(options.write.begin(), options.write.end(), true) != options.write.end()) {
+        auto fn = std::shared_ptr<const jit::Function>(jvp, &jvp->function);
+        all = Execute(absl::StrCat(info_.name, " (partials kept before an in-place write)"), fn, inputs,
+                      options);
+      }
+      info_.partials.assign(M * J, nullptr);
+      for (size_t m = 0; m < M && !all.empty(); ++m) {
+        for (size_t j = 0; j < J; ++j) info_.partials[m * J + j] = all[jit::PartialIndex(M, J, m, j)];
+      }
+      info_.cached_outputs.assign(M, true);
+      cached_ = true;
+    } catch (...) {
+      // Out of memory, say: the node keeps recomputing, and a gradient
+      // through it is the Error that names the write.
+      info_.partials.clear();
+    }
+  }
+
   void ReleaseSaved() override {
     info_.partials.clear();
     inputs.clear();
@@ -352,7 +387,10 @@ std::vector<std::vector<bool>> FusedReads(const std::vector<jit::FusionNode>& no
 }
 
 std::shared_ptr<GradNode> MakeBroadcastGradNode(BroadcastGradInfo info) {
-  return std::allocate_shared<BroadcastGradNode>(BlockAllocator<BroadcastGradNode>{}, std::move(info));
+  const bool register_node = info.cache_before_write && info.partials.empty();
+  auto node = std::allocate_shared<BroadcastGradNode>(BlockAllocator<BroadcastGradNode>{}, std::move(info));
+  if (register_node) NoteRecomputingNode(node, node->inputs);
+  return node;
 }
 
 }  // namespace dualcast::detail

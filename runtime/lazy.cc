@@ -60,6 +60,7 @@
 #include "jit/ir/hash.h"
 #include "jit/passes/compose.h"
 #include "jit/passes/optimize.h"
+#include "runtime/auto_partials.h"
 #include "runtime/graph_lock.h"
 #include "runtime/launch_plan.h"
 #include "runtime/lazy_group.h"
@@ -421,7 +422,8 @@ std::vector<std::shared_ptr<ArrayImpl>> Launch(const Plan& p, PendingRecord* rec
   int64_t elements = 1;
   for (int64_t s : *p.shape) elements *= s;
   const size_t bytes = nonzero * static_cast<size_t>(elements) * SizeOf(p.dtype);
-  if (ActivePartialsMode(bytes) == PartialsMode::kRecompute) {
+  if (const PartialsPlan plan = PlanPartials(*primal, nonzero, bytes); !plan.cache) {
+    info.cache_before_write = plan.cache_before_write;
     return Execute(name, primal, leaves, primal_options);
   }
   // Store only the requested result's partials (extra outputs recompute

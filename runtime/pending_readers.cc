@@ -10,6 +10,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
+#include "runtime/auto_partials.h"
 #include "runtime/lazy_group.h"
 #include "runtime/lazy_ready.h"
 #include "runtime/storage_aliases.h"
@@ -134,8 +135,9 @@ void NotePendingNode(const std::shared_ptr<LazyNode>& node) {
   NotePendingNode(node, inputs);
 }
 
-void ComputeReadersBeforeWrite(ArrayImpl& target) {
-  Materialize(target);
+namespace {
+
+void ComputePendingReaders(ArrayImpl& target) {
   if (target.storage == nullptr) return;
   // The written memory, through every storage that shares it (storage_aliases.h).
   const StorageList storages = AliasesOf(target);
@@ -191,6 +193,15 @@ void ComputeReadersBeforeWrite(ArrayImpl& target) {
     ~Done() { --t_computing_readers; }
   } done;
   for (const std::shared_ptr<ArrayImpl>& out : readers) Materialize(*out);
+}
+
+}  // namespace
+
+void ComputeReadersBeforeWrite(ArrayImpl& target) {
+  Materialize(target);
+  ComputePendingReaders(target);
+  // Then the tape's recomputing nodes that read it, those just recorded included.
+  CachePartialsBeforeWrite(target);
 }
 
 bool ComputingReadersBeforeWrite() { return t_computing_readers > 0; }

@@ -52,8 +52,10 @@ void NotePendingNode(const std::shared_ptr<LazyNode>& node, std::span<const Pend
 void NotePendingNode(const std::shared_ptr<LazyNode>& node);
 
 // Computes `target` if it is pending, then every pending result whose node
-// reads `target`'s storage, before `target` is written in place. May compile
-// and launch kernels; throws what they throw (nothing has been written then).
+// reads `target`'s storage, before `target` is written in place; then has the
+// tape nodes that would recompute from that memory cache their partials
+// (auto_partials.h). May compile and launch kernels; throws what they throw
+// (nothing has been written then).
 void ComputeReadersBeforeWrite(ArrayImpl& target);
 
 // Whether this thread is computing a write's pending readers now: what it

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "jit/codegen/broadcast_layout.h"
 #include "jit/error.h"
+#include "runtime/auto_partials.h"
 #include "runtime/grad_kernels.h"
 #include "runtime/in_place.h"
 #include "runtime/one_pass.h"
@@ -135,6 +136,8 @@ PartialsMode ActivePartialsMode(size_t partial_bytes) {
   return partial_bytes > tape.budget_bytes() ? PartialsMode::kRecompute : PartialsMode::kCache;
 }
 
+PartialsMode InnermostTapeMode() { return t_tapes.empty() ? PartialsMode::kCache : t_tapes.back()->mode(); }
+
 void Record(std::shared_ptr<GradNode> node, const std::vector<std::shared_ptr<ArrayImpl>>& outputs) {
   Record(std::move(node), ArraySpan(outputs));
 }
@@ -206,6 +209,7 @@ Tape::~Tape() {
   }
   t_tapes.erase(it);
   Release(std::move(nodes_));
+  if (t_tapes.empty()) detail::ForgetRecomputingNodes();
 }
 
 void Tape::clear() { Release(std::exchange(nodes_, {})); }

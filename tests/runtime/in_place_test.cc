@@ -52,7 +52,7 @@ TEST_CASE("recompute mode: an argument assigned after the forward pass is an Err
 
 TEST_CASE("cached partials: an argument that is itself a partial (d(x*b)/dx = b), assigned later, is an Error") {
   D x = D::from({1, 2}, {2}), b = D::from({3, 4}, {2});
-  Tape tape;
+  Tape tape(PartialsMode::kCache);
   D y = broadcast(Mul(), x, b);
   y.eval();
   D loss = sum(y * D::from({1, 1}, {2}));
@@ -61,6 +61,18 @@ TEST_CASE("cached partials: an argument that is itself a partial (d(x*b)/dx = b)
   MESSAGE(m);
   CHECK(Has(m, "kept as a partial derivative"));
   CHECK(Has(m, "written in place"));
+}
+
+TEST_CASE("kAuto: a cheap node recomputes, and caches its partials before an argument is assigned") {
+  // x * b is cheap: kAuto records it to recompute (runtime/auto_partials.h),
+  // and the write has it keep d/dx = b at the old values first.
+  D x = D::from({1, 2}, {2}), b = D::from({3, 4}, {2});
+  Tape tape;
+  D y = broadcast(Mul(), x, b);
+  y.eval();
+  D loss = sum(y * D::from({1, 1}, {2}));
+  b.assign({30, 40});
+  CHECK(tape.gradient(loss, {x})[0].to_vector() == std::vector<double>{3, 4});
 }
 
 TEST_CASE("cached partials the kernel owns: an argument assigned later changes nothing, no Error") {
@@ -328,13 +340,23 @@ TEST_CASE("a write through another view of the same user buffer: the tape sees i
   // the new values (cache mode) and d/dx re-ran sin at them (recompute mode).
   {
     std::vector<double> buf = {0.5, -1, 2};
-    Tape tape;
+    Tape tape(PartialsMode::kCache);
     D x = D::view(buf.data(), {3});
     D c = D::from({3, 4, 5}, {3});
     D loss = sum(broadcast(Mul(), x, c));
     loss.eval();
     D::view(buf.data(), {3}).assign({10, 20, 30});
     CHECK(Has(ErrorOf([&] { tape.gradient(loss, {c}); }), "written in place"));
+  }
+  {  // kAuto recomputes x * c, and the write through the other view has it keep d/dc = x first
+    std::vector<double> buf = {0.5, -1, 2};
+    Tape tape;
+    D x = D::view(buf.data(), {3});
+    D c = D::from({3, 4, 5}, {3});
+    D loss = sum(broadcast(Mul(), x, c));
+    loss.eval();
+    D::view(buf.data(), {3}).assign({10, 20, 30});
+    CHECK(tape.gradient(loss, {c})[0].to_vector() == std::vector<double>{0.5, -1, 2});
   }
   {
     std::vector<double> buf = {0.5, -1, 2};

@@ -45,6 +45,9 @@ struct BroadcastGradInfo {
   std::vector<jit::FusionSource> fusion_outputs;
   // Per output, per leaf: whether it reads that leaf (GradNode::reads).
   std::vector<std::vector<bool>> reads;
+  // Recompute mode chosen by kAuto: the node caches its partials before an
+  // argument is written in place (runtime/auto_partials.h).
+  bool cache_before_write = false;
 };
 
 // Per output `sources[m]`, per leaf: whether it reads that leaf, through

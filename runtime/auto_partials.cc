@@ -1,0 +1,128 @@
+// kAuto's choice per broadcast, and the registry that turns a recomputing node into a cached one before a write.
+#include "runtime/auto_partials.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "runtime/in_place.h"
+#include "runtime/storage_aliases.h"
+
+namespace dualcast::detail {
+namespace {
+
+// Math that costs about what an add does (no polynomial, no division loop).
+bool CheapMath(jit::Op op) {
+  switch (op) {
+    case jit::Op::kAbs: case jit::Op::kMin: case jit::Op::kMax: case jit::Op::kFmin:
+    case jit::Op::kFmax: case jit::Op::kCopysign: case jit::Op::kRelu: case jit::Op::kSign:
+    case jit::Op::kSquare: case jit::Op::kFloor: case jit::Op::kCeil: case jit::Op::kRound:
+    case jit::Op::kTrunc: case jit::Op::kRint: case jit::Op::kClamp: case jit::Op::kFdim:
+      return true;
+    default:
+      return false;
+  }
+}
+
+struct Entry {
+  std::weak_ptr<CachesBeforeWrite> node;
+  uint64_t epoch = 0;  // InPlaceWriteEpoch() when it was recorded
+};
+
+// This thread's recomputing nodes, by the storages they read. Never keeps a
+// node alive; dead entries are pruned as it grows and dropped with the last tape.
+struct Registry {
+  absl::flat_hash_map<const Storage*, std::vector<Entry>> by_storage;
+  size_t entries = 0;
+  size_t prune_at = 1024;
+};
+thread_local bool t_registry_gone = false;  // trivially destructible: readable at thread exit
+struct RegistryGuard {
+  Registry registry;
+  ~RegistryGuard() { t_registry_gone = true; }
+};
+thread_local RegistryGuard t_registry;
+
+void Prune(Registry& r) {
+  r.entries = 0;
+  for (auto it = r.by_storage.begin(); it != r.by_storage.end();) {
+    std::vector<Entry>& list = it->second;
+    std::erase_if(list, [](const Entry& e) { return e.node.expired(); });
+    r.entries += list.size();
+    if (list.empty()) {
+      r.by_storage.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+  r.prune_at = std::max<size_t>(1024, 2 * r.entries);
+}
+
+}  // namespace
+
+bool CheaperToRecompute(const jit::Function& primal, size_t nonzero_partials) {
+  if (nonzero_partials == 0) return false;  // nothing would be stored
+  size_t ops = 0;
+  for (const jit::Inst& inst : primal.insts) {
+    const jit::OpKind kind = jit::Info(inst.op).kind;
+    if (kind == jit::OpKind::Leaf || inst.op == jit::Op::kResult) continue;
+    if (kind == jit::OpKind::Math && !CheapMath(inst.op)) return false;
+    ++ops;
+  }
+  return ops <= kRecomputeOpsPerPartial * nonzero_partials;
+}
+
+PartialsPlan PlanPartials(const jit::Function& primal, size_t nonzero_partials, size_t partial_bytes) {
+  switch (InnermostTapeMode()) {
+    case PartialsMode::kCache: return {.cache = true};
+    case PartialsMode::kRecompute: return {.cache = false};
+    case PartialsMode::kAuto: break;
+  }
+  const bool cache = ActivePartialsMode(partial_bytes) == PartialsMode::kCache &&
+                     !CheaperToRecompute(primal, nonzero_partials);
+  return {.cache = cache, .cache_before_write = !cache};
+}
+
+void NoteRecomputingNode(const std::shared_ptr<CachesBeforeWrite>& node,
+                         std::span<const std::shared_ptr<ArrayImpl>> inputs) {
+  if (t_registry_gone || node == nullptr) return;
+  Registry& r = t_registry.registry;
+  const uint64_t epoch = InPlaceWriteEpoch();
+  for (const std::shared_ptr<ArrayImpl>& in : inputs) {
+    if (in == nullptr || in->storage == nullptr) continue;
+    r.by_storage[in->storage.get()].push_back(Entry{node, epoch});
+    ++r.entries;
+  }
+  if (r.entries > r.prune_at) Prune(r);
+}
+
+void CachePartialsBeforeWrite(const ArrayImpl& target) {
+  if (t_registry_gone || target.storage == nullptr) return;
+  Registry& r = t_registry.registry;
+  if (r.by_storage.empty()) return;
+  // Taken out first: caching runs kernels, and the nodes need no second call.
+  std::vector<Entry> readers;
+  for (const Storage* s : AliasesOf(target)) {
+    auto it = r.by_storage.find(s);
+    if (it == r.by_storage.end()) continue;
+    r.entries -= it->second.size();
+    for (Entry& e : it->second) readers.push_back(std::move(e));
+    r.by_storage.erase(it);
+  }
+  for (const Entry& e : readers) {
+    if (std::shared_ptr<CachesBeforeWrite> node = e.node.lock()) node->CachePartialsNow(e.epoch);
+  }
+}
+
+void ForgetRecomputingNodes() {
+  if (t_registry_gone) return;
+  Registry& r = t_registry.registry;
+  r.by_storage.clear();
+  r.entries = 0;
+  r.prune_at = 1024;
+}
+
+size_t RecomputingEntriesForTesting() { return t_registry_gone ? 0 : t_registry.registry.entries; }
+
+}  // namespace dualcast::detail
