@@ -1,4 +1,4 @@
-// kAuto's choice per broadcast, and the registry that turns a recomputing node into a cached one before a write.
+// kAuto's choice per broadcast, and the registry that has recomputing nodes keep a copy of an argument before it is written.
 #include "runtime/auto_partials.h"
 
 #include <algorithm>
@@ -26,7 +26,7 @@ bool CheapMath(jit::Op op) {
 }
 
 struct Entry {
-  std::weak_ptr<CachesBeforeWrite> node;
+  std::weak_ptr<KeepsArgumentsOnWrite> node;
   uint64_t epoch = 0;  // InPlaceWriteEpoch() when it was recorded
 };
 
@@ -61,16 +61,25 @@ void Prune(Registry& r) {
 
 }  // namespace
 
-bool CheaperToRecompute(const jit::Function& primal, size_t nonzero_partials) {
-  if (nonzero_partials == 0) return false;  // nothing would be stored
-  size_t ops = 0;
+size_t RecomputeCost(const jit::Function& primal) {
+  size_t cost = 0;
   for (const jit::Inst& inst : primal.insts) {
     const jit::OpKind kind = jit::Info(inst.op).kind;
     if (kind == jit::OpKind::Leaf || inst.op == jit::Op::kResult) continue;
-    if (kind == jit::OpKind::Math && !CheapMath(inst.op)) return false;
-    ++ops;
+    if (inst.op == jit::Op::kDiv || inst.op == jit::Op::kSqrt) {
+      cost += 4;
+    } else if (kind == jit::OpKind::Math && !CheapMath(inst.op)) {
+      cost += kTranscendentalCost;
+    } else {
+      cost += 1;
+    }
   }
-  return ops <= kRecomputeOpsPerPartial * nonzero_partials;
+  return cost;
+}
+
+bool CheaperToRecompute(const jit::Function& primal, size_t nonzero_partials) {
+  if (nonzero_partials == 0) return false;  // nothing would be stored
+  return RecomputeCost(primal) <= kRecomputeCostPerPartial * nonzero_partials;
 }
 
 PartialsPlan PlanPartials(const jit::Function& primal, size_t nonzero_partials, size_t partial_bytes) {
@@ -81,10 +90,10 @@ PartialsPlan PlanPartials(const jit::Function& primal, size_t nonzero_partials, 
   }
   const bool cache = ActivePartialsMode(partial_bytes) == PartialsMode::kCache &&
                      !CheaperToRecompute(primal, nonzero_partials);
-  return {.cache = cache, .cache_before_write = !cache};
+  return {.cache = cache, .keep_arguments_on_write = !cache};
 }
 
-void NoteRecomputingNode(const std::shared_ptr<CachesBeforeWrite>& node,
+void NoteRecomputingNode(const std::shared_ptr<KeepsArgumentsOnWrite>& node,
                          std::span<const std::shared_ptr<ArrayImpl>> inputs) {
   if (t_registry_gone || node == nullptr) return;
   Registry& r = t_registry.registry;
@@ -97,22 +106,24 @@ void NoteRecomputingNode(const std::shared_ptr<CachesBeforeWrite>& node,
   if (r.entries > r.prune_at) Prune(r);
 }
 
-void CachePartialsBeforeWrite(const ArrayImpl& target) {
+void KeepArgumentsBeforeWrite(const ArrayImpl& target) {
   if (t_registry_gone || target.storage == nullptr) return;
   Registry& r = t_registry.registry;
   if (r.by_storage.empty()) return;
-  // Taken out first: caching runs kernels, and the nodes need no second call.
-  std::vector<Entry> readers;
-  for (const Storage* s : AliasesOf(target)) {
+  // Locked first: copying runs kernels, which register nothing, but the
+  // entries stay (a node whose argument lies beside the write still reads
+  // this memory for a later one).
+  const StorageList storages = AliasesOf(target);
+  std::vector<std::pair<std::shared_ptr<KeepsArgumentsOnWrite>, uint64_t>> readers;
+  for (const Storage* s : storages) {
     auto it = r.by_storage.find(s);
     if (it == r.by_storage.end()) continue;
-    r.entries -= it->second.size();
-    for (Entry& e : it->second) readers.push_back(std::move(e));
-    r.by_storage.erase(it);
+    for (const Entry& e : it->second) {
+      if (auto node = e.node.lock()) readers.emplace_back(std::move(node), e.epoch);
+    }
   }
-  for (const Entry& e : readers) {
-    if (std::shared_ptr<CachesBeforeWrite> node = e.node.lock()) node->CachePartialsNow(e.epoch);
-  }
+  ArgumentCopies copies;
+  for (const auto& [node, epoch] : readers) node->KeepArgumentsBeforeWrite(target, storages, epoch, copies);
 }
 
 void ForgetRecomputingNodes() {

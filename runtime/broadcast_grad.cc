@@ -34,6 +34,7 @@
 #include "runtime/auto_partials.h"
 #include "runtime/grad_kernels.h"
 #include "runtime/in_place.h"
+#include "runtime/storage_aliases.h"
 
 namespace dualcast::detail {
 namespace {
@@ -123,7 +124,7 @@ class BackwardCache {
   jit::LruMap<Key, Entry> map_;  // guarded by mu_
 };
 
-class BroadcastGradNode final : public ReleasableGradNode, public CachesBeforeWrite {
+class BroadcastGradNode final : public ReleasableGradNode, public KeepsArgumentsOnWrite {
  public:
   explicit BroadcastGradNode(BroadcastGradInfo info) : info_(std::move(info)) {
     if (info_.primal == nullptr) {
@@ -173,7 +174,7 @@ class BroadcastGradNode final : public ReleasableGradNode, public CachesBeforeWr
     } else {
       if (written_since) {
         for (size_t j = 0; j < inputs.size(); ++j) {
-          if (inputs[j] != nullptr) {
+          if (inputs[j] != nullptr && (j >= kept_.size() || kept_[j] == nullptr)) {
             CheckNotWrittenSince(epoch, *inputs[j], absl::StrCat("argument ", j + 1, " of '", name, "'"),
                                  name);
           }
@@ -250,42 +251,31 @@ class BroadcastGradNode final : public ReleasableGradNode, public CachesBeforeWr
     return parts;
   }
 
-  // Every output's partials (an adjoint may reach any), each a new array:
-  // an argument or result the forward kernel has may be written later too.
-  void CachePartialsNow(uint64_t recorded_epoch) noexcept override {
+  void KeepArgumentsBeforeWrite(const ArrayImpl& /*written*/, const StorageList& storages,
+                                uint64_t recorded_epoch, ArgumentCopies& copies) noexcept override {
     if (cached_ || inputs.empty()) return;
-    for (const auto& in : inputs) {
-      if (in != nullptr && LastInPlaceWrite(in->storage.get()) > recorded_epoch) return;
-    }
-    const size_t M = info_.primal->num_outputs(), J = info_.wrt.size();
-    try {
-      uint64_t hash = 0;
-      std::shared_ptr<const jit::JvpResult> jvp = CachedJvp(info_.primal, info_.wrt, &hash);
-      ExecuteOptions options;
-      options.function_hash = hash;
-      options.write.assign(M, false);
-      for (size_t k = 0; k < M * J; ++k) options.write.push_back(!jvp->structurally_zero[k]);
-      std::vector<std::shared_ptr<ArrayImpl>> all;
-      if (std::find(options.write.begin(), options.write.end(), true) != options.write.end()) {
-        auto fn = std::shared_ptr<const jit::Function>(jvp, &jvp->function);
-        all = Execute(absl::StrCat(info_.name, " (partials kept before an in-place write)"), fn, inputs,
-                      options);
+    for (size_t j = 0; j < inputs.size(); ++j) {
+      const std::shared_ptr<ArrayImpl>& in = inputs[j];
+      if (in == nullptr || (j < kept_.size() && kept_[j] != nullptr)) continue;
+      // Any element of the storage, not only those the write may reach: the
+      // stamp a write leaves is per storage (in_place.h), so an argument
+      // beside it would be refused by the sweep all the same.
+      if (std::find(storages.begin(), storages.end(), in->storage.get()) == storages.end()) continue;
+      if (LastInPlaceWrite(in->storage.get()) > recorded_epoch) continue;  // too late
+      try {
+        std::shared_ptr<ArrayImpl>& copy = copies[in.get()];
+        if (copy == nullptr) copy = CopyArray(*in);
+        kept_.resize(inputs.size());
+        kept_[j] = copy;
+      } catch (...) {
+        copies.erase(in.get());  // the sweep's Error names the write
       }
-      info_.partials.assign(M * J, nullptr);
-      for (size_t m = 0; m < M && !all.empty(); ++m) {
-        for (size_t j = 0; j < J; ++j) info_.partials[m * J + j] = all[jit::PartialIndex(M, J, m, j)];
-      }
-      info_.cached_outputs.assign(M, true);
-      cached_ = true;
-    } catch (...) {
-      // Out of memory, say: the node keeps recomputing, and a gradient
-      // through it is the Error that names the write.
-      info_.partials.clear();
     }
   }
 
   void ReleaseSaved() override {
     info_.partials.clear();
+    kept_.clear();
     inputs.clear();
     info_.fusion.clear();
   }
@@ -326,6 +316,9 @@ class BroadcastGradNode final : public ReleasableGradNode, public CachesBeforeWr
     const size_t M = info_.primal->num_outputs();
     std::vector<bool> present(M, false);
     std::vector<std::shared_ptr<ArrayImpl>> args = inputs;
+    for (size_t j = 0; j < kept_.size(); ++j) {
+      if (kept_[j] != nullptr) args[j] = kept_[j];  // the values read, copied before a write
+    }
     for (size_t m = 0; m < M && m < ybar.size(); ++m) {
       if (ybar[m] == nullptr) continue;
       present[m] = true;
@@ -347,6 +340,10 @@ class BroadcastGradNode final : public ReleasableGradNode, public CachesBeforeWr
   }
 
   BroadcastGradInfo info_;
+  // Per input, recompute mode: a copy of its values taken before a write in
+  // place (auto_partials.h); null while it still holds them. Identity
+  // (adjoint keys, versions) stays with `inputs`.
+  std::vector<std::shared_ptr<ArrayImpl>> kept_;
   bool cached_ = true;
   DType dtype_ = DType::kF32;
 };
@@ -387,7 +384,7 @@ std::vector<std::vector<bool>> FusedReads(const std::vector<jit::FusionNode>& no
 }
 
 std::shared_ptr<GradNode> MakeBroadcastGradNode(BroadcastGradInfo info) {
-  const bool register_node = info.cache_before_write && info.partials.empty();
+  const bool register_node = info.keep_arguments_on_write && info.partials.empty();
   auto node = std::allocate_shared<BroadcastGradNode>(BlockAllocator<BroadcastGradNode>{}, std::move(info));
   if (register_node) NoteRecomputingNode(node, node->inputs);
   return node;

@@ -423,7 +423,7 @@ std::vector<std::shared_ptr<ArrayImpl>> Launch(const Plan& p, PendingRecord* rec
   for (int64_t s : *p.shape) elements *= s;
   const size_t bytes = nonzero * static_cast<size_t>(elements) * SizeOf(p.dtype);
   if (const PartialsPlan plan = PlanPartials(*primal, nonzero, bytes); !plan.cache) {
-    info.cache_before_write = plan.cache_before_write;
+    info.keep_arguments_on_write = plan.keep_arguments_on_write;
     return Execute(name, primal, leaves, primal_options);
   }
   // Store only the requested result's partials (extra outputs recompute

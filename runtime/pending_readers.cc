@@ -200,8 +200,9 @@ void ComputePendingReaders(ArrayImpl& target) {
 void ComputeReadersBeforeWrite(ArrayImpl& target) {
   Materialize(target);
   ComputePendingReaders(target);
-  // Then the tape's recomputing nodes that read it, those just recorded included.
-  CachePartialsBeforeWrite(target);
+  // Then the tape's recomputing nodes that read it (those just recorded
+  // included) keep a copy of what they read.
+  KeepArgumentsBeforeWrite(target);
 }
 
 bool ComputingReadersBeforeWrite() { return t_computing_readers > 0; }

@@ -53,7 +53,7 @@ void NotePendingNode(const std::shared_ptr<LazyNode>& node);
 
 // Computes `target` if it is pending, then every pending result whose node
 // reads `target`'s storage, before `target` is written in place; then has the
-// tape nodes that would recompute from that memory cache their partials
+// tape nodes that would recompute from that memory keep a copy of it
 // (auto_partials.h). May compile and launch kernels; throws what they throw
 // (nothing has been written then).
 void ComputeReadersBeforeWrite(ArrayImpl& target);

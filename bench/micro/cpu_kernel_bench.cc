@@ -348,6 +348,53 @@ void ReportLongTape(int reps) {
               per_step[1][1] / per_step[1][0], per_step[1][1] / per_step[0][1]);
 }
 
+// What kAuto chooses (runtime/auto_partials.h) against both explicit modes,
+// one taped run with its gradient each: a cheap stencil step (kAuto should
+// match kRecompute) and a kernel with tanh (kAuto should match kCache).
+void ReportAutoPartials(int reps) {
+  namespace dc = dualcast;
+  using A = dc::Array<double>;
+  const dc::Kernel cheap = dc::kernel("bench_auto_stencil", [](auto v, auto l, auto r, auto k) {
+    auto src = v * (1 - v);
+    if (v > 0.5) src = src * 0.5;
+    return v + 0.1 * (k * (l - 2 * v + r) + src);
+  });
+  const dc::Kernel costly = dc::kernel("bench_auto_tanh", [](auto v, auto l, auto r, auto k) {
+    return v + 0.1 * tanh(k * (l - 2 * v + r));
+  });
+  constexpr int64_t n = 100000;
+  constexpr int steps = 50;
+  const A u0 = A::uniform({n}, 5, 0.2, 0.8), kappa = A::scalar(0.3);
+  auto run = [&](const dc::Kernel& k, dc::PartialsMode mode) {
+    dc::Tape tape(mode);
+    A u = u0;
+    for (int s = 0; s < steps; ++s) {
+      const A left = dc::concat({dc::slice(u, {{n - 1, n}}), dc::slice(u, {{0, n - 1}})});
+      const A right = dc::concat({dc::slice(u, {{1, n}}), dc::slice(u, {{0, 1}})});
+      u = dc::broadcast(k, u, left, right, kappa);
+    }
+    (void)tape.gradient(dc::sum(u * u), {u0, kappa});
+  };
+  for (const dc::Kernel* k : {&cheap, &costly}) {
+    // Interleaved rounds, the best of each mode: the machine's drift hits all three alike.
+    double ms[3] = {1e30, 1e30, 1e30};
+    const dc::PartialsMode modes[3] = {dc::PartialsMode::kCache, dc::PartialsMode::kRecompute,
+                                       dc::PartialsMode::kAuto};
+    for (int m = 0; m < 3; ++m) run(*k, modes[m]);  // warm: compile
+    for (int round = 0; round < std::max(2, reps / 4); ++round) {
+      for (int m = 0; m < 3; ++m) {
+        const auto t0 = Clock::now();
+        run(*k, modes[m]);
+        ms[m] = std::min(ms[m], Ms(t0));
+      }
+    }
+    std::printf("taped %s stencil, n = %lld, %d steps, with the gradient: kCache %.1f ms, kRecompute %.1f "
+                "ms, kAuto %.1f ms: kAuto / the faster explicit mode %.2fx (target <= 1.1)\n",
+                k == &cheap ? "cheap" : "tanh", static_cast<long long>(n), steps, ms[0], ms[1], ms[2],
+                ms[2] / std::min(ms[0], ms[1]));
+  }
+}
+
 // `rows`: "eval", "tape" or "threads" for one row (to profile it), else all.
 void ReportRuntimeLaunch(int reps, const std::string& rows = "") {
   namespace dc = dualcast;
@@ -373,6 +420,7 @@ void ReportRuntimeLaunch(int reps, const std::string& rows = "") {
                 tape.wall_us, tape.cpu_us);
   }
   if (all || rows == "tape") ReportLongTape(reps);
+  if (all || rows == "tape") ReportAutoPartials(reps);
   if (!all && rows != "threads") return;
   // One window each way is at the mercy of the neighbours on a shared VM
   // (single 0.5 s windows gave 1.2x-2.5x run to run, and one thread's CPU

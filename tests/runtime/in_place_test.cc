@@ -63,9 +63,9 @@ TEST_CASE("cached partials: an argument that is itself a partial (d(x*b)/dx = b)
   CHECK(Has(m, "written in place"));
 }
 
-TEST_CASE("kAuto: a cheap node recomputes, and caches its partials before an argument is assigned") {
+TEST_CASE("kAuto: a cheap node recomputes, and keeps a copy of an argument before it is assigned") {
   // x * b is cheap: kAuto records it to recompute (runtime/auto_partials.h),
-  // and the write has it keep d/dx = b at the old values first.
+  // and the write has it keep a copy of the old b first.
   D x = D::from({1, 2}, {2}), b = D::from({3, 4}, {2});
   Tape tape;
   D y = broadcast(Mul(), x, b);
@@ -348,7 +348,7 @@ TEST_CASE("a write through another view of the same user buffer: the tape sees i
     D::view(buf.data(), {3}).assign({10, 20, 30});
     CHECK(Has(ErrorOf([&] { tape.gradient(loss, {c}); }), "written in place"));
   }
-  {  // kAuto recomputes x * c, and the write through the other view has it keep d/dc = x first
+  {  // kAuto recomputes x * c, and the write through the other view has it keep a copy of x first
     std::vector<double> buf = {0.5, -1, 2};
     Tape tape;
     D x = D::view(buf.data(), {3});

@@ -108,7 +108,7 @@ TEST_CASE("under a tape: the result is recorded with the values it used, and a g
     const std::string mx = test::ErrorOf([&] { tape.gradient(loss, {x}); }, "(no error)");
     CHECK(test::Has(mx, "only as it was before it was written in place"));
     if (mode == PartialsMode::kAuto) {
-      // Recorded to recompute, the node kept d/db = x at (1, 2) before the write.
+      // Recorded to recompute, the node kept a copy of x at (1, 2) before the write.
       CHECK(tape.gradient(loss, {b})[0].to_vector() == V{1, 2});
       continue;
     }

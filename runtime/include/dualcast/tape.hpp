@@ -9,7 +9,7 @@
 // its forward kernel cached (PartialsMode::kCache) or recomputes them in one
 // backward kernel that writes the contributions directly (kRecompute: no
 // partial arrays are kept). kAuto (the default) chooses per broadcast: recompute a
-// cheap kernel (caching its partials before an argument is written in place), else cache.
+// cheap kernel (copying an argument before it is written in place), else cache.
 //
 // One pass: in kAuto mode, when the loss is still pending and is a sum or
 // mean of a pending fused broadcast group, and every input is an array that

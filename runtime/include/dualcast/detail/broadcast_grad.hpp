@@ -45,9 +45,9 @@ struct BroadcastGradInfo {
   std::vector<jit::FusionSource> fusion_outputs;
   // Per output, per leaf: whether it reads that leaf (GradNode::reads).
   std::vector<std::vector<bool>> reads;
-  // Recompute mode chosen by kAuto: the node caches its partials before an
-  // argument is written in place (runtime/auto_partials.h).
-  bool cache_before_write = false;
+  // Recompute mode chosen by kAuto: the node keeps a copy of an argument
+  // before it is written in place (runtime/auto_partials.h).
+  bool keep_arguments_on_write = false;
 };
 
 // Per output `sources[m]`, per leaf: whether it reads that leaf, through
