@@ -24,6 +24,7 @@
 #include "dualcast/operators.hpp"
 #include "dualcast/reductions.hpp"
 #include "dualcast/tape.hpp"
+#include "runtime/auto_partials.h"
 
 namespace dualcast {
 namespace {
@@ -170,6 +171,21 @@ TEST_CASE_TEMPLATE("HM-LSTM reverse-mode comparator (where, unfused) gives the s
   for (PartialsMode mode : {PartialsMode::kCache, PartialsMode::kRecompute}) {
     CheckHmLstm<T>(/*rows=*/true, mode, /*comparator=*/true);
   }
+}
+
+TEST_CASE("kAuto caches the HM-LSTM cell's partials (transcendentals): it is not recorded to recompute") {
+  // runtime/auto_partials.h: five sigmoid/tanh for four nonzero partials
+  // weigh more than recomputing is worth; a cheap kernel is recorded to recompute.
+  const int n = 4;
+  const auto Z = Array<float>::full({n, 1}, 1), Zb = Array<float>::full({n, 1}, 0);
+  const auto C = Array<float>::uniform({n, n}, 3), F = Array<float>::uniform({n, n}, 4);
+  const auto I = Array<float>::uniform({n, n}, 5), G = Array<float>::uniform({n, n}, 6);
+  Tape tape;
+  const size_t before = detail::RecomputingEntriesForTesting();
+  broadcast(Cell(), Z, Zb, C, F, I, G).eval();
+  CHECK(detail::RecomputingEntriesForTesting() == before);
+  (C * F + I).eval();
+  CHECK(detail::RecomputingEntriesForTesting() > before);
 }
 
 }  // namespace
