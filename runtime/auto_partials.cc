@@ -59,7 +59,12 @@ void Prune(Registry& r) {
   r.prune_at = std::max<size_t>(1024, 2 * r.entries);
 }
 
-}  // namespace
+// The cost of running a kernel again, in adds: a division or square root
+// counts 4, a transcendental (exp, tanh, sin, pow, ...: a polynomial and a
+// range reduction) kTranscendentalCost.
+constexpr size_t kTranscendentalCost = 8;
+// Recomputing wins up to this cost per nonzero partial array it would store.
+constexpr size_t kRecomputeCostPerPartial = 10;
 
 size_t RecomputeCost(const jit::Function& primal) {
   size_t cost = 0;
@@ -77,10 +82,13 @@ size_t RecomputeCost(const jit::Function& primal) {
   return cost;
 }
 
+// Whether running `primal` again costs less than storing `nonzero_partials` arrays.
 bool CheaperToRecompute(const jit::Function& primal, size_t nonzero_partials) {
   if (nonzero_partials == 0) return false;  // nothing would be stored
   return RecomputeCost(primal) <= kRecomputeCostPerPartial * nonzero_partials;
 }
+
+}  // namespace
 
 PartialsPlan PlanPartials(const jit::Function& primal, size_t nonzero_partials, size_t partial_bytes) {
   switch (InnermostTapeMode()) {
@@ -106,24 +114,24 @@ void NoteRecomputingNode(const std::shared_ptr<KeepsArgumentsOnWrite>& node,
   if (r.entries > r.prune_at) Prune(r);
 }
 
-void KeepArgumentsBeforeWrite(const ArrayImpl& target) {
-  if (t_registry_gone || target.storage == nullptr) return;
+void KeepArgumentsBeforeWrite(const StorageList& storages) {
+  if (t_registry_gone) return;
   Registry& r = t_registry.registry;
   if (r.by_storage.empty()) return;
-  // Locked first: copying runs kernels, which register nothing, but the
-  // entries stay (a node whose argument lies beside the write still reads
-  // this memory for a later one).
-  const StorageList storages = AliasesOf(target);
-  std::vector<std::pair<std::shared_ptr<KeepsArgumentsOnWrite>, uint64_t>> readers;
+  // Taken out first: copying runs kernels. A node reading these storages
+  // keeps copies of every argument over them, so it needs no second call.
+  std::vector<Entry> readers;
   for (const Storage* s : storages) {
     auto it = r.by_storage.find(s);
     if (it == r.by_storage.end()) continue;
-    for (const Entry& e : it->second) {
-      if (auto node = e.node.lock()) readers.emplace_back(std::move(node), e.epoch);
-    }
+    r.entries -= it->second.size();
+    for (Entry& e : it->second) readers.push_back(std::move(e));
+    r.by_storage.erase(it);
   }
   ArgumentCopies copies;
-  for (const auto& [node, epoch] : readers) node->KeepArgumentsBeforeWrite(target, storages, epoch, copies);
+  for (const Entry& e : readers) {
+    if (auto node = e.node.lock()) node->KeepArgumentsBeforeWrite(storages, e.epoch, copies);
+  }
 }
 
 void ForgetRecomputingNodes() {

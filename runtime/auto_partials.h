@@ -8,9 +8,9 @@
 // The same stencil with a tanh in it still recomputes faster (47 vs 60 ms,
 // n = 100 000, 50 steps), but a chain of four tanh over two arguments is
 // the other way round (recompute 1.5-1.9x the cached run). So kAuto weighs
-// the kernel's operations (RecomputeCost: an add 1, a transcendental 8)
-// against the partial arrays it would store, recomputes up to
-// kRecomputeCostPerPartial per array, and caches otherwise (still
+// the kernel's operations (an add 1, a division 4, a transcendental 8)
+// against the partial arrays it would store, recomputes up to 10 per array
+// (auto_partials.cc), and caches otherwise (still
 // recomputing past the budget). HM-LSTM's cell (five sigmoid/tanh, four
 // partials) is cached, as before.
 //
@@ -49,14 +49,6 @@
 
 namespace dualcast::detail {
 
-// The cost of running a kernel again, in adds: a division or square root
-// counts 4, a transcendental (exp, tanh, sin, pow, ...: a polynomial and a
-// range reduction) kTranscendentalCost; recomputing wins up to
-// kRecomputeCostPerPartial per nonzero partial array it would store.
-inline constexpr size_t kTranscendentalCost = 8;
-inline constexpr size_t kRecomputeCostPerPartial = 10;
-size_t RecomputeCost(const jit::Function& primal);
-
 // What a taped broadcast does with its partials under the innermost tape's mode.
 struct PartialsPlan {
   bool cache = true;                    // compute and keep them in the forward kernel
@@ -69,22 +61,19 @@ PartialsMode InnermostTapeMode();
 // `partial_bytes`: their total size.
 PartialsPlan PlanPartials(const jit::Function& primal, size_t nonzero_partials, size_t partial_bytes);
 
-// Whether running `primal` again costs less than storing `nonzero_partials` arrays.
-bool CheaperToRecompute(const jit::Function& primal, size_t nonzero_partials);
-
 // The copies one write makes, by the argument array they copy.
 using ArgumentCopies = absl::flat_hash_map<const ArrayImpl*, std::shared_ptr<ArrayImpl>>;
 
 // A tape node that recomputes its partials from its arguments.
 class KeepsArgumentsOnWrite {
  public:
-  // `written` (whose memory is `storages`) is about to be written in place:
-  // keep, for the sweep, a copy of each argument over those storages, unless
-  // that argument was written since `recorded_epoch` already (the sweep's
-  // Error stands then). Copies come from `copies` or are added to it. Never
-  // throws: an argument not copied (out of memory) is the sweep's Error.
-  virtual void KeepArgumentsBeforeWrite(const ArrayImpl& written, const StorageList& storages,
-                                        uint64_t recorded_epoch, ArgumentCopies& copies) noexcept = 0;
+  // Memory of `storages` is about to be written in place: keep, for the
+  // sweep, a copy of each argument over those storages, unless that argument
+  // was written since `recorded_epoch` already (the sweep's Error stands
+  // then). Copies come from `copies` or are added to it. Never throws: an
+  // argument not copied (out of memory) is the sweep's Error.
+  virtual void KeepArgumentsBeforeWrite(const StorageList& storages, uint64_t recorded_epoch,
+                                        ArgumentCopies& copies) noexcept = 0;
 
  protected:
   ~KeepsArgumentsOnWrite() = default;
@@ -94,9 +83,10 @@ class KeepsArgumentsOnWrite {
 void NoteRecomputingNode(const std::shared_ptr<KeepsArgumentsOnWrite>& node,
                          std::span<const std::shared_ptr<ArrayImpl>> inputs);
 
-// `target` is about to be written in place on this thread: every registered
-// node reading its memory (any storage sharing it) keeps a copy first.
-void KeepArgumentsBeforeWrite(const ArrayImpl& target);
+// Memory of `storages` (a write target's AliasesOf) is about to be written
+// in place on this thread: every registered node reading it keeps a copy
+// first, and is then forgotten under those storages (its copies stand).
+void KeepArgumentsBeforeWrite(const StorageList& storages);
 
 // Drops this thread's registry (its last tape is gone).
 void ForgetRecomputingNodes();

@@ -251,8 +251,8 @@ class BroadcastGradNode final : public ReleasableGradNode, public KeepsArguments
     return parts;
   }
 
-  void KeepArgumentsBeforeWrite(const ArrayImpl& /*written*/, const StorageList& storages,
-                                uint64_t recorded_epoch, ArgumentCopies& copies) noexcept override {
+  void KeepArgumentsBeforeWrite(const StorageList& storages, uint64_t recorded_epoch,
+                                ArgumentCopies& copies) noexcept override {
     if (cached_ || inputs.empty()) return;
     for (size_t j = 0; j < inputs.size(); ++j) {
       const std::shared_ptr<ArrayImpl>& in = inputs[j];

@@ -137,10 +137,8 @@ void NotePendingNode(const std::shared_ptr<LazyNode>& node) {
 
 namespace {
 
-void ComputePendingReaders(ArrayImpl& target) {
-  if (target.storage == nullptr) return;
-  // The written memory, through every storage that shares it (storage_aliases.h).
-  const StorageList storages = AliasesOf(target);
+// `storages`: the written memory, through every storage that shares it (storage_aliases.h).
+void ComputePendingReaders(const ArrayImpl& target, const StorageList& storages) {
   uint64_t bits = 0;  // one filter for them all: a scan costs the same with many aliases
   for (const Storage* s : storages) bits |= StorageBit(s);
   // Many aliases (fresh views of one buffer kept alive by a tape): a set.
@@ -199,10 +197,12 @@ void ComputePendingReaders(ArrayImpl& target) {
 
 void ComputeReadersBeforeWrite(ArrayImpl& target) {
   Materialize(target);
-  ComputePendingReaders(target);
+  if (target.storage == nullptr) return;
+  const StorageList storages = AliasesOf(target);
+  ComputePendingReaders(target, storages);
   // Then the tape's recomputing nodes that read it (those just recorded
   // included) keep a copy of what they read.
-  KeepArgumentsBeforeWrite(target);
+  KeepArgumentsBeforeWrite(storages);
 }
 
 bool ComputingReadersBeforeWrite() { return t_computing_readers > 0; }
