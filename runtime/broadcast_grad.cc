@@ -147,6 +147,7 @@ class BroadcastGradNode final : public ReleasableGradNode, public KeepsArguments
     dtype_ = info_.primal->num_outputs() > 0 && info_.primal->output_type(0) == jit::Type::kF32
                  ? DType::kF32
                  : DType::kF64;
+    if (info_.copy_user_memory && !cached_) KeepUserMemory();
   }
 
   std::vector<std::shared_ptr<ArrayImpl>> Backward(
@@ -232,7 +233,10 @@ class BroadcastGradNode final : public ReleasableGradNode, public KeepsArguments
       p.wrt = wrt;
       p.consumed_inside.assign(outputs.size(), false);
       p.reads = FusedReads(nodes, sources, leaves.size());
-      return Part{MakeBroadcastGradNode(std::move(p)), outputs};
+      std::shared_ptr<GradNode> node = MakeBroadcastGradNode(std::move(p));
+      // The parts recompute from the values this node read: its copies where it made them.
+      static_cast<BroadcastGradNode&>(*node).kept_ = kept_;
+      return Part{std::move(node), outputs};
     };
     std::vector<int> order = cut;  // a cut output depends only on cuts of earlier fused nodes
     std::sort(order.begin(), order.end(), [&](int x, int y) {
@@ -270,6 +274,22 @@ class BroadcastGradNode final : public ReleasableGradNode, public KeepsArguments
       } catch (...) {
         copies.erase(in.get());  // the sweep's Error names the write
       }
+    }
+  }
+
+  // This node recomputes from its arguments in the sweep: the ones in the
+  // user's memory are copied now, as the forward pass read them (caching
+  // their partials would have kept as much or more).
+  void KeepUserMemory() {
+    for (size_t j = 0; j < inputs.size(); ++j) {
+      std::shared_ptr<ArrayImpl> copy;
+      for (size_t i = 0; i < j && copy == nullptr; ++i) {
+        if (inputs[i] == inputs[j] && i < kept_.size()) copy = kept_[i];  // an argument given twice
+      }
+      if (copy == nullptr) copy = CopyIfUserMemory(inputs[j]);
+      if (copy == nullptr) continue;
+      kept_.resize(inputs.size());
+      kept_[j] = std::move(copy);
     }
   }
 

@@ -155,18 +155,23 @@ Arr Number(double v, const ArrayImpl& like) { return detail::NumberArray(v, like
 struct GeneratedReduceNode final : detail::GradNode {
   Axes axes;
   std::vector<Arr> saved;  // what the rule reads besides the input
+  // A copy of the input taken when recorded where it is in the user's memory
+  // (CopyIfUserMemory), else null (the input itself is read).
+  Arr kept;
   std::function<Arr(const Arr& x, const std::vector<Arr>& saved, const Arr& g)> rule;
   std::vector<Arr> Backward(const std::vector<Arr>& outs) override {
     if (outs.empty() || outs[0] == nullptr) return {nullptr};
     const uint64_t epoch = detail::SweptNodeEpoch();
-    detail::CheckNotWrittenSince(epoch, *inputs[0], absl::StrCat("the argument of '", name, "'"), name);
+    if (kept == nullptr) {
+      detail::CheckNotWrittenSince(epoch, *inputs[0], absl::StrCat("the argument of '", name, "'"), name);
+    }
     for (const Arr& a : saved) {
       if (a != nullptr) {
         detail::CheckNotWrittenSince(epoch, *a, absl::StrCat("an array '", name, "' kept for its gradient"),
                                      name);
       }
     }
-    return {rule(inputs[0], saved, KeepShaped(outs[0], axes))};
+    return {rule(kept != nullptr ? kept : inputs[0], saved, KeepShaped(outs[0], axes))};
   }
 };
 
@@ -182,6 +187,7 @@ Array<T> Finish(const char* what, const Arr& in, const Axes& l, const Arr& keep_
     auto node = std::make_shared<GeneratedReduceNode>();
     node->name = what;
     node->inputs = {in};
+    node->kept = detail::CopyIfUserMemory(in);
     node->axes = l;
     node->saved = std::move(saved);
     node->rule = std::move(rule);

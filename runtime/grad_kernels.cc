@@ -97,6 +97,11 @@ std::shared_ptr<ArrayImpl> CopyArray(const ArrayImpl& a) {
   return Execute("copy", ElementwiseFunction(Elementwise::kCopy, a.dtype), {Borrow(a)})[0];
 }
 
+std::shared_ptr<ArrayImpl> CopyIfUserMemory(const std::shared_ptr<ArrayImpl>& a) {
+  if (a == nullptr || a->storage == nullptr || a->storage->owning) return nullptr;
+  return CopyArray(*a);
+}
+
 std::shared_ptr<ArrayImpl> Contiguous(const std::shared_ptr<ArrayImpl>& a) {
   CheckComputed(*a, "contiguous");
   return Dense(*a) ? a : CopyArray(*a);

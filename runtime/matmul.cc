@@ -143,16 +143,23 @@ std::shared_ptr<ArrayImpl> Transposed(const ArrayImpl& a) {
 }
 
 struct MatmulNode final : detail::GradNode {
+  // Per argument: a copy taken when recorded where it is in the user's
+  // memory (CopyIfUserMemory), else null (the argument itself is read).
+  std::shared_ptr<ArrayImpl> kept[2];
+
   std::vector<std::shared_ptr<ArrayImpl>> Backward(
       const std::vector<std::shared_ptr<ArrayImpl>>& outs) override {
     if (outs.empty() || outs[0] == nullptr) return {nullptr, nullptr};
     const std::shared_ptr<ArrayImpl>& g = outs[0];
     // Each input's gradient reads the other one.
     const uint64_t epoch = detail::SweptNodeEpoch();
-    if (detail::InputNeeded(0)) detail::CheckNotWrittenSince(epoch, *inputs[1], "argument 2 of 'matmul'", name);
-    if (detail::InputNeeded(1)) detail::CheckNotWrittenSince(epoch, *inputs[0], "argument 1 of 'matmul'", name);
-    return {detail::InputNeeded(0) ? Gemm(g, Transposed(*inputs[1])) : nullptr,
-            detail::InputNeeded(1) ? Gemm(Transposed(*inputs[0]), g) : nullptr};
+    auto value = [&](int j, const char* what) -> const ArrayImpl& {
+      if (kept[j] != nullptr) return *kept[j];
+      detail::CheckNotWrittenSince(epoch, *inputs[static_cast<size_t>(j)], what, name);
+      return *inputs[static_cast<size_t>(j)];
+    };
+    return {detail::InputNeeded(0) ? Gemm(g, Transposed(value(1, "argument 2 of 'matmul'"))) : nullptr,
+            detail::InputNeeded(1) ? Gemm(Transposed(value(0, "argument 1 of 'matmul'")), g) : nullptr};
   }
 };
 
@@ -182,6 +189,8 @@ Array<T> matmul(const Array<T>& a, const Array<T>& b) {
     auto node = std::make_shared<MatmulNode>();
     node->name = "matmul";
     node->inputs = {a.impl(), b.impl()};
+    node->kept[0] = detail::CopyIfUserMemory(a.impl());
+    node->kept[1] = a.impl() == b.impl() ? node->kept[0] : detail::CopyIfUserMemory(b.impl());
     detail::Record(node, {out});
   }
   return Array<T>(std::move(out));
