@@ -147,7 +147,10 @@ class BroadcastGradNode final : public ReleasableGradNode, public KeepsArguments
     dtype_ = info_.primal->num_outputs() > 0 && info_.primal->output_type(0) == jit::Type::kF32
                  ? DType::kF32
                  : DType::kF64;
-    if (info_.copy_user_memory && !cached_) KeepUserMemory();
+    const bool rereads_arguments =
+        !cached_ || !info_.fusion.empty() ||
+        std::find(info_.cached_outputs.begin(), info_.cached_outputs.end(), false) != info_.cached_outputs.end();
+    if (info_.copy_user_memory && rereads_arguments) KeepUserMemory();
   }
 
   std::vector<std::shared_ptr<ArrayImpl>> Backward(
@@ -277,9 +280,9 @@ class BroadcastGradNode final : public ReleasableGradNode, public KeepsArguments
     }
   }
 
-  // This node recomputes from its arguments in the sweep: the ones in the
-  // user's memory are copied now, as the forward pass read them (caching
-  // their partials would have kept as much or more).
+  // This node may recompute from its arguments in the sweep: the views of
+  // the user's writable memory among them are copied now, as the forward
+  // pass read them (caching their partials would have kept as much or more).
   void KeepUserMemory() {
     for (size_t j = 0; j < inputs.size(); ++j) {
       std::shared_ptr<ArrayImpl> copy;

@@ -97,9 +97,12 @@ std::shared_ptr<ArrayImpl> CopyArray(const ArrayImpl& a) {
   return Execute("copy", ElementwiseFunction(Elementwise::kCopy, a.dtype), {Borrow(a)})[0];
 }
 
+bool ViewOfWritableUserMemory(const ArrayImpl& a) {
+  return a.storage != nullptr && !a.storage->owning && !a.read_only;
+}
+
 std::shared_ptr<ArrayImpl> CopyIfUserMemory(const std::shared_ptr<ArrayImpl>& a) {
-  if (a == nullptr || a->storage == nullptr || a->storage->owning) return nullptr;
-  return CopyArray(*a);
+  return a != nullptr && ViewOfWritableUserMemory(*a) ? CopyArray(*a) : nullptr;
 }
 
 std::shared_ptr<ArrayImpl> Contiguous(const std::shared_ptr<ArrayImpl>& a) {

@@ -48,12 +48,15 @@ std::shared_ptr<ArrayImpl> Contiguous(const std::shared_ptr<ArrayImpl>& a);
 std::shared_ptr<ArrayImpl> CopyArray(const ArrayImpl& a);
 
 // For a tape node that reads `a` again in the reverse sweep: a copy of `a`
-// when its memory is the user's (Array::view), null when dualcast owns it.
-// The user may write their buffer through their own pointer after the
+// when it is a view of the user's writable memory (Array::view(T*)), else
+// null. The user may write that buffer through their own pointer after the
 // forward pass (a simulation storing its new state where it viewed the old
-// one), which no in-place stamp sees; memory dualcast owns changes only
-// through dualcast, whose writes the sweep checks (in_place.h).
+// one), which no in-place stamp sees. Memory dualcast owns changes only
+// through dualcast, whose writes the sweep checks (in_place.h); a view of
+// const memory is the user's word that it does not change while a tape
+// that read it lives (array.hpp), so the tape reads it again.
 std::shared_ptr<ArrayImpl> CopyIfUserMemory(const std::shared_ptr<ArrayImpl>& a);
+bool ViewOfWritableUserMemory(const ArrayImpl& a);
 
 // A view of `a` (same storage) with `shape`, no grad_fn. `strides` must fit.
 std::shared_ptr<ArrayImpl> ViewOf(const ArrayImpl& a, std::vector<int64_t> shape,

@@ -61,6 +61,7 @@
 #include "jit/passes/compose.h"
 #include "jit/passes/optimize.h"
 #include "runtime/auto_partials.h"
+#include "runtime/grad_kernels.h"
 #include "runtime/graph_lock.h"
 #include "runtime/launch_plan.h"
 #include "runtime/lazy_group.h"
@@ -399,6 +400,7 @@ std::vector<std::shared_ptr<ArrayImpl>> Launch(const Plan& p, PendingRecord* rec
 
   std::vector<std::shared_ptr<ArrayImpl>> values;
   BroadcastGradInfo& info = record->info;
+  info.copy_user_memory = true;
   info.name = name;
   info.primal = primal;
   info.leaves = leaves;
@@ -424,16 +426,15 @@ std::vector<std::shared_ptr<ArrayImpl>> Launch(const Plan& p, PendingRecord* rec
   const size_t bytes = nonzero * static_cast<size_t>(elements) * SizeOf(p.dtype);
   if (const PartialsPlan plan = PlanPartials(*primal, nonzero, bytes); !plan.cache) {
     info.keep_arguments_on_write = plan.keep_arguments_on_write;
-    info.copy_user_memory = true;
     return Execute(name, primal, leaves, primal_options);
   }
   // Store only the requested result's partials (extra outputs recompute
   // if an adjoint ever reaches them), and none that is literally a value
   // the kernel already has: a primal output (d(c*w)/dw = c) or a leaf of
   // the output's shape (d(x*y)/dx = y) is referenced, not copied. A leaf
-  // in the user's memory is written out all the same: the user may write
-  // their buffer through their own pointer before the sweep
-  // (grad_kernels.h, CopyIfUserMemory).
+  // that is a view of the user's writable memory is written out all the
+  // same: the user may write their buffer through their own pointer before
+  // the sweep (grad_kernels.h, CopyIfUserMemory).
   const jit::Function& dual_fn = jvp->function;
   std::vector<std::shared_ptr<ArrayImpl>> alias(M * J);
   std::vector<int> alias_output(M * J, -1);
@@ -451,8 +452,7 @@ std::vector<std::shared_ptr<ArrayImpl>> Launch(const Plan& p, PendingRecord* rec
         }
         const jit::Inst& inst = dual_fn.inst(v);
         if (alias_output[k] < 0 && inst.op == jit::Op::kInput &&
-            leaves[inst.index]->shape == *p.shape && leaves[inst.index]->storage != nullptr &&
-            leaves[inst.index]->storage->owning) {
+            leaves[inst.index]->shape == *p.shape && !ViewOfWritableUserMemory(*leaves[inst.index])) {
           alias[k] = leaves[inst.index];
         }
         stored = alias_output[k] < 0 && alias[k] == nullptr;
@@ -636,6 +636,7 @@ GroupPlan PlanGroup(const Group& g, const std::shared_ptr<ArrayImpl>& root, Live
 
 BroadcastGradInfo RecomputeGradInfo(GroupPlan&& plan) {
   BroadcastGradInfo info;
+  info.copy_user_memory = true;
   info.name = std::move(plan.name);
   info.primal = std::move(plan.primal);
   info.out_shape = std::move(plan.shape);

@@ -151,27 +151,54 @@ TEST_CASE("reductions of a view (prod, max, norm): gradients at the values read"
 }
 
 // An intermediate fused into its consumer and asked for: the group is
-// recomputed in parts (GradNode::Cut), from the copies the node took.
+// recomputed in parts (GradNode::Cut), from the copies the node took (also a
+// cached node: its partials fold the intermediate's use in).
 TEST_CASE("a gradient with respect to a fused intermediate, after the user's write, uses the values read") {
-  V state = {0.2, 0.6};
+  for (const PartialsMode mode : kModes) {
+    CAPTURE(static_cast<int>(mode));
+    V state = {0.2, 0.6};
+    const V old = state;
+    const D k = D::scalar(0.5);
+    Tape tape(mode);
+    const D u = D::view(state.data(), {2});
+    const D y = broadcast(Logistic(), u, k);  // held, and consumed inside the loss's kernel
+    const D loss = sum(y * y);
+    loss.eval();
+    std::fill(state.begin(), state.end(), 0.95);
+    const std::vector<D> g = tape.gradient(loss, {y, k});
+    V dy;
+    double dk = 0;
+    for (double v : old) {
+      const double yv = v + 0.5 * v * (1 - v);
+      dy.push_back(2 * yv);
+      dk += 2 * yv * v * (1 - v);
+    }
+    CheckNear(g[0].to_vector(), dy);
+    CHECK(g[1].item() == doctest::Approx(dk).epsilon(1e-12));
+  }
+}
+
+// The one-pass plan computes the loss and its gradient in one kernel and
+// records the group for later gradients: those read the copies too.
+TEST_CASE("after a one-pass gradient and the user's write, a second gradient is at the values read") {
+  V state = {0.2, 0.6, 0.7};
   const V old = state;
   const D k = D::scalar(0.5);
-  Tape tape;  // kAuto: the logistic step recomputes
-  const D u = D::view(state.data(), {2});
-  const D y = broadcast(Logistic(), u, k);  // held, and consumed inside the loss's kernel
-  const D loss = sum(y * y);
-  loss.eval();
+  Tape tape;
+  const D u = D::view(state.data(), {3});
+  const D y = broadcast(Logistic(), u, k);
+  const ValueAndGradient<double> first = tape.value_and_gradient(sum(y), {k});
   std::fill(state.begin(), state.end(), 0.95);
-  const std::vector<D> g = tape.gradient(loss, {y, k});
-  V dy;
   double dk = 0;
+  V du;
   for (double v : old) {
-    const double yv = v + 0.5 * v * (1 - v);
-    dy.push_back(2 * yv);
-    dk += 2 * yv * v * (1 - v);
+    dk += v * (1 - v);
+    du.push_back(1 + 0.5 * (1 - 2 * v));
   }
-  CheckNear(g[0].to_vector(), dy);
-  CHECK(g[1].item() == doctest::Approx(dk).epsilon(1e-12));
+  CHECK(first.gradients[0].item() == doctest::Approx(dk).epsilon(1e-12));
+  const std::vector<D> second = tape.gradient(sum(y), {u, k});
+  CheckNear(second[0].to_vector(), du);
+  CHECK(second[1].item() == doctest::Approx(dk).epsilon(1e-12));
 }
 
 }  // namespace

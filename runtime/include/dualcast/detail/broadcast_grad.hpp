@@ -48,11 +48,11 @@ struct BroadcastGradInfo {
   // Recompute mode chosen by kAuto: the node keeps a copy of an argument
   // before it is written in place (runtime/auto_partials.h).
   bool keep_arguments_on_write = false;
-  // Recompute mode, recorded by the forward pass: the node copies the
-  // arguments that are in the user's memory (Array::view) when it is
-  // recorded, since the user may write that memory before the sweep. The
-  // node a one-pass gradient records does not (it would double that
-  // kernel's memory traffic; tape.hpp says what that leaves open).
+  // Recorded by a forward pass (not a part of a Cut, made in the sweep): a
+  // node that may read its arguments again in the sweep (recompute mode, or
+  // an uncached output or a cut) copies those that are views of the user's
+  // writable memory now, since the user may write that memory before the
+  // sweep (grad_kernels.h, CopyIfUserMemory).
   bool copy_user_memory = false;
 };
 
