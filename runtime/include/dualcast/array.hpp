@@ -10,7 +10,10 @@
 // Views never own: `Array<T>::view(ptr, shape, strides)` reads (and, for a
 // non-const `ptr`, writes) the user's buffer in place. Using a view after the
 // buffer is freed is the user's bug; a null pointer (with a non-empty shape)
-// or one not aligned for T is rejected with a clear error.
+// or one not aligned for T is rejected with a clear error. A const `ptr` also
+// says the memory does not change while a Tape that read it is alive: the
+// tape reads it again in its sweep, where it copies a non-const view's
+// values when recording (your code may write those; tape.hpp).
 //
 // Thread safety: distinct Array objects may be used from different threads at
 // once; one Array (and its shared data) must not be written from two threads

@@ -64,6 +64,13 @@
 //    computed from others (which elements it changes cannot be known) makes
 //    a gradient through that array an Error, where assign() (every element
 //    new) makes it a constant.
+//  - Your memory: what the sweep reads again of a view of writable memory
+//    (Array::view(T*): a recomputed argument, a partial that is the view
+//    itself, a matmul or reduction argument) is copied when recorded, so your
+//    code may write that buffer through its own pointer afterwards (a
+//    simulation storing its new state where it viewed the old one). A view
+//    of const memory (Array::view(const T*)) is read again, not copied: it
+//    must not change while a tape that read it is alive.
 //  - Adjoints are freed as soon as the node that consumed them is done;
 //    nodes that cannot reach any requested input are skipped.
 //  - Nothing the sweep computes is recorded (no higher-order gradients).

@@ -19,12 +19,12 @@
 namespace dualcast {
 
 // How a tape keeps what broadcasts need for the reverse sweep.
-//   kCache: the forward kernel also writes every partial dy_m/dx_j (default;
-//           fastest backward, most memory).
-//   kRecompute: nothing extra is stored; the backward re-runs the dual kernel
+//   kCache: the forward kernel also writes every partial dy_m/dx_j (fastest
+//           backward for costly kernels, most memory).
+//   kRecompute: no partials are stored; the backward re-runs the dual kernel
 //           with the output adjoints and writes input adjoints directly.
-//   kAuto: kCache unless the partial arrays of one broadcast would exceed the
-//           tape's memory budget, then kRecompute.
+//   kAuto (the default): kRecompute for cheap kernels and past the tape's
+//           budget, kCache otherwise (runtime/auto_partials.h).
 enum class PartialsMode { kCache, kRecompute, kAuto };
 
 namespace detail {
