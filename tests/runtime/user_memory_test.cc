@@ -1,4 +1,4 @@
-// A tape keeps copies of the views of the user's memory it reads again in the sweep: the user's own writes into their buffer after the forward pass do not change a gradient.
+// A tape copies the views of the user's writable memory it reads again in the sweep: the user's own writes into their buffer after the forward pass do not change a gradient.
 //
 // A simulation code views its state buffer, computes the next state, and
 // stores it back into the same buffer through its own pointer: no dualcast
@@ -11,6 +11,7 @@
 
 #include "doctest/doctest.h"
 #include "dualcast/dualcast.hpp"
+#include "jit/stats.h"
 
 namespace dualcast {
 namespace {
@@ -199,6 +200,28 @@ TEST_CASE("after a one-pass gradient and the user's write, a second gradient is 
   const std::vector<D> second = tape.gradient(sum(y), {u, k});
   CheckNear(second[0].to_vector(), du);
   CHECK(second[1].item() == doctest::Approx(dk).epsilon(1e-12));
+}
+
+// const is the user's word that the memory does not change while the tape
+// lives: such views are read again, so large read-only inputs cost no copy.
+TEST_CASE("a view of const memory is not copied when recorded; a view of writable memory is, once") {
+  for (const PartialsMode mode : {PartialsMode::kAuto, PartialsMode::kRecompute}) {
+    CAPTURE(static_cast<int>(mode));
+    V buf = {0.2, 0.4, 0.6};
+    const D k = D::scalar(0.5);
+    auto launches_of_recording = [&](const D& u) {
+      Tape tape(mode);
+      const D y = broadcast(Logistic(), u, k);
+      jit::ResetStats();
+      y.eval();
+      const int64_t launches = jit::GetStats().launches;
+      CHECK(tape.gradient(sum(y), {k})[0].item() == doctest::Approx(0.16 + 0.24 + 0.24));
+      return launches;
+    };
+    const int64_t read_only = launches_of_recording(D::view(static_cast<const double*>(buf.data()), {3}));
+    const int64_t writable = launches_of_recording(D::view(buf.data(), {3}));
+    CHECK(writable == read_only + 1);  // the copy
+  }
 }
 
 }  // namespace
