@@ -155,8 +155,8 @@ Arr Number(double v, const ArrayImpl& like) { return detail::NumberArray(v, like
 struct GeneratedReduceNode final : detail::GradNode {
   Axes axes;
   std::vector<Arr> saved;  // what the rule reads besides the input
-  // A copy of the input taken when recorded where it is in the user's memory
-  // (CopyIfUserMemory), else null (the input itself is read).
+  // A copy of the input taken when recorded where it is a view of the user's
+  // writable memory (CopyIfUserMemory), else null (it is read again).
   Arr kept;
   std::function<Arr(const Arr& x, const std::vector<Arr>& saved, const Arr& g)> rule;
   std::vector<Arr> Backward(const std::vector<Arr>& outs) override {

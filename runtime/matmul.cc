@@ -143,8 +143,8 @@ std::shared_ptr<ArrayImpl> Transposed(const ArrayImpl& a) {
 }
 
 struct MatmulNode final : detail::GradNode {
-  // Per argument: a copy taken when recorded where it is in the user's
-  // memory (CopyIfUserMemory), else null (the argument itself is read).
+  // Per argument: a copy taken when recorded where it is a view of the
+  // user's writable memory (CopyIfUserMemory), else null (it is read again).
   std::shared_ptr<ArrayImpl> kept[2];
 
   std::vector<std::shared_ptr<ArrayImpl>> Backward(
@@ -158,8 +158,10 @@ struct MatmulNode final : detail::GradNode {
       detail::CheckNotWrittenSince(epoch, *inputs[static_cast<size_t>(j)], what, name);
       return *inputs[static_cast<size_t>(j)];
     };
-    return {detail::InputNeeded(0) ? Gemm(g, Transposed(value(1, "argument 2 of 'matmul'"))) : nullptr,
-            detail::InputNeeded(1) ? Gemm(Transposed(value(0, "argument 1 of 'matmul'")), g) : nullptr};
+    // Both checked before either product runs.
+    const ArrayImpl* b = detail::InputNeeded(0) ? &value(1, "argument 2 of 'matmul'") : nullptr;
+    const ArrayImpl* a = detail::InputNeeded(1) ? &value(0, "argument 1 of 'matmul'") : nullptr;
+    return {b != nullptr ? Gemm(g, Transposed(*b)) : nullptr, a != nullptr ? Gemm(Transposed(*a), g) : nullptr};
   }
 };
 

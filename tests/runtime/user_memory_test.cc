@@ -123,16 +123,20 @@ TEST_CASE("matmul of a view: the user's later write does not reach its gradient"
   const D y = matmul(a, b);
   y.eval();
   std::fill(a_buf.begin(), a_buf.end(), 100.0);
-  const std::vector<D> g = tape.gradient(sum(y * w), {b});
-  // d/dB sum((A B) .* W) = Aᵀ W at the A read.
-  V want(4, 0.0);
-  const V wv = w.to_vector();
+  const std::vector<D> g = tape.gradient(sum(y * w), {a, b});
+  // d/dA sum((A B) .* W) = W Bᵀ; d/dB = Aᵀ W at the A read.
+  V want_a(4, 0.0), want_b(4, 0.0);
+  const V wv = w.to_vector(), bv = b.to_vector();
   for (int i = 0; i < 2; ++i) {
     for (int j = 0; j < 2; ++j) {
-      for (int r = 0; r < 2; ++r) want[i * 2 + j] += a_old[r * 2 + i] * wv[r * 2 + j];
+      for (int r = 0; r < 2; ++r) {
+        want_a[i * 2 + j] += wv[i * 2 + r] * bv[j * 2 + r];
+        want_b[i * 2 + j] += a_old[r * 2 + i] * wv[r * 2 + j];
+      }
     }
   }
-  CheckNear(g[0].to_vector(), want);
+  CheckNear(g[0].to_vector(), want_a);
+  CheckNear(g[1].to_vector(), want_b);
 }
 
 TEST_CASE("reductions of a view (prod, max, norm): gradients at the values read") {
