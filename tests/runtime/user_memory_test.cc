@@ -7,6 +7,7 @@
 // of the whole loop in plain double.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include "doctest/doctest.h"
@@ -226,6 +227,43 @@ TEST_CASE("a view of const memory is not copied when recorded; a view of writabl
     const int64_t writable = launches_of_recording(D::view(buf.data(), {3}));
     CHECK(writable == read_only + 1);  // the copy
   }
+}
+
+// A buffer viewed unchanged at every step (a forcing term) shares one copy:
+// the view is compared with the last copy of that memory, which it equals.
+TEST_CASE("an unchanged buffer viewed at every step is copied once, and again after the user changes it") {
+  const Kernel& forced = [] {
+    static const Kernel k = kernel("user_memory_forced", [](auto u, auto f, auto k) { return u + k * (f - u * u); });
+    return std::cref(k);
+  }();
+  const int steps = 6, change_at = 3;
+  auto loss_by_hand = [&](double k) {
+    double u = 0.5, l = 0;
+    for (int s = 0; s < steps; ++s) u = u + k * ((s < change_at ? 0.3 : 0.7) - u * u);
+    l = 2 * u;  // two elements, the same values
+    return l;
+  };
+  const double k0 = 0.1, h = 1e-6;
+  const double want = (loss_by_hand(k0 + h) - loss_by_hand(k0 - h)) / (2 * h);
+  auto run = [&](bool writable, int64_t* launches) {
+    V forcing = {0.3, 0.3};
+    const D k = D::scalar(k0), u0 = D::full({2}, 0.5);
+    Tape tape;
+    D u = u0;
+    jit::ResetStats();
+    for (int s = 0; s < steps; ++s) {
+      if (writable && s == change_at) forcing = {0.7, 0.7};  // the user's own write, same memory
+      const D f = writable ? D::view(forcing.data(), {2}) : D::view(static_cast<const double*>(forcing.data()), {2});
+      u = broadcast(forced, u, f, k);
+      u.eval();
+    }
+    *launches = jit::GetStats().launches;
+    return tape.gradient(sum(u), {k})[0].item();
+  };
+  int64_t copied = 0, read_again = 0;
+  CHECK(run(true, &copied) == doctest::Approx(want).epsilon(1e-7));
+  (void)run(false, &read_again);  // const and unchanged: read again, never copied
+  CHECK(copied == read_again + 2);  // the first values, and the changed ones
 }
 
 }  // namespace
