@@ -285,11 +285,7 @@ class BroadcastGradNode final : public ReleasableGradNode, public KeepsArguments
   // pass read them (caching their partials would have kept as much or more).
   void KeepUserMemory() {
     for (size_t j = 0; j < inputs.size(); ++j) {
-      std::shared_ptr<ArrayImpl> copy;
-      for (size_t i = 0; i < j && copy == nullptr; ++i) {
-        if (inputs[i] == inputs[j] && i < kept_.size()) copy = kept_[i];  // an argument given twice
-      }
-      if (copy == nullptr) copy = CopyIfUserMemory(inputs[j]);
+      std::shared_ptr<ArrayImpl> copy = CopyIfUserMemory(inputs[j]);  // shared when unchanged
       if (copy == nullptr) continue;
       kept_.resize(inputs.size());
       kept_[j] = std::move(copy);

@@ -100,13 +100,13 @@ std::shared_ptr<ArrayImpl> CopyArray(const ArrayImpl& a) {
   return Execute("copy", ElementwiseFunction(Elementwise::kCopy, a.dtype), {Borrow(a)})[0];
 }
 
+namespace {
 bool ViewOfWritableUserMemory(const ArrayImpl& a) {
   return a.storage != nullptr && !a.storage->owning && !a.read_only;
 }
 
-namespace {
-// This thread's last copy of each contiguous writable view (by address,
-// type and size), held weakly: while the nodes holding it live, a view of
+// This thread's last copy of each contiguous writable view, by address (its
+// type and shape checked), held weakly: while the nodes holding it live, a view of
 // the same memory whose bytes still equal it shares it instead of copying
 // again. A loop that views one unchanged buffer every step (a forcing term)
 // then keeps one copy, not one per step, and compares instead of writing:

@@ -56,7 +56,6 @@ std::shared_ptr<ArrayImpl> CopyArray(const ArrayImpl& a);
 // const memory is the user's word that it does not change while a tape
 // that read it lives (array.hpp), so the tape reads it again.
 std::shared_ptr<ArrayImpl> CopyIfUserMemory(const std::shared_ptr<ArrayImpl>& a);
-bool ViewOfWritableUserMemory(const ArrayImpl& a);
 
 // A view of `a` (same storage) with `shape`, no grad_fn. `strides` must fit.
 std::shared_ptr<ArrayImpl> ViewOf(const ArrayImpl& a, std::vector<int64_t> shape,

@@ -431,10 +431,10 @@ std::vector<std::shared_ptr<ArrayImpl>> Launch(const Plan& p, PendingRecord* rec
   // Store only the requested result's partials (extra outputs recompute
   // if an adjoint ever reaches them), and none that is literally a value
   // the kernel already has: a primal output (d(c*w)/dw = c) or a leaf of
-  // the output's shape (d(x*y)/dx = y) is referenced, not copied. A leaf
-  // that is a view of the user's writable memory is written out all the
-  // same: the user may write their buffer through their own pointer before
-  // the sweep (grad_kernels.h, CopyIfUserMemory).
+  // the output's shape (d(x*y)/dx = y) is referenced, not written again; a
+  // leaf that is a view of the user's writable memory by its copy
+  // (grad_kernels.h, CopyIfUserMemory: the user may write that buffer before
+  // the sweep).
   const jit::Function& dual_fn = jvp->function;
   std::vector<std::shared_ptr<ArrayImpl>> alias(M * J);
   std::vector<int> alias_output(M * J, -1);
@@ -452,7 +452,7 @@ std::vector<std::shared_ptr<ArrayImpl>> Launch(const Plan& p, PendingRecord* rec
         }
         const jit::Inst& inst = dual_fn.inst(v);
         if (alias_output[k] < 0 && inst.op == jit::Op::kInput &&
-            leaves[inst.index]->shape == *p.shape && !ViewOfWritableUserMemory(*leaves[inst.index])) {
+            leaves[inst.index]->shape == *p.shape) {
           alias[k] = leaves[inst.index];
         }
         stored = alias_output[k] < 0 && alias[k] == nullptr;
@@ -469,7 +469,10 @@ std::vector<std::shared_ptr<ArrayImpl>> Launch(const Plan& p, PendingRecord* rec
   for (size_t j = 0; j < J; ++j) {
     std::shared_ptr<ArrayImpl> part = all[jit::PartialIndex(M, J, 0, j)];
     if (alias_output[j] >= 0) part = values[static_cast<size_t>(alias_output[j])];
-    if (alias[j] != nullptr) part = alias[j];
+    if (alias[j] != nullptr) {
+      part = CopyIfUserMemory(alias[j]);
+      if (part == nullptr) part = alias[j];
+    }
     info.partials[j] = std::move(part);
   }
   return values;

@@ -192,7 +192,7 @@ Array<T> matmul(const Array<T>& a, const Array<T>& b) {
     node->name = "matmul";
     node->inputs = {a.impl(), b.impl()};
     node->kept[0] = detail::CopyIfUserMemory(a.impl());
-    node->kept[1] = a.impl() == b.impl() ? node->kept[0] : detail::CopyIfUserMemory(b.impl());
+    node->kept[1] = detail::CopyIfUserMemory(b.impl());
     detail::Record(node, {out});
   }
   return Array<T>(std::move(out));
