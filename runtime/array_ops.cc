@@ -34,20 +34,15 @@ int NormalizeAxis(const char* what, int axis, int rank, const std::vector<int64_
   return a;
 }
 
-// ḡ scattered into zeros of the input's shape at the slice's positions.
+// ḡ itself, added by the sweep into the slice's region of the input's adjoint.
 struct SliceNode final : detail::GradNode {
-  std::vector<int64_t> in_shape, out_shape, strides;  // strides: the slice within a contiguous input
-  int64_t offset = 0;
-  detail::DType dtype = detail::DType::kF32;
+  Region region;  // the slice within a contiguous array of the input's shape
   std::vector<std::shared_ptr<ArrayImpl>> Backward(
       const std::vector<std::shared_ptr<ArrayImpl>>& outs) override {
     if (outs.empty() || outs[0] == nullptr) return {nullptr};
-    std::shared_ptr<ArrayImpl> full = detail::Filled(dtype, in_shape, 0.0, outs[0]->device);
-    std::shared_ptr<ArrayImpl> region = detail::ViewOf(*full, out_shape, strides);
-    region->offset += offset;
-    detail::AddInto(*region, *outs[0]);
-    return {full};
+    return {outs[0]};
   }
+  const Region* ContributionRegion(size_t) const override { return &region; }
 };
 
 // Each input's adjoint is its region of ḡ: a view, no copy.
@@ -252,11 +247,7 @@ Array<T> slice(const Array<T>& a, const std::vector<Slice>& dims) {
     auto node = std::make_shared<SliceNode>();
     node->name = "slice";
     node->inputs = {in};
-    node->in_shape = in->shape;
-    node->out_shape = shape;
-    node->strides = grad_strides;
-    node->offset = grad_offset;
-    node->dtype = in->dtype;
+    node->region = {shape, grad_strides, grad_offset};
     detail::Record(node, {out});
   }
   return Array<T>(std::move(out));

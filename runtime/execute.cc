@@ -341,13 +341,23 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
                                DTypeName(dtype), "; a kernel must return its arguments' type"));
     }
   }
-  // The per-thread fast path: same function, shapes and strides as a recent launch.
-  const bool plannable = options.destinations.empty() && device.is_cpu() &&
-                         options.accumulate.empty() &&
-                         (options.write.empty() || options.write.size() == n_out);
+  // The per-thread fast path: same function, shapes and strides (inputs and
+  // destinations) as a recent launch. Destinations are checked as below.
+  const bool plannable =
+      device.is_cpu() && (options.write.empty() || options.write.size() == n_out) &&
+      (options.destinations.empty() || options.destinations.size() == n_out) &&
+      std::all_of(options.destinations.begin(), options.destinations.end(),
+                  [](const auto& d) { return d == nullptr || d->storage != nullptr; });
   if (plannable) {
     if (LaunchPlan* plan = FindPlan(fn.get(), inputs, options)) {
-      return RunPlan(*plan, n_out, inputs, device);
+      std::vector<std::shared_ptr<ArrayImpl>> outputs(n_out);
+      for (size_t m = 0; m < options.destinations.size(); ++m) {
+        if (options.destinations[m] == nullptr || (!plan->write.empty() && !plan->write[m])) continue;
+        CheckDestination(kernel_name, m, *options.destinations[m], plan->out_shapes[m], plan->full,
+                         dtype, device, inputs, outputs, options.destination_names);
+        outputs[m] = options.destinations[m];
+      }
+      return RunPlan(*plan, n_out, inputs, device, std::move(outputs));
     }
   }
 
@@ -491,11 +501,18 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
     if (DivideAfter(options, scratch_divided, outputs)) return outputs;
   }
   if (plannable && kernel != nullptr) {
-    // Every written output here is a new contiguous array, as RunPlan makes them.
+    // Every written output here is a destination (keyed on its strides) or a
+    // new contiguous array, as RunPlan makes them.
     auto kept = std::make_unique<LaunchPlan>();
     kept->fn = fn;
     kept->dtype = dtype;
     kept->write = options.write;
+    kept->accumulate = options.accumulate;
+    kept->full = plan.full;
+    for (const auto& dest : options.destinations) {
+      kept->has_destination.push_back(dest != nullptr);
+      kept->destination_strides.push_back(dest != nullptr ? dest->strides : std::vector<int64_t>());
+    }
     for (const auto& in : inputs) {
       kept->in_shapes.push_back(in->shape);
       kept->in_strides.push_back(in->strides);

@@ -45,12 +45,19 @@ LaunchPlan* FindPlan(const jit::Function* fn, const std::vector<std::shared_ptr<
         plan.in_shapes.size() != inputs.size() || plan.dtype != inputs[0]->dtype ||
         plan.output_shapes != options.output_shapes ||
         plan.iteration_shape != options.iteration_shape || plan.reduce_ops != options.reduce_ops ||
-        plan.divisors != options.divisors) {
+        plan.divisors != options.divisors || plan.accumulate != options.accumulate ||
+        plan.has_destination.size() != options.destinations.size()) {
       continue;
     }
     bool same = true;
     for (size_t i = 0; i < inputs.size() && same; ++i) {
       same = inputs[i]->shape == plan.in_shapes[i] && inputs[i]->strides == plan.in_strides[i];
+    }
+    for (size_t m = 0; m < options.destinations.size() && same; ++m) {
+      const ArrayImpl* dest = options.destinations[m].get();
+      same = (dest != nullptr) == plan.has_destination[m] &&
+             (dest == nullptr || (dest->shape == plan.out_shapes[m] &&
+                                  dest->strides == plan.destination_strides[m]));
     }
     if (!same) continue;
     if (plan.kernel->evicted.load(std::memory_order_relaxed)) {
@@ -121,12 +128,13 @@ std::shared_ptr<Storage> RunPlanIntoStorage(const jit::Function* fn,
 
 std::vector<std::shared_ptr<ArrayImpl>> RunPlan(const LaunchPlan& plan, size_t n_out,
                                                 const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
-                                                Device device) {
+                                                Device device,
+                                                std::vector<std::shared_ptr<ArrayImpl>> outputs) {
   PlanArgs args(plan, inputs, n_out);
-  std::vector<std::shared_ptr<ArrayImpl>> outputs(n_out);
+  outputs.resize(n_out);
   for (size_t m = 0; m < n_out; ++m) {
     if (!plan.write.empty() && !plan.write[m]) continue;
-    outputs[m] = NewContiguousArray(plan.dtype, plan.out_shapes[m], device);
+    if (outputs[m] == nullptr) outputs[m] = NewContiguousArray(plan.dtype, plan.out_shapes[m], device);
     args.out(m) = outputs[m]->data();
   }
   jit::RecordCacheHit();  // what the kernel cache would have counted

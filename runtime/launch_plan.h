@@ -7,9 +7,11 @@
 // for one (function, operand shapes and strides, write mask); each thread
 // keeps a few, most recent first, so a repeat launch needs no lock and no
 // allocation beyond its outputs. A plan whose kernel the cache has evicted
-// is dropped, so the kernel cache's bound and counts stay truthful. Only for
-// CPU launches whose outputs are new contiguous arrays (no destinations);
-// outputs summed over broadcast axes (ExecuteOptions::output_shapes, the
+// is dropped, so the kernel cache's bound and counts stay truthful. For CPU
+// launches; destinations (the sweep's strided copies and adds, 64-element
+// arrays whose launch costs more than their loop) are keyed on their shapes,
+// strides and accumulate flags, and checked at every launch as the full path
+// checks them. Outputs summed over broadcast axes (ExecuteOptions::output_shapes, the
 // fused reductions and the one-pass gradient of a tape step) are planned too,
 // keyed on the requested output and iteration shapes.
 //
@@ -37,7 +39,13 @@ namespace dualcast::detail {
 struct LaunchPlan {
   std::shared_ptr<const jit::Function> fn;  // held: its address is part of the key
   DType dtype = DType::kF32;
-  std::vector<bool> write;  // as requested (empty: all)
+  std::vector<bool> write;       // as requested (empty: all)
+  std::vector<bool> accumulate;  // as requested
+  // Per output when destinations were given (else empty): whether output m
+  // had one, and its strides (its shape is out_shapes[m]).
+  std::vector<bool> has_destination;
+  std::vector<std::vector<int64_t>> destination_strides;
+  std::vector<int64_t> full;  // the iteration shape, for the destinations' errors
   std::vector<std::vector<int64_t>> in_shapes, in_strides;
   int rank = 0;
   std::vector<int64_t> sizes;            // merged, then a trailing 1
@@ -77,10 +85,12 @@ uint64_t FunctionHash(const std::shared_ptr<const jit::Function>& fn);
 std::vector<jit::ReducedDestination> ReducedDestinations(
     const jit::KernelSpec& spec, const std::vector<std::shared_ptr<ArrayImpl>>& outputs,
     std::span<const int> loop_order = {}, std::span<const double> divisors = {});
-// New contiguous outputs (null where not written), then the kernel's launch.
+// New contiguous outputs (null where not written) except where `outputs`
+// already holds a checked destination, then the kernel's launch.
 std::vector<std::shared_ptr<ArrayImpl>> RunPlan(const LaunchPlan& plan, size_t n_out,
                                                 const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
-                                                Device device);
+                                                Device device,
+                                                std::vector<std::shared_ptr<ArrayImpl>> outputs = {});
 // The lazy graph's cache-hit launch of a one-output CPU function with default
 // options (Materialize of a ready broadcast): runs a plan that an earlier
 // Execute of `fn` over operands of these shapes and strides kept, into new

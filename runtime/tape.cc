@@ -115,6 +115,23 @@ void Accumulate(AdjointMap& adjoints, const Key& key, std::shared_ptr<detail::Ar
   }
 }
 
+// `contribution` added into `region` of the adjoint of `input` (a slice's):
+// one strided add into the adjoint accumulated so far (a copy first when
+// something else shares it), into zeros when it is the first.
+void AccumulateRegion(AdjointMap& adjoints, const Key& key, const detail::ArrayImpl& input,
+                      const detail::GradNode::Region& region, const detail::ArrayImpl& contribution) {
+  auto [it, inserted] = adjoints.try_emplace(key, nullptr);
+  std::shared_ptr<detail::ArrayImpl>& adjoint = it->second;
+  if (inserted) {
+    adjoint = detail::Filled(input.dtype, input.shape, 0.0, contribution.device);
+  } else if (!Exclusive(adjoint)) {
+    adjoint = detail::CopyArray(*adjoint);
+  }
+  std::shared_ptr<detail::ArrayImpl> target = detail::ViewOf(*adjoint, region.shape, region.strides);
+  target->offset += region.offset;
+  detail::AddInto(*target, contribution);
+}
+
 std::string ShapeText(const std::vector<int64_t>& s) { return jit::FormatShape(s); }
 
 }  // namespace
@@ -626,15 +643,22 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
     for (size_t j = 0; j < contributions.size(); ++j) {
       if (contributions[j] == nullptr || node.inputs[j] == nullptr) continue;
       const detail::ArrayImpl& in = *node.inputs[j];
-      if (contributions[j]->shape != in.shape || contributions[j]->dtype != in.dtype) {
+      const detail::GradNode::Region* region = node.ContributionRegion(j);
+      const std::vector<int64_t>& expected = region != nullptr ? region->shape : in.shape;
+      if (contributions[j]->shape != expected || contributions[j]->dtype != in.dtype) {
         throw Error(ErrorKind::kInternal,
                     absl::StrCat("tape: the reverse rule of '", node.name, "' gave input ", j + 1,
-                                 " an adjoint of shape ", ShapeText(contributions[j]->shape),
-                                 "; the input has shape ", ShapeText(in.shape)));
+                                 " an adjoint of shape ", ShapeText(contributions[j]->shape), "; ",
+                                 region != nullptr ? "its region of the input" : "the input",
+                                 " has shape ", ShapeText(expected)));
       }
       const Key key = InputKey(node, j, on_tape);
       if (!reaches.contains(key)) continue;  // leads to no requested input
-      Accumulate(adjoints, key, std::move(contributions[j]));
+      if (region != nullptr) {
+        AccumulateRegion(adjoints, key, in, *region, *contributions[j]);
+      } else {
+        Accumulate(adjoints, key, std::move(contributions[j]));
+      }
     }
   }
 

@@ -445,6 +445,22 @@ TEST_CASE("array ops: slice is a view with NumPy bounds; its gradient scatters b
     auto g = tape.gradient(sum(slice(y, {{0, 3, 2}})), {y})[0].to_vector();  // rows 0 and 2
     CHECK(g == std::vector<double>{1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1});
   }
+  {  // The sweep adds a slice's adjoint into its region of the input's adjoint. Here that
+     // adjoint is a view of t's (reshape's reverse rule), and t's gradient is asked for
+     // too: the add must not write into t's. References by hand: dt = w2; da = w2 as
+     // (3, 4) plus w1 at the slice's positions.
+    Tape tape;
+    D a = D::uniform({3, 4}, 5);
+    const D w1 = D::uniform({2, 2}, 6, -1, 1), w2 = D::uniform({12}, 7, -1, 1);
+    const D s = slice(a, {{1, 3}, {0, 4, 2}});  // rows 1, 2; columns 0, 2
+    const D t = a.reshape({12});
+    const auto g = tape.gradient(sum(s * w1) + sum(t * w2), {a, t});
+    const std::vector<double> v1 = w1.to_vector(), v2 = w2.to_vector();
+    std::vector<double> da = v2;
+    da[4] += v1[0], da[6] += v1[1], da[8] += v1[2], da[10] += v1[3];
+    CHECK(g[1].to_vector() == v2);
+    CHECK(g[0].to_vector() == da);
+  }
 }
 
 TEST_CASE("array ops: concat and stack values, errors and gradients") {

@@ -8,7 +8,10 @@
 #include "dualcast/array.hpp"
 #include "dualcast/broadcast.hpp"
 #include "dualcast/kernel.hpp"
+#include "dualcast/array_ops.hpp"
+#include "dualcast/error.hpp"
 #include "dualcast/operators.hpp"
+#include "dualcast/partials.hpp"
 #include "dualcast/reductions.hpp"
 #include "dualcast/tape.hpp"
 
@@ -75,6 +78,49 @@ TEST_CASE("repeated launches over other shapes and strides do not reuse another 
     CHECK(broadcast(f, m.transpose(), col.transpose()).to_vector() ==
           std::vector<double>{102, 208, 104, 210, 106, 212});
     CHECK(broadcast(f, m, m).to_vector() == std::vector<double>{3, 6, 9, 12, 15, 18});
+  }
+}
+
+// Destinations ride the plans too (the sweep's strided copies and adds):
+// keyed on their strides and on add-or-overwrite, and checked at every launch.
+TEST_CASE("launches into destinations: other strides or add-instead-of-copy get their own plan; each is checked") {
+  const Kernel f = kernel("lp_dest", [](auto a, auto b) { return a * b + a; });
+  std::vector<double> xbuf = {1, 2, 3, 4, 5, 6};
+  const auto x = Array<double>::view(xbuf.data(), {2, 3});
+  const auto y = Array<double>::from({10, 20, 30, 40, 50, 60}, {2, 3});
+  const std::vector<double> fxy = {11, 42, 93, 164, 255, 366};  // x y + x, row-major
+  for (int rep = 0; rep < 3; ++rep) {
+    std::vector<double> row(6, -1), col(6, -1);
+    partials(f, {x, y}, {.wrt = {0}, .value_out = {Array<double>::view(row.data(), {2, 3})}, .partial_out = {}});
+    partials(f, {x, y}, {.wrt = {0}, .value_out = {Array<double>::view(col.data(), {2, 3}, {1, 2})}, .partial_out = {}});
+    CHECK(row == fxy);
+    CHECK(col == std::vector<double>{11, 164, 42, 255, 93, 366});  // column-major
+    // Same shapes and strides as `row`, so the same plan: the checks still run.
+    const std::vector<double> before = xbuf;
+    CHECK_THROWS_WITH_AS(
+        partials(f, {x, y}, {.wrt = {0}, .value_out = {Array<double>::view(xbuf.data(), {2, 3})}, .partial_out = {}}),
+        doctest::Contains("overlaps the memory of argument 1"), Error);
+    const std::vector<double> frozen(6, 7);
+    CHECK_THROWS_WITH_AS(
+        partials(f, {x, y}, {.wrt = {0}, .value_out = {Array<double>::view(frozen.data(), {2, 3})}, .partial_out = {}}),
+        doctest::Contains("read-only view"), Error);
+    CHECK(xbuf == before);
+    CHECK(frozen == std::vector<double>(6, 7));
+  }
+  // accumulate_gradient adds a (2, 3) array into a (2, 3) destination; concat
+  // copies one into its (2, 3) region of the result: one function, one
+  // layout, add against overwrite.
+  std::vector<double> g(6, 1);
+  const auto piece = Array<double>::from({1, 2, 3, 4, 5, 6}, {2, 3});
+  const auto tail = Array<double>::from({7, 8, 9}, {1, 3});
+  for (int rep = 1; rep <= 3; ++rep) {
+    {
+      Tape tape;
+      const auto w = Array<double>::from({1, 2, 3, 4, 5, 6}, {2, 3});
+      tape.accumulate_gradient(sum(w * y), {w}, {Array<double>::view(g.data(), {2, 3})});
+    }
+    for (size_t k = 0; k < 6; ++k) CHECK(g[k] == 1 + rep * 10.0 * static_cast<double>(k + 1));
+    CHECK(concat({piece, tail}).to_vector() == std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8, 9});
   }
 }
 

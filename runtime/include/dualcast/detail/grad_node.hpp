@@ -67,6 +67,21 @@ struct GradNode {
   virtual std::vector<std::shared_ptr<ArrayImpl>> Backward(
       const std::vector<std::shared_ptr<ArrayImpl>>& output_adjoints) = 0;
 
+  // A contribution that covers only part of its input (a slice's adjoint):
+  // where it lies in a contiguous array of the input's shape, the rest of
+  // which it leaves alone. The sweep adds it into that region of the adjoint
+  // it accumulates, one strided add, instead of the node scattering it into
+  // a zero array of the input's shape that the sweep then adds in full.
+  struct Region {
+    std::vector<int64_t> shape, strides;  // elements; the contribution has `shape`
+    int64_t offset = 0;
+  };
+  // Input j's region, or null when its contribution has the input's shape.
+  virtual const Region* ContributionRegion(size_t j) const {
+    (void)j;
+    return nullptr;
+  }
+
   // One part of a node split for one gradient: `node` computes the original
   // outputs `outputs` (in its own output order).
   struct Part {
