@@ -920,6 +920,62 @@ void Array<T>::assign(const std::vector<T>& values) {
 }
 
 template <ElementType T>
+void Array<T>::assign(const Array<T>& source) {
+  checked();
+  if (!source.valid()) {
+    throw Error(ErrorKind::kInvalidArgument, "Array::assign: the source is an empty Array handle");
+  }
+  ArrayImpl& self = *impl_;
+  const std::vector<int64_t>& from_shape = source.impl()->shape;
+  bool fits = from_shape.size() <= self.shape.size();
+  for (size_t k = 0; fits && k < from_shape.size(); ++k) {
+    const int64_t d = self.shape[self.shape.size() - from_shape.size() + k];
+    fits = from_shape[k] == d || from_shape[k] == 1;
+  }
+  if (!fits) {
+    throw Error(ErrorKind::kShape,
+                absl::StrFormat("Array::assign: a source of shape %s does not broadcast to this array's "
+                                "shape %s (NumPy rules: aligned at the last dimension, each size equal "
+                                "or 1); reshape or slice one of them",
+                                ShapeText(from_shape), ShapeText(self.shape)));
+  }
+  if (source.impl()->device != self.device) {
+    throw Error(ErrorKind::kDevice,
+                absl::StrCat("Array::assign: the source is on ", source.impl()->device.name(),
+                             " but this array is on ", self.device.name(),
+                             "; move the source with .to(device) first"));
+  }
+  if (self.read_only) {
+    throw Error(ErrorKind::kInvalidArgument,
+                absl::StrFormat("Array::assign: the array (shape %s) is a read-only view of const "
+                                "memory; assign into a writable array or a view of non-const memory",
+                                ShapeText(self.shape)));
+  }
+  if (detail::SelfOverlapping(self)) {
+    throw Error(ErrorKind::kInvalidArgument,
+                absl::StrFormat("Array::assign: the array has shape %s and strides %s, under which "
+                                "several elements share memory (only the last value would stay); "
+                                "assign into a view with one element per address (nonzero strides "
+                                "that do not interleave)",
+                                ShapeText(self.shape), ShapeText(self.strides)));
+  }
+  // Both computed first, as reads (a tape records them as usual); then the
+  // pending arrays that read this memory keep the values of before.
+  source.eval();
+  eval();
+  std::shared_ptr<ArrayImpl> from = source.impl();
+  if (detail::SharesMemory(self, *from)) from = detail::CopyArray(*from);
+  detail::ComputeReadersBeforeWrite(self);
+  detail::CopyInto(self, *detail::BroadcastView(*from, self.shape));
+  // A new variable, computed from the source: recorded (on a tape) like a
+  // copy, and noted on the memory so that other views of it are known to
+  // hold computed values (in_place.h).
+  detail::NoteInPlaceWrite(self, /*whole=*/true);
+  detail::RecordAssign(source.impl(), impl_);
+  detail::NoteInPlaceWriter(self, /*whole=*/true);
+}
+
+template <ElementType T>
 std::string element_str(T value) {
   const double x = static_cast<double>(value);
   if (std::isnan(x)) return "nan";  // NumPy prints no sign on nan

@@ -1,8 +1,9 @@
-// Reverse rules of reshape, transpose and copy, recorded by the Array methods (see layout_grad.h).
+// Reverse rules of reshape, transpose, copy and assign, recorded by the Array methods (see layout_grad.h).
 #include "runtime/layout_grad.h"
 
 #include "dualcast/detail/grad_node.hpp"
 #include "runtime/grad_kernels.h"
+#include "runtime/untaped_paths.h"
 
 namespace dualcast::detail {
 namespace {
@@ -40,6 +41,17 @@ struct CopyNode final : GradNode {
   }
 };
 
+struct AssignNode final : GradNode {
+  std::vector<int64_t> source_shape;
+  std::vector<std::shared_ptr<ArrayImpl>> Backward(
+      const std::vector<std::shared_ptr<ArrayImpl>>& outs) override {
+    if (outs.empty() || outs[0] == nullptr) return {nullptr};
+    const std::shared_ptr<ArrayImpl>& g = outs[0];
+    if (g->shape == source_shape) return {g};
+    return {ReduceProducts(g->dtype, {{g.get(), nullptr}}, g->shape, source_shape)};
+  }
+};
+
 void Finish(std::shared_ptr<GradNode> node, const char* name, const std::shared_ptr<ArrayImpl>& in,
             const std::shared_ptr<ArrayImpl>& out) {
   NoteOrigin(name, {in}, {out});
@@ -62,6 +74,12 @@ void RecordTranspose(const std::shared_ptr<ArrayImpl>& in, const std::shared_ptr
   auto node = std::make_shared<TransposeNode>();
   node->perm = perm;
   Finish(std::move(node), "transpose", in, out);
+}
+
+void RecordAssign(const std::shared_ptr<ArrayImpl>& in, const std::shared_ptr<ArrayImpl>& out) {
+  auto node = std::make_shared<AssignNode>();
+  node->source_shape = in->shape;
+  Finish(std::move(node), kAssignOp, in, out);
 }
 
 void RecordCopy(const std::shared_ptr<ArrayImpl>& in, const std::shared_ptr<ArrayImpl>& out) {

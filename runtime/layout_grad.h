@@ -1,4 +1,4 @@
-// Tape records for the layout operations (reshape, transpose, copy): one identity for arrays however they are written.
+// Tape records for the layout operations (reshape, transpose, copy, assign): one identity for arrays however they are written.
 //
 // The Array methods (`x.reshape(...)`, `x.transpose()`, `x.copy()`) and the
 // free functions (dualcast::reshape / transpose) are the same operations: the
@@ -20,5 +20,8 @@ void RecordTranspose(const std::shared_ptr<ArrayImpl>& in, const std::shared_ptr
                      const std::vector<int>& perm);
 // `out` holds the same values as `in` (a copy: the adjoint passes unchanged).
 void RecordCopy(const std::shared_ptr<ArrayImpl>& in, const std::shared_ptr<ArrayImpl>& out);
+// `out` was just overwritten with `in` broadcast to its shape (Array::assign):
+// the adjoint passes back summed over the broadcast axes.
+void RecordAssign(const std::shared_ptr<ArrayImpl>& in, const std::shared_ptr<ArrayImpl>& out);
 
 }  // namespace dualcast::detail

@@ -148,6 +148,12 @@ std::string UntapedText(const Via& v) {
                         "elements were overwritten and which still hold values computed from this "
                         "input, so the tape sees the array as a constant");
   }
+  if (v.memory && o.op == kAssignOp) {
+    return absl::StrCat(array, " whose memory holds values written there by Array::assign through "
+                               "another view of the same memory (a tape credits those values only "
+                               "to the array assign() was called on: read them through it), which "
+                               "this tape sees as a constant");
+  }
   if (v.memory) {
     return absl::StrCat(array, " whose memory holds values written there by '", o.op,
                         "' (as a partials() destination, through another view of the same memory; "
@@ -199,6 +205,11 @@ std::string UntapedAdviceFor(const Via& via, bool used) {
            "to write some elements of a constant, write into a fresh array of its values "
            "(Array::from(v.to_vector(), v.shape())); to keep the dependence on the rest, compute the "
            "new array with dualcast (e.g. a kernel that selects the new values) rather than in place";
+  }
+  if (via.memory && via.origin->op == kAssignOp) {
+    return ". Read the assigned values through the array assign() wrote (or a slice or reshape "
+           "of it); if they are meant as a constant, use a fresh copy (Array::from(v.to_vector(), "
+           "v.shape()))";
   }
   if (via.memory && !IsSweepResult(via.origin)) {
     return ". No tape records partials(): to differentiate through those values, compute them "

@@ -66,6 +66,9 @@ Behind BehindUntaped(const std::shared_ptr<ArrayImpl>& loss, const NodeIndex& on
 // they hand out (gradients, and a buffer accumulate_gradient added into).
 inline constexpr char kGradientOp[] = "Tape::gradient";
 inline constexpr char kAccumulateOp[] = "Tape::accumulate_gradient";
+// Array::assign(Array)'s node and Origin (layout_grad.cc): recorded, but
+// other views of the memory it wrote are not credited.
+inline constexpr char kAssignOp[] = "Array::assign";
 
 // No tape records the sweep, so a later loss built from its results sees them
 // as constants, although they depend on the inputs.

@@ -124,6 +124,19 @@ class Array {
   // device, copied there first): every element new, so a Tape takes the
   // array for user values from then on.
   void assign(const std::vector<T>& values);
+  // Writes `source`'s values, broadcast to this array's shape (NumPy rules),
+  // into this array's memory (through views too): a simulation storing its
+  // new state where it viewed the old one, `state.assign(next)`. A source
+  // that shares memory with this array (a shifted slice of it) is read in
+  // full first. While a Tape records, the write is recorded like a copy:
+  // this array then holds a new variable computed from `source`, and a
+  // gradient reaching it flows to `source` (summed over broadcast axes).
+  // Another view of the same memory, made before or after, reads those
+  // values too, but the tape credits only this array: a gradient through
+  // the other view is refused (an Error), never zeros. Errors (a shape
+  // that does not broadcast, another device, a read-only or self-overlapping
+  // destination) leave the memory untouched.
+  void assign(const Array& source);
 
   // NumPy-like text, elided with "..." when large (over 1000 elements: the
   // first and last 3 along each axis), e.g. "array([1000001, 0.1], dtype=float64)".
