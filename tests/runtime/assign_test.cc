@@ -119,33 +119,25 @@ TEST_CASE("assign(Array) under a tape: a state buffer stepped in place, gradient
 }
 
 TEST_CASE("assign(Array) under a tape: a node that read the state before the write keeps the values it read") {
-  // s = u0; y = s s; s = y + 1; loss = Σ y + Σ s = 2 Σ u0^2 + n: d/du0 = 4 u0.
+  // s = u0; y = s s; then either s = y + 1 (y computed as part of the source):
+  //   loss = Σ y + Σ s = 2 Σ u0^2 + n, d/du0 = 4 u0;
+  // or s = 3 u0 (y still pending at the write, not part of the source: the
+  // write computes it first, on the tape all the same): d/du0 = 2 u0 + 3.
   for (const PartialsMode mode : kModes) {
-    CAPTURE(static_cast<int>(mode));
-    V buf(3, 0);
-    const D u0 = D::from({0.5, -1, 2}, {3});
-    Tape tape(mode);
-    D s = D::view(buf.data(), {3});
-    s.assign(u0);
-    const D y = s * s;
-    s.assign(y + 1);
-    const auto g = tape.gradient(sum(y) + sum(s), {u0});
-    CHECK(buf == V{1.25, 2, 5});
-    CHECK(g[0].to_vector() == V{2, -4, 8});
-  }
-  // y still pending at the write, and not part of the source: computed by the
-  // write first, on the tape all the same. s = u0; y = s s; s = 3 u0: d/du0 = 2 u0 + 3.
-  for (const PartialsMode mode : kModes) {
-    CAPTURE(static_cast<int>(mode));
-    V buf(3, 0);
-    const D u0 = D::from({0.5, -1, 2}, {3});
-    Tape tape(mode);
-    D s = D::view(buf.data(), {3});
-    s.assign(u0);
-    const D y = s * s;
-    s.assign(u0 * 3);
-    CHECK(y.to_vector() == V{0.25, 1, 4});
-    CHECK(tape.gradient(sum(y) + sum(s), {u0})[0].to_vector() == V{4, 1, 7});
+    for (const bool y_in_source : {true, false}) {
+      CAPTURE(static_cast<int>(mode));
+      CAPTURE(y_in_source);
+      V buf(3, 0);
+      const D u0 = D::from({0.5, -1, 2}, {3});
+      Tape tape(mode);
+      D s = D::view(buf.data(), {3});
+      s.assign(u0);
+      const D y = s * s;
+      s.assign(y_in_source ? y + 1 : u0 * 3);
+      CHECK(y.to_vector() == V{0.25, 1, 4});
+      CHECK(buf == (y_in_source ? V{1.25, 2, 5} : V{1.5, -3, 6}));
+      CHECK(tape.gradient(sum(y) + sum(s), {u0})[0].to_vector() == (y_in_source ? V{2, -4, 8} : V{4, 1, 7}));
+    }
   }
 }
 
