@@ -963,15 +963,18 @@ void Array<T>::assign(const Array<T>& source) {
   // pending arrays that read this memory keep the values of before.
   source.eval();
   eval();
-  std::shared_ptr<ArrayImpl> from = source.impl();
-  if (detail::SharesMemory(self, *from)) from = detail::CopyArray(*from);
+  // A source over this memory (itself, a shifted view) is copied first, as
+  // a recorded copy: the write then reads, and the tape credits, that
+  // copy, whose variable the write leaves alone; the source itself would be
+  // seen at its version after the write (the values it holds now).
+  const Array<T> from = detail::MayOverlap(self, *source.impl()) ? source.copy() : source;
   detail::ComputeReadersBeforeWrite(self);
-  detail::CopyInto(self, *detail::BroadcastView(*from, self.shape));
+  detail::CopyInto(self, *detail::BroadcastView(*from.impl(), self.shape));
   // A new variable, computed from the source: recorded (on a tape) like a
   // copy, and noted on the memory so that other views of it are known to
   // hold computed values (in_place.h).
   detail::NoteInPlaceWrite(self, /*whole=*/true);
-  detail::RecordAssign(source.impl(), impl_);
+  detail::RecordAssign(from.impl(), impl_);
   detail::NoteInPlaceWriter(self, /*whole=*/true);
 }
 

@@ -10,6 +10,27 @@
 #include "runtime/origin.h"
 
 namespace dualcast::detail {
+namespace {
+
+// Whether `a` (holding Origin `origin`, the version the walk met) is a view
+// (slice, reshape, transpose, ...) of an array whose own values `writer`
+// computed. For Array::assign, which is recorded, the view's taped chain
+// leads there, so that memory hides no path. A view whose memory was
+// written again since is stale, and the sweep refuses it.
+bool ViewOfWritten(const detail::ArrayImpl& a, const detail::Origin* origin, const detail::Origin* writer) {
+  std::shared_ptr<const detail::Origin> held;
+  for (int k = 0; origin != nullptr && k < 64; ++k) {
+    if (origin == writer) return true;
+    if (origin->inputs.size() != 1) return false;
+    const std::shared_ptr<detail::ArrayImpl> base = origin->inputs[0].lock();
+    if (base == nullptr || base->storage != a.storage) return false;
+    held = detail::VersionOf(*base, origin->input_versions[0]).origin;
+    origin = held.get();
+  }
+  return false;
+}
+
+}  // namespace
 
 Behind BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeIndex& on_tape) {
   static constexpr uint32_t kNow = UINT32_MAX;
@@ -118,6 +139,10 @@ Behind BehindUntaped(const std::shared_ptr<detail::ArrayImpl>& loss, const NodeI
     detail::WrittenValues written = detail::WrittenValuesAt(a.storage.get(), epoch);
     if (!written.complete && behind.forgotten == nullptr) behind.forgotten = &a;
     for (auto& writer : written.writers) {
+      // Values assign() wrote into this array, or into the array it views:
+      // that write covered all of it (and the tape recorded it), so the
+      // older ones, listed after, do not show in it either.
+      if (writer->op == kAssignOp && (writer.get() == origin || ViewOfWritten(a, origin, writer.get()))) break;
       if (writer.get() == origin) continue;
       behind_origin(*writer, true);
       behind.origins.push_back(std::move(writer));  // kept for the Via that names it

@@ -156,7 +156,9 @@ RuntimeRun RunRuntimeAs(const Program& p) {
       case Op::kAssign: {
         D target = s[static_cast<size_t>(op.a)];
         const std::vector<T> values = ValuesAs<T>(op.seed, target.size());
-        if (op.free_fn && !p.cuda) {  // a device pointer cannot be written from here
+        if (b != nullptr) {
+          target.assign(*b);
+        } else if (op.free_fn && !p.cuda) {  // a device pointer cannot be written from here
           T* data = target.mutable_data();
           std::copy(values.begin(), values.end(), data);
         } else {
@@ -497,8 +499,9 @@ std::string Describe(const Program& p) {
         break;
       case Op::kEval: e = absl::StrCat(a, ".eval()"); break;
       case Op::kAssign:
-        out += op.free_fn ? absl::StrCat("  std::ranges::copy(Values(", op.seed, "), ", a, ".mutable_data());\n")
-                          : absl::StrCat("  ", a, ".assign(Values(", op.seed, "));\n");
+        out += op.b >= 0    ? absl::StrCat("  ", a, ".assign(", b, ");\n")
+               : op.free_fn ? absl::StrCat("  std::ranges::copy(Values(", op.seed, "), ", a, ".mutable_data());\n")
+                            : absl::StrCat("  ", a, ".assign(Values(", op.seed, "));\n");
         e = a;  // the same handle
         break;
     }

@@ -24,7 +24,7 @@
 // except where those see a kink or a jump within +-2h (skipped) or the data
 // tie at a branch (a mismatch there is counted apart: HostLoss).
 //
-// Writes in place (Array::assign, or every element through mutable_data())
+// Writes in place (Array::assign of values or of another array, or every element through mutable_data())
 // come after the tape opens, into arrays no other slot shares memory with;
 // the handle then holds a new variable. An Error that names the write is
 // accepted for any request of a program where an operation on the tape read
@@ -74,8 +74,10 @@ struct Op {
     kArgReduce,   // argmax (which 0) or argmin (1) of a, all or along `axis`, keepdims:
                   // indices, piecewise constant in a (no gradient flows through them)
     kAssign,      // a.assign(Values(seed)), or with free_fn every element written through
-                  // a.mutable_data(): new values in a's memory; the slot made is the same
-                  // handle (a new variable), and `a` is not read again (see RandomProgram)
+                  // a.mutable_data(), or a.assign(b) when b >= 0 (b broadcast to a's shape,
+                  // recorded like a copy; b may be a itself): new values in a's memory; the
+                  // slot made is the same handle (a new variable), and `a` is not read
+                  // again (see RandomProgram)
     kEval,        // a.eval() (no new array)
   } kind = kLeaf;
   int a = -1, b = -1, c = -1;  // argument slots

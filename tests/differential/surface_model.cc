@@ -304,7 +304,10 @@ double HostLoss(const Program& p, std::vector<H>* slots_out, int perturb, int64_
     switch (op.kind) {
       case Op::kLeaf:
       case Op::kView: r = H{op.shape, Rounded(p, Values(op.seed, SizeOf(op.shape)))}; break;
-      case Op::kAssign: r = H{a->shape, Rounded(p, Values(op.seed, SizeOf(a->shape)))}; break;
+      case Op::kAssign:
+        r = b != nullptr ? Map2(*a, *b, [](double, double y) { return y; })  // b broadcast to a's shape
+                         : H{a->shape, Rounded(p, Values(op.seed, SizeOf(a->shape)))};
+        break;
       case Op::kScale:
         r = *a;
         for (double& x : r.v) x = x * op.number + op.number2;
@@ -447,11 +450,13 @@ Model BuildModel(const Program& p, int tape_at) {
           }
           return false;
         };
+        if (op.b >= 0) force(op.b, t);  // assign(b) computes its source first
         force(op.a, t);  // the target itself, if pending (assign and mutable_data() compute it)
         for (int c = 0; c < slot; ++c) {
           if (pending[static_cast<size_t>(c)] && reads_written(c)) force(c, t);
         }
-        computed[static_cast<size_t>(slot)] = -1;  // a new variable
+        // A new variable: of no values (user values), or computed from b now.
+        computed[static_cast<size_t>(slot)] = op.b >= 0 ? t : -1;
         break;
       }
       case Op::kLeaf:
@@ -508,8 +513,9 @@ Model BuildModel(const Program& p, int tape_at) {
   for (int s : p.loss_slots) force(s, loss_time);
   m.taped.assign(n, false);
   for (size_t s = 0; s < n; ++s) {
-    const Op::Kind k = p.ops[static_cast<size_t>(m.op_of_slot[s])].kind;
-    m.taped[s] = k != Op::kLeaf && k != Op::kView && k != Op::kAssign && computed[s] >= tape_at;
+    const Op& op = p.ops[static_cast<size_t>(m.op_of_slot[s])];
+    const bool user_values = op.kind == Op::kLeaf || op.kind == Op::kView || (op.kind == Op::kAssign && op.b < 0);
+    m.taped[s] = !user_values && computed[s] >= tape_at;
   }
   m.variable.resize(n);
   for (size_t s = 0; s < n; ++s) {
@@ -526,10 +532,12 @@ Model BuildModel(const Program& p, int tape_at) {
     // read is kept, or the loss may reach both variables); one computed
     // before the tape read another variable, a constant to it (the ancestry
     // records versions).
+    // assign(b) reads only its source: a.assign(a) under the tape makes the
+    // loss reach both of a's variables (the documented Error for a request of a).
     for (size_t c = 0; c < n; ++c) {
       const Op& op = p.ops[static_cast<size_t>(m.op_of_slot[c])];
-      const bool reads = op.a == w.a || op.b == w.a || op.c == w.a;
-      m.write_may_refuse = m.write_may_refuse || (reads && op.kind != Op::kAssign && m.taped[c]);
+      const bool reads = op.kind == Op::kAssign ? op.b == w.a : op.a == w.a || op.b == w.a || op.c == w.a;
+      m.write_may_refuse = m.write_may_refuse || (reads && m.taped[c]);
     }
   }
   return m;
@@ -551,7 +559,10 @@ std::pair<bool, bool> Reach(const Program& p, const Model& m, int r) {
     }
     for (size_t c = 0; c < m.op_of_slot.size(); ++c) {
       const Op& op = p.ops[static_cast<size_t>(m.op_of_slot[c])];
-      if (op.kind == Op::kAssign) continue;  // reads no values: a new variable
+      if (op.kind == Op::kAssign) {  // a new variable: of no values, or computed from its source b
+        if (op.b == s) stack.push_back({static_cast<int>(c), dirty || !m.taped[c]});
+        continue;
+      }
       // argmax/argmin, on the tape or not: no gradient flows, and no path is missed.
       if (op.kind == Op::kArgReduce) continue;
       if (op.a == s || op.b == s || op.c == s) stack.push_back({static_cast<int>(c), dirty || !m.taped[c]});

@@ -246,6 +246,14 @@ Program RandomProgram(uint64_t seed) {
         op.kind = Op::kAssign;
         op.free_fn = pick(2) == 0;  // through mutable_data()
         op.seed = rng();
+        if (op.seed % 3 == 0) {  // assign(b): a slot that broadcasts to a's shape (a itself, too)
+          std::vector<int> fits;
+          for (size_t s = 0; s < shapes.size(); ++s) {
+            if (!retired[s] && BroadcastShape(sa, shapes[s]) == sa) fits.push_back(static_cast<int>(s));
+          }
+          op.b = fits[static_cast<size_t>(pick(static_cast<int>(fits.size())))];
+          op.free_fn = false;
+        }
         if (first_write < 0) first_write = static_cast<int>(p.ops.size());
         retired[static_cast<size_t>(a)] = true;
         add(op, sa);

@@ -55,6 +55,9 @@ TEST_CASE("assign(Array): a source over the same memory is read in full before t
   CHECK(buf == V{0, 0, 1, 2, 3, 4});
   D(head).assign(tail);
   CHECK(buf == V{0, 1, 2, 3, 4, 4});
+  D whole = D::view(buf.data(), {6});
+  whole.assign(whole);  // itself
+  CHECK(buf == V{0, 1, 2, 3, 4, 4});
   D t = D::view(buf.data(), {2, 3});
   t.assign(D::view(buf.data(), {2, 3}, {1, 2}));  // the transpose of the same memory, read first
   CHECK(buf == V{0, 2, 4, 1, 3, 4});
@@ -139,6 +142,24 @@ TEST_CASE("assign(Array) under a tape: a node that read the state before the wri
       CHECK(tape.gradient(sum(y) + sum(s), {u0})[0].to_vector() == (y_in_source ? V{2, -4, 8} : V{4, 1, 7}));
     }
   }
+}
+
+TEST_CASE("assign(Array) under a tape: a source over the same memory is credited as it was read") {
+  // s = s (itself), then s = the shifted view of its own memory, each under a
+  // tape: loss = Σ w s, so d/du0 follows the shift by hand.
+  V buf = {0, 0, 0, 0};
+  const D u0 = D::from({1, 2, 3, 4}, {4});
+  const D w = D::from({1, 10, 100}, {3});
+  Tape tape;
+  D whole = D::view(buf.data(), {4});
+  whole.assign(u0);
+  whole.assign(whole);
+  D head = slice(whole, {{0, 3}});
+  const D tail = slice(whole, {{1, 4}});
+  head.assign(tail);  // buf = {2, 3, 4, 4}
+  CHECK(buf == V{2, 3, 4, 4});
+  const auto g = tape.gradient(sum(head * w), {u0});
+  CHECK(g[0].to_vector() == V{0, 1, 10, 100});  // head[i] = u0[i + 1]
 }
 
 TEST_CASE("assign(Array) under a tape: a broadcast source's gradient is summed over the broadcast axes") {
