@@ -131,9 +131,10 @@ class Array {
   // full first. While a Tape records, the write is recorded like a copy:
   // this array then holds a new variable computed from `source`, and a
   // gradient reaching it flows to `source` (summed over broadcast axes).
-  // Another view of the same memory, made before or after, reads those
-  // values too, but the tape credits only this array: a gradient through
-  // the other view is refused (an Error), never zeros. Errors (a shape
+  // Another view of the same memory, made separately before or after,
+  // reads those values too, but the tape credits only this array (and its
+  // slices, reshapes and transposes): a gradient through the other view is
+  // refused (an Error), never zeros. Errors (a shape
   // that does not broadcast, another device, a read-only or self-overlapping
   // destination) leave the memory untouched.
   void assign(const Array& source);
