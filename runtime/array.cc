@@ -880,6 +880,27 @@ Array<T> Array<T>::transpose(std::vector<int> perm) const {
   return Array(std::move(impl));
 }
 
+namespace {
+// Both assign()s write every element of `a`: refused, before any write, for
+// a view of const memory and for strides under which elements share memory.
+void CheckAssignable(const ArrayImpl& a) {
+  if (a.read_only) {
+    throw Error(ErrorKind::kInvalidArgument,
+                absl::StrFormat("Array::assign: the array (shape %s) is a read-only view of const "
+                                "memory; assign into a writable array or a view of non-const memory",
+                                ShapeText(a.shape)));
+  }
+  if (detail::SelfOverlapping(a)) {
+    throw Error(ErrorKind::kInvalidArgument,
+                absl::StrFormat("Array::assign: the array has shape %s and strides %s, under which "
+                                "several elements share memory (only the last value would stay); "
+                                "assign into a view with one element per address (nonzero strides "
+                                "that do not interleave)",
+                                ShapeText(a.shape), ShapeText(a.strides)));
+  }
+}
+}  // namespace
+
 template <ElementType T>
 void Array<T>::assign(const std::vector<T>& values) {
   if (static_cast<int64_t>(values.size()) != size()) {
@@ -887,20 +908,7 @@ void Array<T>::assign(const std::vector<T>& values) {
                                                    values.size(), ShapeText(shape())));
   }
   // Checked before mutable_data(), which already counts as the write.
-  if (checked().read_only) {
-    throw Error(ErrorKind::kInvalidArgument,
-                absl::StrFormat("Array::assign: the array (shape %s) is a read-only view of const "
-                                "memory; assign into a writable array or a view of non-const memory",
-                                ShapeText(impl_->shape)));
-  }
-  if (detail::SelfOverlapping(*impl_)) {
-    throw Error(ErrorKind::kInvalidArgument,
-                absl::StrFormat("Array::assign: the array has shape %s and strides %s, under which "
-                                "several elements share memory (only the last value would stay); "
-                                "assign into a view with one element per address (nonzero strides "
-                                "that do not interleave)",
-                                ShapeText(impl_->shape), ShapeText(impl_->strides)));
-  }
+  CheckAssignable(checked());
   // As mutable_data(), but every element gets a new value: the array holds
   // user values from now on (a leaf to a tape, computed from nothing). On a
   // device the values are moved there first, then copied in by a kernel.
@@ -945,20 +953,7 @@ void Array<T>::assign(const Array<T>& source) {
                              " but this array is on ", self.device.name(),
                              "; move the source with .to(device) first"));
   }
-  if (self.read_only) {
-    throw Error(ErrorKind::kInvalidArgument,
-                absl::StrFormat("Array::assign: the array (shape %s) is a read-only view of const "
-                                "memory; assign into a writable array or a view of non-const memory",
-                                ShapeText(self.shape)));
-  }
-  if (detail::SelfOverlapping(self)) {
-    throw Error(ErrorKind::kInvalidArgument,
-                absl::StrFormat("Array::assign: the array has shape %s and strides %s, under which "
-                                "several elements share memory (only the last value would stay); "
-                                "assign into a view with one element per address (nonzero strides "
-                                "that do not interleave)",
-                                ShapeText(self.shape), ShapeText(self.strides)));
-  }
+  CheckAssignable(self);
   // Both computed first, as reads (a tape records them as usual); then the
   // pending arrays that read this memory keep the values of before.
   source.eval();

@@ -46,6 +46,9 @@ TEST_CASE("assign(Array): broadcast, strided and pending sources; a destination 
   D owned = D::zeros({3});
   owned.assign(D::scalar(4));
   CHECK(owned.to_vector() == V{4, 4, 4});
+  D empty = D::zeros({0, 3});
+  empty.assign(D::from({1, 2, 3}, {3}));  // nothing to write
+  CHECK(empty.shape() == Shape{0, 3});
 }
 
 TEST_CASE("assign(Array): a source over the same memory is read in full before the write") {
