@@ -91,18 +91,18 @@ TEST_CASE("launches into destinations: other strides or add-instead-of-copy get 
   const std::vector<double> fxy = {11, 42, 93, 164, 255, 366};  // x y + x, row-major
   for (int rep = 0; rep < 3; ++rep) {
     std::vector<double> row(6, -1), col(6, -1);
-    partials(f, {x, y}, {.wrt = {0}, .value_out = {Array<double>::view(row.data(), {2, 3})}, .partial_out = {}});
-    partials(f, {x, y}, {.wrt = {0}, .value_out = {Array<double>::view(col.data(), {2, 3}, {1, 2})}, .partial_out = {}});
+    partials(f, {x, y}, {.wrt = {0}, .value_out = {Array<double>::view(row.data(), {2, 3})}});
+    partials(f, {x, y}, {.wrt = {0}, .value_out = {Array<double>::view(col.data(), {2, 3}, {1, 2})}});
     CHECK(row == fxy);
     CHECK(col == std::vector<double>{11, 164, 42, 255, 93, 366});  // column-major
     // Same shapes and strides as `row`, so the same plan: the checks still run.
     const std::vector<double> before = xbuf;
     CHECK_THROWS_WITH_AS(
-        partials(f, {x, y}, {.wrt = {0}, .value_out = {Array<double>::view(xbuf.data(), {2, 3})}, .partial_out = {}}),
+        partials(f, {x, y}, {.wrt = {0}, .value_out = {Array<double>::view(xbuf.data(), {2, 3})}}),
         doctest::Contains("overlaps the memory of argument 1"), Error);
     const std::vector<double> frozen(6, 7);
     CHECK_THROWS_WITH_AS(
-        partials(f, {x, y}, {.wrt = {0}, .value_out = {Array<double>::view(frozen.data(), {2, 3})}, .partial_out = {}}),
+        partials(f, {x, y}, {.wrt = {0}, .value_out = {Array<double>::view(frozen.data(), {2, 3})}}),
         doctest::Contains("read-only view"), Error);
     CHECK(xbuf == before);
     CHECK(frozen == std::vector<double>(6, 7));

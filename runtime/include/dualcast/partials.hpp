@@ -29,15 +29,20 @@ namespace dualcast {
 
 template <ElementType T>
 struct PartialsOptions {
+  // Every member has an initializer, so that `{.wrt = {0}, .value_out = {...}}`
+  // compiles without GCC 12's -Wextra warning (missing-field-initializers,
+  // for omitted members that have none; tests/runtime/launch_path_test.cc
+  // is built with -Werror and spells it so).
+  //
   // Input positions (0-based) to differentiate with respect to; empty: all.
-  std::vector<int> wrt;
+  std::vector<int> wrt = {};
   // Whether to return the values too (they are computed either way).
   bool values = true;
   // Optional destinations. value_out: empty, or one per output (an empty
   // handle entry allocates). partial_out: empty, or one per (m, j) at index
   // m * wrt.size() + j, j indexing `wrt` (all inputs when `wrt` is empty).
-  std::vector<Array<T>> value_out;
-  std::vector<Array<T>> partial_out;
+  std::vector<Array<T>> value_out = {};
+  std::vector<Array<T>> partial_out = {};
 };
 
 template <ElementType T>
