@@ -935,12 +935,7 @@ void Array<T>::assign(const Array<T>& source) {
   }
   ArrayImpl& self = *impl_;
   const std::vector<int64_t>& from_shape = source.impl()->shape;
-  bool fits = from_shape.size() <= self.shape.size();
-  for (size_t k = 0; fits && k < from_shape.size(); ++k) {
-    const int64_t d = self.shape[self.shape.size() - from_shape.size() + k];
-    fits = from_shape[k] == d || from_shape[k] == 1;
-  }
-  if (!fits) {
+  if (!detail::BroadcastsTo(from_shape, self.shape)) {
     throw Error(ErrorKind::kShape,
                 absl::StrFormat("Array::assign: a source of shape %s does not broadcast to this array's "
                                 "shape %s (NumPy rules: aligned at the last dimension, each size equal "

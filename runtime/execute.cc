@@ -95,9 +95,6 @@ std::vector<int64_t> BroadcastShape(const std::string& kernel_name,
   return *std::move(shape);
 }
 
-namespace {
-
-// Whether `target` broadcasts to `full` (NumPy rules: right-aligned, each dim equal or 1).
 bool BroadcastsTo(const std::vector<int64_t>& target, const std::vector<int64_t>& full) {
   if (target.size() > full.size()) return false;
   const size_t lead = full.size() - target.size();
@@ -106,6 +103,8 @@ bool BroadcastsTo(const std::vector<int64_t>& target, const std::vector<int64_t>
   }
   return true;
 }
+
+namespace {
 
 // Whether an output stored as `target` is summed along some dim of `full` (a dim of size > 1).
 bool Summed(const std::vector<int64_t>& target, const std::vector<int64_t>& full) {
@@ -245,6 +244,23 @@ void CheckDestination(const std::string& kernel_name, size_t m, ArrayImpl& dest,
   }
 }
 
+// Every written output's destination, checked before anything is allocated
+// or written (null where none was given): the full path's and a plan's.
+// `write` empty: every output is written.
+std::vector<std::shared_ptr<ArrayImpl>> CheckedDestinations(
+    const std::string& kernel_name, const ExecuteOptions& options, const std::vector<bool>& write,
+    const std::vector<std::vector<int64_t>>& shapes, const std::vector<int64_t>& full, DType dtype,
+    const Device& device, const std::vector<std::shared_ptr<ArrayImpl>>& inputs, size_t n_out) {
+  std::vector<std::shared_ptr<ArrayImpl>> outputs(n_out);
+  for (size_t m = 0; m < options.destinations.size(); ++m) {
+    if (options.destinations[m] == nullptr || (!write.empty() && !write[m])) continue;
+    CheckDestination(kernel_name, m, *options.destinations[m], shapes[m], full, dtype, device, inputs,
+                     outputs, options.destination_names);
+    outputs[m] = options.destinations[m];
+  }
+  return outputs;
+}
+
 // The loop order of a launch with summed outputs (see jit::LoopOrder), or
 // empty for the logical order (no summed output, or nothing to reorder).
 // `shapes` and `strides` are the layout's operands: the inputs, the written
@@ -350,14 +366,9 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
                   [](const auto& d) { return d == nullptr || d->storage != nullptr; });
   if (plannable) {
     if (LaunchPlan* plan = FindPlan(fn.get(), inputs, options)) {
-      std::vector<std::shared_ptr<ArrayImpl>> outputs(n_out);
-      for (size_t m = 0; m < options.destinations.size(); ++m) {
-        if (options.destinations[m] == nullptr || (!plan->write.empty() && !plan->write[m])) continue;
-        CheckDestination(kernel_name, m, *options.destinations[m], plan->out_shapes[m], plan->full,
-                         dtype, device, inputs, outputs, options.destination_names);
-        outputs[m] = options.destinations[m];
-      }
-      return RunPlan(*plan, n_out, inputs, device, std::move(outputs));
+      return RunPlan(*plan, n_out, inputs, device,
+                     CheckedDestinations(kernel_name, options, plan->write, plan->out_shapes, plan->full,
+                                         dtype, device, inputs, n_out));
     }
   }
 
@@ -366,14 +377,8 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
   const std::vector<bool>& write = plan.write;
   const std::vector<int64_t>& out_shape = plan.full;
 
-  // Validate every destination before anything is allocated or written.
-  std::vector<std::shared_ptr<ArrayImpl>> outputs(n_out);
-  for (size_t m = 0; m < n_out; ++m) {
-    if (!write[m] || options.destinations.empty() || options.destinations[m] == nullptr) continue;
-    CheckDestination(kernel_name, m, *options.destinations[m], plan.shapes[m], plan.full, dtype,
-                     device, inputs, outputs, options.destination_names);
-    outputs[m] = options.destinations[m];
-  }
+  std::vector<std::shared_ptr<ArrayImpl>> outputs = CheckedDestinations(
+      kernel_name, options, write, plan.shapes, plan.full, dtype, device, inputs, n_out);
   std::vector<std::vector<int64_t>> shapes;
   for (const auto& in : inputs) shapes.push_back(in->shape);
 

@@ -91,6 +91,10 @@ std::vector<std::shared_ptr<ArrayImpl>> Execute(const std::string& kernel_name,
 std::vector<int64_t> BroadcastShape(const std::string& kernel_name,
                                     const std::vector<std::vector<int64_t>>& shapes);
 
+// Whether `target` broadcasts to `full` (NumPy rules: right-aligned, each
+// dim equal or 1): an output stored reduced, a source assigned into an array.
+bool BroadcastsTo(const std::vector<int64_t>& target, const std::vector<int64_t>& full);
+
 // Whether two distinct indices of `a` can address the same element (a
 // stride 0, or strides that interleave): a write of one value per element
 // there would keep only the last, so destinations (Execute's, assign's)
