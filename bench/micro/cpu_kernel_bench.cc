@@ -17,7 +17,8 @@
 //   4. on-disk cache hit in a second process (this binary re-executed);
 //   5. code generation that scales (issue 17): k sequential data-dependent ifs
 //      (IR size, compile ms, steady ms), the cost of an untaken 200-op side,
-//      half the rows taking it vs every element computing both sides, and
+//      half the rows taking it vs every element computing both sides, a
+//      long dependency chain interleaved vs one vector per step, and
 //      compile time of straight-line kernels of 1k / 5k / 10k ops;
 //   6. cold compile of the one-pass HM-LSTM gradient kernel (issue 16:
 //      tape.gradient(sum(cbar .* c)) with no disk cache), and that a second
@@ -50,6 +51,7 @@
 #include "jit/codegen/disk_cache.h"
 #include "jit/codegen/kernel_cache.h"
 #include "jit/cpu/cpu_backend.h"
+#include "jit/cpu/interleave.h"
 #include "jit/cpu/launch.h"
 #include "jit/cpu/thread_pool.h"
 #include "jit/passes/jvp.h"
@@ -610,8 +612,38 @@ void ReportUntakenSide(int reps) {
               static_cast<long>(n), static_cast<long>(n), t_untaken, t_without,
               t_untaken / t_without);
   std::printf("half the rows take the 200-op side: %.3f ms; every element computes both "
-              "(select) %.3f ms; ratio %.2fx (target <= 0.6x)\n",
-              t_half, t_both, t_half / t_both);
+              "(select) %.3f ms; ratio %.2fx (target <= 0.6x); %d / %d host vectors per step\n",
+              t_half, t_both, t_half / t_both, jit::cpu::InterleaveFactor(*with_side),
+              jit::cpu::InterleaveFactor(*both_sides));
+}
+
+// A kernel that is one long dependency chain (interleave.h): its steady time
+// as generated (several host vectors per step) against the same IR forced to
+// one host vector per step (TraceOptions::vector_width), interleaved rounds.
+void ReportDependencyChain(int reps) {
+  const int64_t n = 1024;
+  const jit::Type f32[2] = {jit::Type::kF32, jit::Type::kF32};
+  auto chain = [](auto x, auto y) {
+    auto a = x;
+    for (int i = 0; i < 250; ++i) a = a * y + 0.001f;  // 500 dependent ops
+    return a;
+  };
+  auto fn = std::make_shared<const jit::Function>(jit::Optimize(jit::Trace("chain_500", chain, f32)));
+  jit::Function narrow = *fn;
+  narrow.hints.vector_width = jit::cpu::HostLanes(jit::Type::kF32);
+  BenchKernel k_auto = BuildKernel(fn, n, {});
+  BenchKernel k_one = BuildKernel(std::make_shared<const jit::Function>(std::move(narrow)), n, {});
+  const std::vector<std::vector<float>> in = {Uniform(n * n, -1, 1, 5), Uniform(n * n, 0.5f, 1, 6)};
+  double t_auto = 1e300, t_one = 1e300;
+  const int per_round = std::max(1, reps / 5);
+  for (int round = 0; round < 5; ++round) {
+    t_auto = std::min(t_auto, SteadyMs(k_auto, in, per_round));
+    t_one = std::min(t_one, SteadyMs(k_one, in, per_round));
+  }
+  std::printf("a 500-op dependency chain (%ldx%ld f32): %d host vectors per step %.3f ms (compile "
+              "%.1f ms), one per step %.3f ms (compile %.1f ms); ratio %.2fx\n",
+              static_cast<long>(n), static_cast<long>(n), jit::cpu::InterleaveFactor(*fn), t_auto,
+              k_auto.compile_ms, t_one, k_one.compile_ms, t_auto / t_one);
 }
 
 // Straight-line kernels of about `ops` ops: compile time (the issue's target:
@@ -626,8 +658,9 @@ void ReportStraightLine(std::vector<int> sizes = {1000, 5000, 10000}) {
       auto fn = std::make_shared<const jit::Function>(
           jit::Optimize(jit::Trace(prefix + std::to_string(ops), make(ops), f32)));
       BenchKernel bk = BuildKernel(fn, n, {});
-      std::printf("  %5d ops (%zu IR insts): compile %.1f ms wall, %.1f ms CPU", ops, fn->insts.size(),
-                  bk.compile_ms, bk.compile_cpu_ms);
+      std::printf("  %5d ops (%zu IR insts, %d host vector(s) per step): compile %.1f ms wall, %.1f ms CPU",
+                  ops, fn->insts.size(), jit::cpu::InterleaveFactor(*fn), bk.compile_ms,
+                  bk.compile_cpu_ms);
       if (ops == 5000) ms_5k = bk.compile_cpu_ms;
       if (ops == 10000 && ms_5k > 0) std::printf("; 10k/5k %.2fx (CPU)", bk.compile_cpu_ms / ms_5k);
       std::printf("\n");
@@ -785,6 +818,7 @@ int Main(int argc, char** argv) {
     ReportOnePassGradient(n);
     ReportStraightLine();
     ReportUntakenSide(reps);
+    ReportDependencyChain(reps);
     ReportSequentialIfs(reps);
     return 0;
   }
@@ -839,6 +873,7 @@ int Main(int argc, char** argv) {
   ReportOnePassGradient(n);
   ReportStraightLine();
   ReportUntakenSide(reps);
+  ReportDependencyChain(reps);
   ReportSequentialIfs(reps);
   return 0;
 }

@@ -70,14 +70,28 @@ class ExpEmitter {
   }
 
   // AVX-512's vscalef: v * 2^k in one instruction, one rounding, subnormal
-  // and overflowing results included, NaN through (512-bit vectors only).
-  bool HasScalef() const { return HostVectorBits() == 512 && type_->getPrimitiveSizeInBits() == 512; }
+  // and overflowing results included, NaN through. It takes 512-bit vectors:
+  // a wider one (an interleaved kernel step, interleave.h) is done in
+  // 512-bit pieces.
+  bool HasScalef() const {
+    return HostVectorBits() == 512 && type_->getPrimitiveSizeInBits() % 512 == 0;
+  }
   llvm::Value* Scalef(llvm::Value* v, llvm::Value* k) {
     const bool f32 = fmt_.f32;
+    const int piece = f32 ? 16 : 8;
+    const int lanes = static_cast<int>(type_->getNumElements());
     llvm::Value* all = f32 ? b_.getInt16(0xffff) : b_.getInt8(0xff);
-    return b_.CreateIntrinsic(f32 ? llvm::Intrinsic::x86_avx512_mask_scalef_ps_512
-                                  : llvm::Intrinsic::x86_avx512_mask_scalef_pd_512,
-                              {}, {v, k, v, all, b_.getInt32(4 /* current rounding */)});
+    auto scalef = [&](llvm::Value* pv, llvm::Value* pk) -> llvm::Value* {
+      return b_.CreateIntrinsic(f32 ? llvm::Intrinsic::x86_avx512_mask_scalef_ps_512
+                                    : llvm::Intrinsic::x86_avx512_mask_scalef_pd_512,
+                                {}, {pv, pk, pv, all, b_.getInt32(4 /* current rounding */)});
+    };
+    if (lanes == piece) return scalef(v, k);
+    std::vector<llvm::Value*> parts;
+    for (int first = 0; first < lanes; first += piece) {
+      parts.push_back(scalef(SliceLanes(b_, v, first, piece), SliceLanes(b_, k, first, piece)));
+    }
+    return ConcatLanes(b_, std::move(parts));
   }
 
   // v 2^k for the integer-valued lanes kf: each factor of 2^k1 2^k2 is a

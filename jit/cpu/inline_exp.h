@@ -20,7 +20,7 @@
 // (f32: Cephes expf's degree-5 minimax fit; f64: Taylor to degree 13,
 // truncation below 2^-55 relative). Then
 //   exp(x)   = (1 + q) 2^k, one rounding also for subnormal results: AVX-512's
-//              vscalef on 512-bit vectors, else (1 + q) 2^k1 2^k2 with
+//              vscalef on vectors of 512 bits or a multiple (in 512-bit pieces), else (1 + q) 2^k1 2^k2 with
 //              k1 = k >> 1, k2 = k - k1 (each factor normal, the last product
 //              rounds);
 //   expm1(x) = 2^k q + (2^k - 1) (one FMA; exact q when k = 0, so tiny x

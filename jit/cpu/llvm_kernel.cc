@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "jit/codegen/codegen.h"
+#include "jit/cpu/interleave.h"
 #include "jit/cpu/llvm_printer.h"
 #include "jit/cpu/sink_uniform.h"
 #include "jit/cpu/vector_math.h"
@@ -49,9 +50,7 @@ class KernelEmitter {
         i64_(llvm::Type::getInt64Ty(ctx)),
         ptr_(llvm::PointerType::getUnqual(ctx)),
         elem_(LlvmType(ctx, spec.dtype)),
-        lanes_(spec.hints.vector_width != 0
-                   ? std::max(2, spec.hints.vector_width)  // the emitter needs vectors
-                   : HostVectorBits() / (spec.dtype == Type::kF32 ? 32 : 64)) {
+        lanes_(KernelStepLanes(spec)) {
     PlanParams();
   }
 

@@ -15,7 +15,9 @@
 // The nest: dim 0 (outermost) runs over [args->begin, args->end), dims
 // 1..R-1 over [0, sizes[d]); offsets are sum_d i_d * stride_d per operand.
 // The innermost dim steps by W = host vector bits / dtype bits (AVX-512: 16
-// f32 or 8 f64; AVX2: 8 / 4; else 4 / 2): lane k holds element i + k, lanes
+// f32 or 8 f64; AVX2: 8 / 4; else 4 / 2), times 2 or 4 for a kernel that is
+// one long dependency chain (interleave.h), or TraceOptions::vector_width
+// when given: lane k holds element i + k, lanes
 // at or past the end of the row are masked off. Each step loads every input
 // (a broadcast one as a scalar load and splat, a contiguous one as a plain
 // vector load, which in the row's last step reads a stack copy of the

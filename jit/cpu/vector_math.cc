@@ -49,15 +49,15 @@ std::string VectorName(const Variant& v, const char* scalar, int arity) {
          "_" + scalar;
 }
 
-// Lanes [first, first + count) of `v` as a vector of `count` lanes.
-llvm::Value* Slice(llvm::IRBuilder<>& b, llvm::Value* v, int first, int count) {
+}  // namespace
+
+llvm::Value* SliceLanes(llvm::IRBuilder<>& b, llvm::Value* v, int first, int count) {
   std::vector<int> mask(count);
   for (int k = 0; k < count; ++k) mask[k] = first + k;
   return b.CreateShuffleVector(v, mask);
 }
 
-// The concatenation of equally wide vectors, pairwise (shufflevector joins two).
-llvm::Value* Concat(llvm::IRBuilder<>& b, std::vector<llvm::Value*> parts) {
+llvm::Value* ConcatLanes(llvm::IRBuilder<>& b, std::vector<llvm::Value*> parts) {
   while (parts.size() > 1) {
     std::vector<llvm::Value*> joined;
     for (size_t k = 0; k + 1 < parts.size(); k += 2) {
@@ -70,8 +70,6 @@ llvm::Value* Concat(llvm::IRBuilder<>& b, std::vector<llvm::Value*> parts) {
   }
   return parts[0];
 }
-
-}  // namespace
 
 bool LibmvecAvailable() {
   static const bool available = [] {
@@ -177,10 +175,10 @@ static llvm::Value* EmitLibmvecCall(llvm::IRBuilder<>& b, llvm::Module& module, 
     std::vector<llvm::Value*> parts;
     for (int first = 0; first < lanes; first += v.lanes) {
       std::vector<llvm::Value*> chunk_args;
-      for (llvm::Value* a : args) chunk_args.push_back(Slice(b, a, first, v.lanes));
+      for (llvm::Value* a : args) chunk_args.push_back(SliceLanes(b, a, first, v.lanes));
       parts.push_back(call(vector_name, chunk_type, chunk_args));
     }
-    return Concat(b, std::move(parts));
+    return ConcatLanes(b, std::move(parts));
   }
   // Scalarised: one libm call per lane.
   llvm::Value* result = llvm::PoisonValue::get(llvm::FixedVectorType::get(elem, lanes));

@@ -30,6 +30,7 @@
 
 #include <span>
 #include <string>
+#include <vector>
 
 #include "llvm/IR/IRBuilder.h"
 
@@ -55,6 +56,11 @@ VectorIsa HostVectorIsa();
 // The register width kernels are written for: 512 with AVX-512, 256 with
 // AVX2, else 128 (LLVM legalises generic vectors on any target).
 int HostVectorBits();
+
+// Lanes [first, first + count) of the vector `v`, as a vector of `count` lanes.
+llvm::Value* SliceLanes(llvm::IRBuilder<>& b, llvm::Value* v, int first, int count);
+// The concatenation of equally wide vectors (a power-of-two count), pairwise.
+llvm::Value* ConcatLanes(llvm::IRBuilder<>& b, std::vector<llvm::Value*> parts);
 
 // Loads libmvec.so.1 into the process once; false when it is absent.
 bool LibmvecAvailable();

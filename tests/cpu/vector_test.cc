@@ -21,6 +21,7 @@
 #include "jit/codegen/kernel_abi.h"
 #include "jit/codegen/kernel_spec.h"
 #include "jit/cpu/cpu_backend.h"
+#include "jit/cpu/interleave.h"
 #include "jit/ir/hash.h"
 #include "jit/ir/interpret.h"
 #include "jit/ir/ir.h"
@@ -44,6 +45,7 @@ std::vector<std::vector<T>> RunKernel(std::shared_ptr<Function> f, std::vector<i
   KernelSpec spec;
   spec.function = f;
   spec.function_hash = StructuralHash(*f);
+  spec.hints = f->hints;
   spec.dtype = kType<T>;
   spec.rank = rank;
   spec.input_broadcast.assign(f->num_inputs(), 0);
@@ -297,6 +299,80 @@ TEST_CASE("f64 math inside an f32 kernel runs on chunks of the wide vector") {
     const double pow_ref = std::pow(double(xs[e]), double(xs[e]));
     CHECK(std::abs(outs[1][e] - pow_ref) <= 8 * std::numeric_limits<float>::epsilon() * pow_ref);
   }
+}
+
+// A long chain (interleaved: several host vectors per step) through every
+// kind of lowering that depends on the lane count: arithmetic, the inline
+// exp and expm1 (vscalef in 512-bit pieces), a chunked libmvec call, a
+// branch on a per-row flag (uniform) and one on the data (mixed lanes).
+template <class T>
+std::shared_ptr<Function> LongChain(int vector_width) {
+  auto f = std::make_shared<Function>("long_chain");
+  f->hints.vector_width = vector_width;
+  const Type t = kType<T>;
+  Builder b(*f);
+  const ValueId x = b.Input(t), z = b.Input(t);
+  auto steps = [&](ValueId a, int n, double c) {
+    for (int k = 0; k < n; ++k) a = b.Add(b.Mul(a, b.Const(t, 0.999)), b.Const(t, c));
+    return a;
+  };
+  ValueId a = steps(x, 40, 0.001);
+  const ValueId arithmetic = a;  // exact: checked against the interpreter bit for bit
+  b.BeginIf(b.Emit(Op::kGt, {z, b.Const(t, 0)}));
+  const ValueId then_value = b.Emit(Op::kExp, {steps(a, 10, 0.002)});
+  b.BeginElse({then_value});
+  const ValueId else_value = b.Emit(Op::kSin, {steps(a, 10, 0.003)});
+  a = b.EndIf({else_value})[0];
+  b.BeginIf(b.Emit(Op::kLt, {x, b.Const(t, 0)}));
+  const ValueId neg = b.Emit(Op::kExpm1, {steps(a, 10, 0.004)});
+  b.BeginElse({neg});
+  const ValueId pos = b.Emit(Op::kTanh, {steps(a, 10, 0.005)});
+  a = b.EndIf({pos})[0];
+  b.Return({arithmetic, steps(a, 20, 0.006)});
+  return f;
+}
+
+template <class T>
+void CheckInterleavedMatchesOneVector() {
+  const int host_lanes = cpu::HostLanes(kType<T>);
+  auto interleaved = LongChain<T>(0);
+  auto one_vector = LongChain<T>(host_lanes);
+  REQUIRE(cpu::InterleaveFactor(*interleaved) == 4);  // or this test would not test interleaving
+  // Rows of 4 * W + 3 (full interleaved steps and a tail), of 3 (all tail) and one long row
+  // with a tail shorter than a host vector.
+  for (std::vector<int64_t> sizes : std::vector<std::vector<int64_t>>{
+           {6, 4 * host_lanes + 3}, {9, 3}, {1, 9 * host_lanes + 5}}) {
+    CAPTURE(sizes[1]);
+    const int64_t count = sizes[0] * sizes[1];
+    std::vector<T> x(count), z(sizes[0]);
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<double> u(-1.5, 1.5);
+    for (T& v : x) v = T(u(rng));
+    for (size_t r = 0; r < z.size(); ++r) z[r] = r % 3 == 1 ? T(-1) : T(1);
+    auto got = RunKernel<T>(interleaved, sizes, {x, z}, {1});
+    auto want = RunKernel<T>(one_vector, sizes, {x, z}, {1});
+    int mismatches = 0;
+    for (size_t m = 0; m < got.size(); ++m) {
+      for (int64_t e = 0; e < count; ++e) {
+        if (!SameBits(got[m][e], want[m][e]) && ++mismatches <= 5) {
+          FAIL_CHECK("output " << m << " element " << e << ": " << got[m][e] << " interleaved, "
+                               << want[m][e] << " one vector per step");
+        }
+      }
+    }
+    for (int64_t e = 0; e < count; ++e) {
+      const std::vector<double> in = {double(x[e]), double(z[e / sizes[1]])};
+      if (!SameBits(got[0][e], static_cast<T>(Interpret(*interleaved, in)[0])) && ++mismatches <= 5) {
+        FAIL_CHECK("element " << e << " differs from the interpreter");
+      }
+    }
+    CHECK(mismatches == 0);
+  }
+}
+
+TEST_CASE("a long chain runs several vectors per step, with the bits of one vector per step") {
+  CheckInterleavedMatchesOneVector<float>();
+  CheckInterleavedMatchesOneVector<double>();
 }
 
 }  // namespace
