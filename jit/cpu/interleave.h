@@ -13,8 +13,7 @@
 // register-sized ones, interleaved) the chains overlap in program order.
 // Kernels with parallel work of their own (HM-LSTM: three activations and
 // their slopes side by side) run at throughput already, and wider steps only
-// add register pressure and compile time (HM-LSTM measured 3-8% slower at
-// 2x), so they stay at one vector.
+// add register pressure and compile time, so they stay at one vector.
 //
 // The measure: `work`, the weighted count of operations a step runs (both
 // sides of every if: mixed vectors run both), and `depth`, the weighted
@@ -26,8 +25,11 @@
 // reduce an output, and explicit TraceOptions::vector_width, are left alone
 // by the caller (a row sum's rounding follows its lane count).
 //
-// Weights are rough latencies: 1 for an arithmetic, compare, select or cast,
-// 4 for a division or square root, 12 for a transcendental.
+// Weights are rough instruction counts (work) and latencies (depth): 1 and 1
+// for an arithmetic, compare, select or cast, 4 and 4 for a division or
+// square root, 20 and 12 for a transcendental (a polynomial after a range
+// reduction: serial, with side work). HM-LSTM's cell measures work 112,
+// depth 27; a forced second vector made it 3-8% slower.
 //
 // Example:
 //   const int factor = InterleaveFactor(*spec.function);   // 1, 2 or 4
