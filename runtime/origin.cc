@@ -67,14 +67,36 @@ bool Matches(const RecentOrigin& recent, std::string_view op, ArraySpan inputs, 
 // Replaces the parents by the arrays upstream still alive: what they would
 // name later, less what has died (which every reader skips anyway). By
 // array, then version: one array read at two versions (before and after a
-// write in place) stays twice, as the two variables it held.
+// write in place) stays twice, as the two variables it held. A taped
+// Origin keeps Origins flattened before as parents instead of copying their
+// ancestry (see Origin::parents), while they are less than kMaxDepth / 2
+// deep; an untaped one (a tape-less loop, where few arrays stay alive)
+// flattens all the way, so it holds no chain of dead arrays' entries.
 void Flatten(Origin& o) {
-  // One walk from `o` (its inputs too), so parents sharing an ancestry are read once.
   absl::InlinedVector<Origin::Ancestor, 2> ancestors;
-  ForEachAncestor(o, [&](const std::weak_ptr<ArrayImpl>& a, uint32_t version) {
+  absl::InlinedVector<std::shared_ptr<const Origin>, 3> kept;
+  uint32_t kept_depth = 0;
+  auto note = [&](const std::weak_ptr<ArrayImpl>& a, uint32_t version) {
     if (!a.expired()) ancestors.push_back({a, version});
-    return false;
-  });
+  };
+  // One walk from `o` (its inputs too), so parents sharing an ancestry are read once.
+  absl::InlinedVector<const Origin*, 16> stack = {&o};
+  absl::flat_hash_set<const Origin*> seen;
+  while (!stack.empty()) {
+    const Origin* q = stack.back();
+    stack.pop_back();
+    for (size_t i = 0; i < q->inputs.size(); ++i) note(q->inputs[i], q->input_versions[i]);
+    for (const auto& a : q->ancestors) note(a.array, a.version);
+    for (const auto& p : q->parents) {
+      if (!seen.insert(p.get()).second) continue;
+      if (o.taped && p->flat && p->depth < Origin::kMaxDepth / 2) {
+        kept.push_back(p);
+        kept_depth = std::max(kept_depth, p->depth + 1);
+      } else {
+        stack.push_back(p.get());
+      }
+    }
+  }
   std::sort(ancestors.begin(), ancestors.end(), [](const Origin::Ancestor& a, const Origin::Ancestor& b) {
     if (a.array.owner_before(b.array)) return true;
     if (b.array.owner_before(a.array)) return false;
@@ -91,8 +113,9 @@ void Flatten(Origin& o) {
   }
   ancestors.shrink_to_fit();
   o.ancestors = std::move(ancestors);
-  o.parents.clear();
-  o.depth = 0;
+  o.parents = std::move(kept);
+  o.depth = kept_depth;
+  o.flat = true;
 }
 
 }  // namespace

@@ -80,6 +80,37 @@ TEST_CASE("origin: a taped chain past the held depth gives the exact gradient; a
   CHECK(dmiddle.to_vector()[1] == doctest::Approx(std::pow(a, kSteps)).epsilon(1e-12));
 }
 
+// A tape keeps every step alive: 3 kMaxDepth-link chains hold more arrays than kMaxAncestors.
+constexpr int kLongSteps = 3 * static_cast<int>(detail::Origin::kMaxDepth);
+
+TEST_CASE("origin: a taped chain flattens one segment at a time: nothing truncated, every path still seen") {
+  const double a = 0.9995;
+  const D u0 = D::from({0.5, -0.25}, {2}), x = D::from({0.125, 1.0}, {2});
+  Tape outer;
+  const D middle = Chain(u0, x, a, kLongSteps);
+  // Flattening collected only the arrays between two flattened Origins (the
+  // earlier ones kept as parents), not the whole taped history, which is
+  // past the cap: no ancestry was cut.
+  REQUIRE(middle.impl()->origin != nullptr);
+  CHECK(!middle.impl()->origin->truncated);
+  CHECK(HeldDepth(*middle.impl()->origin) <= detail::Origin::kMaxDepth);
+  Tape inner;
+  const D u = Chain(middle, x, a, kLongSteps);
+  const D loss = sum(u);
+  const int n = 2 * kLongSteps;
+  const std::vector<D> g = outer.gradient(loss, {u0, x});
+  for (int k = 0; k < 2; ++k) {
+    CHECK(g[0].to_vector()[k] == doctest::Approx(std::pow(a, n)).epsilon(1e-12));
+    CHECK(g[1].to_vector()[k] == doctest::Approx((1 - std::pow(a, n)) / (1 - a)).epsilon(1e-12));
+  }
+  // u0 reaches the loss only through `middle`, computed before the inner
+  // tape opened, three flattened segments up its ancestry.
+  const std::string m = ErrorOf([&] { inner.gradient(loss, {u0}); });
+  INFO(m);
+  CHECK(Has(m, "only through an array of shape [2]"));
+  CHECK(Has(m, "outside this tape's record"));
+}
+
 TEST_CASE("origin: versions survive the flattening: a chain from an input's old values is a constant") {
   D u = D::from({0.5, 2.0}, {2});
   const D x = D::from({0.125, 1.0}, {2});

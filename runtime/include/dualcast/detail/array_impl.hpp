@@ -93,10 +93,18 @@ struct Origin {
   // intermediate alive, and copying their list on every launch was quadratic
   // in the steps; and a long tape-less loop still keeps no chain of dead
   // arrays' Origins, only what the user holds.
+  //
+  // Under a tape every intermediate stays alive, so a full flattening would
+  // copy the whole taped history (up to kMaxAncestors) each time a chain
+  // passes kMaxDepth: a taped Origin's flattening stops at Origins flattened
+  // before (`flat`) and keeps them as parents, collecting only the arrays of
+  // the segment in between; past kMaxDepth / 2 links of such kept Origins it
+  // flattens all the way again.
   absl::InlinedVector<std::shared_ptr<const Origin>, 3> parents;
   absl::InlinedVector<Ancestor, 2> ancestors;
   uint32_t depth = 0;
   static constexpr uint32_t kMaxDepth = 1024;
+  bool flat = false;
   bool truncated = false;
   static constexpr size_t kMaxAncestors = 4096;
   bool taped = false;
