@@ -785,7 +785,7 @@ class KernelEmitter {
   llvm::Type* i64_;
   llvm::PointerType* ptr_;
   llvm::Type* elem_;
-  int lanes_;  // W >= 2: elements per vector (the host's register width / dtype width)
+  int lanes_;  // W >= 2: elements per step (KernelStepLanes: host vectors x the interleave factor)
   llvm::Function* kernel_ = nullptr;         // the exported entry point, loops and all
   std::vector<llvm::Value*> param_values_;  // per params_ entry, loaded in the entry block
   std::vector<llvm::BranchInst*> uniform_branches_;  // the printer's, for SinkIntoUniformBranches
