@@ -598,11 +598,13 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
     const Step& step = steps[i];
     detail::GradNode& node = *step.node;
     std::vector<bool> needed(node.inputs.size(), false);
+    // Each input's key, once: what decides whether it is needed also files its adjoint.
+    absl::InlinedVector<Key, 4> arg_keys(node.inputs.size(), Key{nullptr, 0});
     for (size_t j = 0; j < needed.size(); ++j) {
       if (node.inputs[j] == nullptr) continue;
-      const Key key = InputKey(node, j, on_tape);
-      needed[j] = reaches.contains(key);
-      if (needed[j] && wanted.contains(key)) met.insert(key);
+      arg_keys[j] = InputKey(node, j, on_tape);
+      needed[j] = reaches.contains(arg_keys[j]);
+      if (needed[j] && wanted.contains(arg_keys[j])) met.insert(arg_keys[j]);
     }
     std::vector<std::shared_ptr<detail::ArrayImpl>> outs(step.outputs.size());
     bool any = false;
@@ -657,12 +659,11 @@ std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Sweep(
                                  region != nullptr ? "its region of the input" : "the input",
                                  " has shape ", ShapeText(expected)));
       }
-      const Key key = InputKey(node, j, on_tape);
-      if (!reaches.contains(key)) continue;  // leads to no requested input
+      if (!needed[j]) continue;  // leads to no requested input
       if (region != nullptr) {
-        AccumulateRegion(adjoints, key, in, *region, *contributions[j]);
+        AccumulateRegion(adjoints, arg_keys[j], in, *region, *contributions[j]);
       } else {
-        Accumulate(adjoints, key, std::move(contributions[j]));
+        Accumulate(adjoints, arg_keys[j], std::move(contributions[j]));
       }
     }
   }
