@@ -6,8 +6,8 @@
 // every operation waits for the one before it; the core could start the next
 // step's chain meanwhile, but its scheduler only looks a couple of hundred
 // micro-ops ahead, all of them from the same chain. Measured on this
-// project's AVX-512 VM, a 200-op multiply-add chain over 1M floats on one
-// thread: 7.1 ms at 16 lanes, 5.1 ms at 32, 3.1 ms at 64 (the latter at the
+// project's AVX-512 VM, a 200-op multiply-add chain (the side of an if that
+// every element takes) over 1M floats on one thread: 7.1 ms at 16 lanes, 5.1 ms at 32, 3.1 ms at 64 (the latter at the
 // FP ports' throughput). With 2 or 4 vectors per step (the same IR printed
 // at 2x or 4x the lanes; LLVM splits each wide operation into independent
 // register-sized ones, interleaved) the chains overlap in program order.
@@ -23,7 +23,7 @@
 // to matter (depth >= kMinInterleaveDepth) and the widened code stays within
 // kInterleaveBudget weighted ops (compile time grows with it). Kernels that
 // reduce an output, and explicit TraceOptions::vector_width, are left alone
-// by the caller (a row sum's rounding follows its lane count).
+// (KernelStepLanes: a row sum's rounding follows its lane count).
 //
 // Weights are rough instruction counts (work) and latencies (depth): 1 and 1
 // for an arithmetic, compare, select or cast, 4 and 4 for a division or
