@@ -97,9 +97,6 @@ int HostLanes(Type dtype) { return HostVectorBits() / (dtype == Type::kF32 ? 32 
 
 int KernelStepLanes(const KernelSpec& spec) {
   if (spec.hints.vector_width != 0) return std::max(2, spec.hints.vector_width);
-  for (uint32_t dims : spec.output_reduce) {
-    if (dims != 0) return HostLanes(spec.dtype);
-  }
   return InterleaveFactor(*spec.function) * HostLanes(spec.dtype);
 }
 

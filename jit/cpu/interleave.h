@@ -21,9 +21,10 @@
 // parallelism the Function offers; below 2 a step is interleaved 4-wide,
 // below 4 2-wide, when the chain is long enough for the scheduler's window
 // to matter (depth >= kMinInterleaveDepth) and the widened code stays within
-// kInterleaveBudget weighted ops (compile time grows with it). Kernels that
-// reduce an output, and explicit TraceOptions::vector_width, are left alone
-// (KernelStepLanes: a row sum's rounding follows its lane count).
+// kInterleaveBudget weighted ops (compile time grows with it). An explicit
+// TraceOptions::vector_width is left alone (KernelStepLanes). A row sum keeps
+// host-wide accumulators fed one host vector after another (llvm_kernel.cc),
+// so its rounding does not change with the factor.
 //
 // Weights are rough instruction counts (work) and latencies (depth): 1 and 1
 // for an arithmetic, compare, select or cast, 4 and 4 for a division or
@@ -60,9 +61,7 @@ int InterleaveFactor(const Function& f);
 int HostLanes(Type dtype);
 
 // The lanes one step of the CPU kernel for `spec` covers: TraceOptions::vector_width when
-// given (at least 2), else HostLanes times InterleaveFactor, which is 1 when an output is
-// summed along its rows (the sum's rounding follows the lane count, and a reduction must not
-// change bits with the kernel's shape of dependencies).
+// given (at least 2), else HostLanes times InterleaveFactor.
 int KernelStepLanes(const KernelSpec& spec);
 
 }  // namespace dualcast::jit::cpu

@@ -50,7 +50,8 @@ class KernelEmitter {
         i64_(llvm::Type::getInt64Ty(ctx)),
         ptr_(llvm::PointerType::getUnqual(ctx)),
         elem_(LlvmType(ctx, spec.dtype)),
-        lanes_(KernelStepLanes(spec)) {
+        lanes_(KernelStepLanes(spec)),
+        acc_lanes_(spec.hints.vector_width != 0 ? lanes_ : std::min(lanes_, HostLanes(spec.dtype))) {
     PlanParams();
   }
 
@@ -266,6 +267,16 @@ class KernelEmitter {
     }
     return b.CreateFAdd(acc, v);
   }
+  // The step's values (lanes_ wide) into a row accumulator of acc_lanes_: one
+  // host vector after another when the step is interleaved, so each lane
+  // takes the same elements in the same order as at one vector per step.
+  llvm::Value* Accumulate(llvm::IRBuilder<>& b, size_t m, llvm::Value* acc, llvm::Value* values) const {
+    if (acc_lanes_ == lanes_) return Combine(b, m, acc, values);
+    for (int first = 0; first < lanes_; first += acc_lanes_) {
+      acc = Combine(b, m, acc, SliceLanes(b, values, first, acc_lanes_));
+    }
+    return acc;
+  }
   llvm::Constant* Identity(size_t m, llvm::Type* type) const {
     return llvm::ConstantFP::get(type, ReduceIdentity(spec_.reduce_op(m)));
   }
@@ -420,10 +431,10 @@ class KernelEmitter {
     b.SetInsertPoint(header);
     llvm::PHINode* i = b.CreatePHI(i64_, 2, absl::StrCat("i", d));
     i->addIncoming(lo, preheader);
-    // Outputs reduced along the inner dim: a W-lane double accumulator per
-    // row, lane k summing elements k, k + W, ... in order.
+    // Outputs reduced along the inner dim: a V-lane double accumulator per
+    // row (V = acc_lanes_), lane k summing elements k, k + V, ... in order.
     std::vector<llvm::PHINode*> acc(f_.num_outputs(), nullptr);
-    llvm::Type* acc_type = LlvmType(ctx_, Type::kF64, lanes_);
+    llvm::Type* acc_type = LlvmType(ctx_, Type::kF64, acc_lanes_);
     for (size_t m = 0; m < acc.size(); ++m) {
       if (out_ptr_[m] < 0 || !ReducedAlong(m, d)) continue;
       acc[m] = b.CreatePHI(acc_type, 2, absl::StrCat("acc", m));
@@ -459,7 +470,7 @@ class KernelEmitter {
     }
     llvm::Value* next = b.CreateAdd(i, b.getInt64(lanes_), "", false, /*HasNSW=*/true);
     for (size_t m = 0; m < acc.size(); ++m) {
-      if (acc[m] != nullptr) acc[m]->addIncoming(Combine(b, m, acc[m], sums[m]), b.GetInsertBlock());
+      if (acc[m] != nullptr) acc[m]->addIncoming(Accumulate(b, m, acc[m], sums[m]), b.GetInsertBlock());
     }
     i->addIncoming(next, b.GetInsertBlock());
     b.CreateBr(header);
@@ -471,7 +482,7 @@ class KernelEmitter {
       if (acc[m] == nullptr) continue;
       llvm::Type* f64 = b.getDoubleTy();
       llvm::Value* sum = acc[m];
-      for (int width = lanes_; width > 1; width /= 2) {
+      for (int width = acc_lanes_; width > 1; width /= 2) {
         std::vector<int> lo(width / 2), hi(width / 2);
         for (int k = 0; k < width / 2; ++k) {
           lo[k] = k;
@@ -786,6 +797,9 @@ class KernelEmitter {
   llvm::PointerType* ptr_;
   llvm::Type* elem_;
   int lanes_;  // W >= 2: elements per step (KernelStepLanes: host vectors x the interleave factor)
+  // Lanes of a row sum's accumulator: the hinted width, else the host's
+  // (whatever the interleave factor, so a sum's rounding does not change with it).
+  int acc_lanes_;
   llvm::Function* kernel_ = nullptr;         // the exported entry point, loops and all
   std::vector<llvm::Value*> param_values_;  // per params_ entry, loaded in the entry block
   std::vector<llvm::BranchInst*> uniform_branches_;  // the printer's, for SinkIntoUniformBranches

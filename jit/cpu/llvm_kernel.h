@@ -30,8 +30,10 @@
 // of one step, done when begin <= 0 < end. A size-0 dim runs nothing.
 //
 // Reduced outputs (spec.output_reduce; see launch.h for the scratch the
-// launcher passes): summed along the inner dim, a W-lane double accumulator
-// per row (inactive lanes add 0), its lanes added in order at the row's end
+// launcher passes): summed along the inner dim, a V-lane double accumulator
+// per row (V: the host's lanes, or the hinted width; an interleaved step adds
+// its host vectors in order, so lane k sums elements k, k + V, ... as at one
+// vector per step; inactive lanes add 0), its lanes added in order at the row's end
 // into the scratch element; kept along the inner dim, the row's values
 // widened to double and added into the scratch row — in blocks of 4 rows
 // summed in registers first when the dim outside the inner one is summed

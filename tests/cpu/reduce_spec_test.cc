@@ -8,12 +8,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "jit/codegen/kernel_spec.h"
 #include "jit/cpu/cpu_backend.h"
+#include "jit/cpu/interleave.h"
 #include "jit/cpu/launch.h"
 #include "jit/cuda/cuda_kernel.h"
 #include "jit/error.h"
@@ -93,17 +95,19 @@ TEST_CASE("the CUDA source writer accepts reduced or accumulating outputs") {
 }
 
 template <class T>
-void RunReduced(const std::vector<int64_t>& sizes, std::vector<uint32_t> bcast,
-                std::vector<uint32_t> reduce, std::vector<bool> accumulate,
-                std::vector<ReduceOp> ops = {}) {
+std::vector<std::vector<T>> RunReduced(const std::vector<int64_t>& sizes, std::vector<uint32_t> bcast,
+                                      std::vector<uint32_t> reduce, std::vector<bool> accumulate,
+                                      std::vector<ReduceOp> ops = {},
+                                      std::shared_ptr<Function> function = nullptr) {
   const Type t = std::is_same_v<T, float> ? Type::kF32 : Type::kF64;
   const int rank = static_cast<int>(sizes.size());
-  auto f = Branchy(t);
+  auto f = function != nullptr ? function : Branchy(t);
   KernelSpec spec = SpecFor(f, t, rank, bcast, reduce, accumulate);
+  spec.hints = f->hints;
   spec.output_reduce_op = ops;
   CAPTURE(spec.Describe());
   absl::StatusOr<CompiledCpuKernel> k = CompileCpuKernel(spec, nullptr);
-  REQUIRE(k.ok());
+  REQUIRE_MESSAGE(k.ok(), k.status().ToString());
 
   // Inputs: contiguous over their non-broadcast dims.
   std::vector<std::vector<T>> in(2);
@@ -188,6 +192,7 @@ void RunReduced(const std::vector<int64_t>& sizes, std::vector<uint32_t> bcast,
       }
     }
   }
+  return out;
 }
 
 TEST_CASE("LaunchCpu(spec): reduced along inner, outer, middle and all merged dims, vs the interpreter") {
@@ -213,6 +218,51 @@ TEST_CASE("LaunchCpu(spec): max, min and product reductions along every pattern,
   RunReduced<double>({203, 45}, {0, 0b10}, {0b01, 0, 0b01}, {false, true, false}, {kMin, kSum, kMax});
   RunReduced<double>({3, 1, 17}, {0, 0}, {0b100, 0b001, 0}, {}, {kProd, kProd, kSum});
   RunReduced<float>({7, 13}, {0, 0b01}, {0b10, 0b01, 0b11}, {}, {kProd, kProd, kProd});
+}
+
+// Three outputs of a long chain of dependent steps (libm-free), through an if:
+// the CPU backend runs several host vectors per step for it (interleave.h).
+std::shared_ptr<Function> LongChain(Type t, int vector_width) {
+  auto f = std::make_shared<Function>("reduce_long_chain");
+  f->hints.vector_width = vector_width;
+  Builder b(*f);
+  ValueId a = b.Input(t);
+  const ValueId c = b.Input(t);
+  for (int k = 0; k < 40; ++k) a = b.Add(b.Mul(a, b.Const(t, 0.75)), c);
+  b.BeginIf(b.Emit(Op::kGt, {a, b.Const(t, 0)}));
+  ValueId p = a, q = a;
+  for (int k = 0; k < 10; ++k) p = b.Sub(b.Mul(p, b.Const(t, 0.5)), c);
+  b.BeginElse({p});
+  for (int k = 0; k < 10; ++k) q = b.Add(b.Mul(q, b.Const(t, 0.25)), c);
+  const ValueId r = b.EndIf({q})[0];
+  b.Return({r, b.Mul(r, c), b.Add(a, b.Const(t, 1))});
+  return f;
+}
+
+template <class T>
+void CheckInterleavedReductions(const std::vector<int64_t>& sizes, std::vector<uint32_t> bcast,
+                                std::vector<uint32_t> reduce, std::vector<ReduceOp> ops) {
+  const Type t = std::is_same_v<T, float> ? Type::kF32 : Type::kF64;
+  auto interleaved = LongChain(t, 0);
+  REQUIRE(cpu::InterleaveFactor(*interleaved) == 4);  // or nothing here is interleaved
+  const auto got = RunReduced<T>(sizes, bcast, reduce, {}, ops, interleaved);
+  const auto want = RunReduced<T>(sizes, bcast, reduce, {}, ops, LongChain(t, cpu::HostLanes(t)));
+  for (int m = 0; m < 3; ++m) {
+    CAPTURE(m);
+    REQUIRE(got[m].size() == want[m].size());
+    CHECK(std::memcmp(got[m].data(), want[m].data(), got[m].size() * sizeof(T)) == 0);
+  }
+}
+
+TEST_CASE("a long chain's reductions run interleaved with the bits of one host vector per step") {
+  using enum ReduceOp;
+  // Rows with a tail, rows shorter than a host vector, and a long rank-1 sum;
+  // every output reduced along a different pattern, sums, max, min and products.
+  CheckInterleavedReductions<float>({37, 1029}, {0b01, 0}, {0b10, 0b01, 0b11}, {kSum, kSum, kSum});
+  CheckInterleavedReductions<double>({700, 61}, {0, 0b10}, {0b01, 0b10, 0}, {kSum, kMax, kSum});
+  CheckInterleavedReductions<float>({5, 33, 9}, {0b010, 0b101}, {0b010, 0b101, 0b111}, {kMin, kSum, kMax});
+  CheckInterleavedReductions<double>({100003}, {0, 0}, {0b1, 0b1, 0b1}, {kSum, kMax, kMin});
+  CheckInterleavedReductions<float>({9, 3}, {0, 0b10}, {0b01, 0b10, 0b11}, {kSum, kMax, kProd});
 }
 
 TEST_CASE("max and min reductions let a NaN through wherever it sits; the op is in the key") {
@@ -243,7 +293,7 @@ TEST_CASE("max and min reductions let a NaN through wherever it sits; the op is 
   KernelSpec spec = SpecFor(f, Type::kF64, 1, {0, 0}, {1, 1, 1}, {});
   spec.output_reduce_op = {kMax, kMin, kMax};
   absl::StatusOr<CompiledCpuKernel> k = CompileCpuKernel(spec, nullptr);
-  REQUIRE(k.ok());
+  REQUIRE_MESSAGE(k.ok(), k.status().ToString());
   double out[3] = {0, 0, 0};
   std::vector<ReducedDestination> dests = {{&out[0], {}, {}}, {&out[1], {}, {}}, {&out[2], {}, {}}};
   int64_t sizes[2] = {37, 1}, in_strides[3] = {1, 1, 0}, out_strides[4] = {0, 0, 0, 0};
