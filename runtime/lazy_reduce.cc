@@ -45,6 +45,7 @@ std::shared_ptr<const jit::Function> WithRootCopy(const std::shared_ptr<const ji
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = cache->find(primal.get()); it != cache->end()) return it->second.fn;
   jit::Function fn(primal->name);
+  fn.hints = primal->hints;  // the kernel's TraceOptions (vector width) hold for its fused sum too
   jit::Builder b(fn);
   std::vector<jit::ValueId> args;
   for (size_t i = 0; i < primal->num_inputs(); ++i) args.push_back(b.Input(primal->input_type(i)));

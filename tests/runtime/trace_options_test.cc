@@ -172,5 +172,40 @@ TEST_CASE("a long chain interleaved gives the bits of a narrow kernel: transpose
   for (int r = 0; r < 5; ++r) CHECK(wide.dy[r] == doctest::Approx(dy_fd[r]).epsilon(1e-6));
 }
 
+TEST_CASE("TraceOptions' vector width reaches the kernels a gradient and a fused sum compile") {
+  auto x = Array<float>::uniform({3, 37}, 9, -2, 2);
+  auto y = Array<float>::uniform({3, 37}, 10, -2, 2);
+  auto built = [] {
+    const jit::Stats s = jit::GetStats();
+    return s.compiles + s.disk_hits;
+  };
+  jit::TraceOptions narrow;
+  narrow.vector_width = 2;
+  std::vector<float> grads[2], sums[2];
+  for (int k = 0; k < 2; ++k) {
+    // Same name, lambda and IR; only the options differ, so each one-pass
+    // gradient and each fused sum is a kernel of its own (before, the second
+    // of each reused the first's code: the width was dropped on the way).
+    const Kernel kern = kernel("hinted_grad", kBranchy, k == 0 ? jit::TraceOptions{} : narrow);
+    const int64_t before = built();
+    {
+      Tape tape;
+      grads[k] = tape.gradient(sum(broadcast(kern, x, y)), {x})[0].to_vector();
+    }
+    CHECK_MESSAGE(built() > before, "options ", k, ": the gradient reused another kernel's code");
+    const int64_t before_sum = built();
+    sums[k] = sum(broadcast(kern, x, y), {1}).to_vector();
+    CHECK_MESSAGE(built() > before_sum, "options ", k, ": the fused sum reused another kernel's code");
+  }
+  CHECK(grads[0] == grads[1]);  // elementwise partials: the same bits at any width
+  REQUIRE(sums[0].size() == 3);
+  const std::vector<float> xs = x.to_vector(), ys = y.to_vector();
+  for (size_t r = 0; r < 3; ++r) {
+    double want = 0;
+    for (size_t c = 0; c < 37; ++c) want += kBranchy(double(xs[r * 37 + c]), double(ys[r * 37 + c]));
+    CHECK(sums[1][r] == doctest::Approx(want).epsilon(1e-5));
+  }
+}
+
 }  // namespace
 }  // namespace dualcast
