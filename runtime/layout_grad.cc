@@ -1,6 +1,7 @@
 // Reverse rules of reshape, transpose, copy and assign, recorded by the Array methods (see layout_grad.h).
 #include "runtime/layout_grad.h"
 
+#include "dualcast/detail/broadcast_grad.hpp"
 #include "dualcast/detail/grad_node.hpp"
 #include "runtime/grad_kernels.h"
 #include "runtime/untaped_paths.h"
@@ -46,9 +47,7 @@ struct AssignNode final : GradNode {
   std::vector<std::shared_ptr<ArrayImpl>> Backward(
       const std::vector<std::shared_ptr<ArrayImpl>>& outs) override {
     if (outs.empty() || outs[0] == nullptr) return {nullptr};
-    const std::shared_ptr<ArrayImpl>& g = outs[0];
-    if (g->shape == source_shape) return {g};
-    return {ReduceProducts(g->dtype, {{g.get(), nullptr}}, g->shape, source_shape)};
+    return {SumTo(*outs[0], source_shape)};
   }
 };
 

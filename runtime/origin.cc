@@ -64,6 +64,30 @@ bool Matches(const RecentOrigin& recent, std::string_view op, ArraySpan inputs, 
   return true;
 }
 
+// The walk behind ForEachAncestor and Flatten: every Origin reached from
+// `o` through parents once (a diamond, x * x + x, meets one twice), its
+// inputs and ancestors visited until `visit` returns true (then true);
+// a parent for which `enter` is false is left out, with what is behind it.
+bool WalkAncestry(const Origin& o, absl::FunctionRef<bool(const std::weak_ptr<ArrayImpl>&, uint32_t)> visit,
+                  absl::FunctionRef<bool(const std::shared_ptr<const Origin>&)> enter) {
+  absl::InlinedVector<const Origin*, 16> stack = {&o};
+  absl::flat_hash_set<const Origin*> seen;
+  while (!stack.empty()) {
+    const Origin* q = stack.back();
+    stack.pop_back();
+    for (size_t i = 0; i < q->inputs.size(); ++i) {
+      if (visit(q->inputs[i], q->input_versions[i])) return true;
+    }
+    for (const auto& a : q->ancestors) {
+      if (visit(a.array, a.version)) return true;
+    }
+    for (const auto& p : q->parents) {
+      if (seen.insert(p.get()).second && enter(p)) stack.push_back(p.get());
+    }
+  }
+  return false;
+}
+
 // Replaces the parents by the arrays upstream still alive: what they would
 // name later, less what has died (which every reader skips anyway). By
 // array, then version: one array read at two versions (before and after a
@@ -76,27 +100,19 @@ void Flatten(Origin& o) {
   absl::InlinedVector<Origin::Ancestor, 2> ancestors;
   absl::InlinedVector<std::shared_ptr<const Origin>, 3> kept;
   uint32_t kept_depth = 0;
-  auto note = [&](const std::weak_ptr<ArrayImpl>& a, uint32_t version) {
-    if (!a.expired()) ancestors.push_back({a, version});
-  };
   // One walk from `o` (its inputs too), so parents sharing an ancestry are read once.
-  absl::InlinedVector<const Origin*, 16> stack = {&o};
-  absl::flat_hash_set<const Origin*> seen;
-  while (!stack.empty()) {
-    const Origin* q = stack.back();
-    stack.pop_back();
-    for (size_t i = 0; i < q->inputs.size(); ++i) note(q->inputs[i], q->input_versions[i]);
-    for (const auto& a : q->ancestors) note(a.array, a.version);
-    for (const auto& p : q->parents) {
-      if (!seen.insert(p.get()).second) continue;
-      if (o.taped && p->flat && p->depth < Origin::kMaxDepth / 2) {
+  WalkAncestry(
+      o,
+      [&](const std::weak_ptr<ArrayImpl>& a, uint32_t version) {
+        if (!a.expired()) ancestors.push_back({a, version});
+        return false;
+      },
+      [&](const std::shared_ptr<const Origin>& p) {
+        if (!o.taped || !p->flat || p->depth >= Origin::kMaxDepth / 2) return true;
         kept.push_back(p);
         kept_depth = std::max(kept_depth, p->depth + 1);
-      } else {
-        stack.push_back(p.get());
-      }
-    }
-  }
+        return false;
+      });
   std::sort(ancestors.begin(), ancestors.end(), [](const Origin::Ancestor& a, const Origin::Ancestor& b) {
     if (a.array.owner_before(b.array)) return true;
     if (b.array.owner_before(a.array)) return false;
@@ -123,22 +139,7 @@ void Flatten(Origin& o) {
 bool ForEachAncestor(const Origin& o,
                      absl::FunctionRef<bool(const std::weak_ptr<ArrayImpl>&, uint32_t)> visit) {
   if (o.constant) return false;
-  absl::InlinedVector<const Origin*, 16> stack = {&o};
-  absl::flat_hash_set<const Origin*> seen;  // a diamond (x * x + x) meets one Origin twice
-  while (!stack.empty()) {
-    const Origin* q = stack.back();
-    stack.pop_back();
-    for (size_t i = 0; i < q->inputs.size(); ++i) {
-      if (visit(q->inputs[i], q->input_versions[i])) return true;
-    }
-    for (const auto& a : q->ancestors) {
-      if (visit(a.array, a.version)) return true;
-    }
-    for (const auto& p : q->parents) {
-      if (seen.insert(p.get()).second) stack.push_back(p.get());
-    }
-  }
-  return false;
+  return WalkAncestry(o, visit, [](const std::shared_ptr<const Origin>&) { return true; });
 }
 
 void NoteOrigin(std::string op, const std::vector<std::shared_ptr<ArrayImpl>>& inputs,

@@ -89,13 +89,14 @@ Key KeyOf(const detail::ArrayImpl& a, const NodeIndex& on_tape) {
 Key InputKey(const detail::GradNode& node, size_t j, const NodeIndex& on_tape) {
   const detail::ArrayImpl& a = *node.inputs[j];
   const detail::GradNode::InputSeen seen = node.seen(j);
-  if (seen.version == detail::WriteCount(a)) {  // not written since: its node now, no refcounts
-    const detail::GradNode* producer = a.grad_fn.get();
-    if (producer != nullptr && on_tape.contains(producer)) return Key{producer, a.grad_output};
-    return Key{&a, -1, seen.epoch};
+  // Not written since: its node now, without VersionOf's refcounts.
+  detail::VersionInfo then;
+  const bool current = seen.version == detail::WriteCount(a);
+  if (!current) then = detail::VersionOf(a, seen.version);
+  const detail::GradNode* producer = current ? a.grad_fn.get() : then.node.get();
+  if (producer != nullptr && on_tape.contains(producer)) {
+    return Key{producer, current ? a.grad_output : then.output};
   }
-  const detail::VersionInfo then = detail::VersionOf(a, seen.version);
-  if (then.node != nullptr && on_tape.contains(then.node.get())) return Key{then.node.get(), then.output};
   return Key{&a, -1, seen.epoch};
 }
 

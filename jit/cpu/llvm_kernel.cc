@@ -51,7 +51,7 @@ class KernelEmitter {
         ptr_(llvm::PointerType::getUnqual(ctx)),
         elem_(LlvmType(ctx, spec.dtype)),
         lanes_(KernelStepLanes(spec)),
-        acc_lanes_(spec.hints.vector_width != 0 ? lanes_ : std::min(lanes_, HostLanes(spec.dtype))) {
+        acc_lanes_(spec.hints.vector_width != 0 ? lanes_ : HostLanes(spec.dtype)) {
     PlanParams();
   }
 
