@@ -51,8 +51,7 @@ BackwardFunction BuildBackward(const jit::Function& primal, const std::vector<in
                                const std::vector<bool>& present, const std::vector<bool>& wanted) {
   const size_t M = primal.num_outputs(), J = wrt.size();
   jit::JvpResult jvp = jit::Jvp(primal, wrt);
-  jit::Function fn(absl::StrCat(primal.name, "_vjp"));
-  fn.hints = primal.hints;
+  jit::Function fn = jit::DerivedFunction(primal, absl::StrCat(primal.name, "_vjp"));
   jit::Builder b(fn);
   std::vector<jit::ValueId> leaves, adjoints(M, jit::kNoValue);
   for (size_t i = 0; i < primal.num_inputs(); ++i) leaves.push_back(b.Input(primal.input_type(i)));

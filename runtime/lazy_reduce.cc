@@ -44,8 +44,7 @@ std::shared_ptr<const jit::Function> WithRootCopy(const std::shared_ptr<const ji
   static auto* cache = new absl::flat_hash_map<const jit::Function*, Entry>();
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = cache->find(primal.get()); it != cache->end()) return it->second.fn;
-  jit::Function fn(primal->name);
-  fn.hints = primal->hints;  // the kernel's TraceOptions (vector width) hold for its fused sum too
+  jit::Function fn = jit::DerivedFunction(*primal, primal->name);
   jit::Builder b(fn);
   std::vector<jit::ValueId> args;
   for (size_t i = 0; i < primal->num_inputs(); ++i) args.push_back(b.Input(primal->input_type(i)));

@@ -44,8 +44,7 @@ OnePassFunction BuildOnePass(const std::shared_ptr<const jit::Function>& primal,
                              std::span<const int> wrt, bool unit_abar) {
   const size_t M = primal->num_outputs(), J = wrt.size();
   std::shared_ptr<const jit::JvpResult> jvp = CachedJvp(primal, wrt);
-  jit::Function fn(absl::StrCat(primal->name, "_grad"));
-  fn.hints = primal->hints;  // the kernel's TraceOptions (vector width) hold for its gradient too
+  jit::Function fn = jit::DerivedFunction(*primal, absl::StrCat(primal->name, "_grad"));
   jit::Builder b(fn);
   std::vector<jit::ValueId> leaves;
   for (size_t i = 0; i < primal->num_inputs(); ++i) leaves.push_back(b.Input(primal->input_type(i)));

@@ -17,6 +17,12 @@ namespace {
 
 }  // namespace
 
+Function DerivedFunction(const Function& primal, std::string name) {
+  Function f(std::move(name));
+  f.hints = primal.hints;
+  return f;
+}
+
 std::vector<ValueId> Inline(Builder& b, const Function& callee, std::span<const ValueId> args) {
   if (args.size() != callee.num_inputs()) {
     WiringBug(absl::StrCat("inlining '", callee.name, "' with ", args.size(),

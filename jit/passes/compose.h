@@ -44,6 +44,11 @@ namespace dualcast::jit {
 // Error(kInternal) when the count or types of `args` do not match.
 std::vector<ValueId> Inline(Builder& b, const Function& callee, std::span<const ValueId> args);
 
+// An empty function named `name` to build from `primal` (its vjp, its one-pass
+// gradient, its fused sum), carrying primal's backend hints: the kernel's
+// TraceOptions (vector width) hold for what is derived from it.
+Function DerivedFunction(const Function& primal, std::string name);
+
 // Where a fused node's input (or a fused output) comes from: leaf input
 // `index` (`output` unused, keep 0), or output `output` of node `index`.
 struct FusionSource {
