@@ -6,23 +6,18 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "jit/cpu/interleave.h"
+#include "jit/ir/op_cost.h"
 #include "runtime/in_place.h"
 #include "runtime/storage_aliases.h"
 
 namespace dualcast::detail {
 namespace {
 
-// Math that costs about what an add does (no polynomial, no division loop).
-bool CheapMath(jit::Op op) {
-  switch (op) {
-    case jit::Op::kAbs: case jit::Op::kMin: case jit::Op::kMax: case jit::Op::kFmin:
-    case jit::Op::kFmax: case jit::Op::kCopysign: case jit::Op::kRelu: case jit::Op::kSign:
-    case jit::Op::kSquare: case jit::Op::kFloor: case jit::Op::kCeil: case jit::Op::kRound:
-    case jit::Op::kTrunc: case jit::Op::kRint: case jit::Op::kClamp: case jit::Op::kFdim:
-      return true;
-    default:
-      return false;
-  }
+// What one vector instruction covers on `device`: the host's registers on
+// the CPU; a GPU is weighed as a 512-bit host (not measured: no GPU lent yet).
+int VectorBitsFor(Device device) {
+  return device.is_cpu() ? jit::cpu::HostLanes(jit::Type::kF64) * 64 : 512;
 }
 
 struct Entry {
@@ -59,45 +54,23 @@ void Prune(Registry& r) {
   r.prune_at = std::max<size_t>(1024, 2 * r.entries);
 }
 
-// The cost of running a kernel again, in adds: a division or square root
-// counts 4, a transcendental (exp, tanh, sin, pow, ...: a polynomial and a
-// range reduction) kTranscendentalCost.
-constexpr size_t kTranscendentalCost = 8;
-// Recomputing wins up to this cost per nonzero partial array it would store.
-constexpr size_t kRecomputeCostPerPartial = 10;
-
-size_t RecomputeCost(const jit::Function& primal) {
-  size_t cost = 0;
-  for (const jit::Inst& inst : primal.insts) {
-    const jit::OpKind kind = jit::Info(inst.op).kind;
-    if (kind == jit::OpKind::Leaf || inst.op == jit::Op::kResult) continue;
-    if (inst.op == jit::Op::kDiv || inst.op == jit::Op::kSqrt) {
-      cost += 4;
-    } else if (kind == jit::OpKind::Math && !CheapMath(inst.op)) {
-      cost += kTranscendentalCost;
-    } else {
-      cost += 1;
-    }
-  }
-  return cost;
-}
-
-// Whether running `primal` again costs less than storing `nonzero_partials` arrays.
-bool CheaperToRecompute(const jit::Function& primal, size_t nonzero_partials) {
-  if (nonzero_partials == 0) return false;  // nothing would be stored
-  return RecomputeCost(primal) <= kRecomputeCostPerPartial * nonzero_partials;
-}
-
 }  // namespace
 
-PartialsPlan PlanPartials(const jit::Function& primal, size_t nonzero_partials, size_t partial_bytes) {
+bool CheaperToRecompute(const jit::Function& primal, size_t nonzero_partials, int vector_bits) {
+  if (nonzero_partials == 0) return false;  // nothing would be stored
+  const int64_t per_partial = std::max(1, vector_bits / kVectorBitsPerRecomputedOp);
+  return jit::TotalWork(primal) <= per_partial * static_cast<int64_t>(nonzero_partials);
+}
+
+PartialsPlan PlanPartials(const jit::Function& primal, size_t nonzero_partials, size_t partial_bytes,
+                          Device device) {
   switch (InnermostTapeMode()) {
     case PartialsMode::kCache: return {.cache = true};
     case PartialsMode::kRecompute: return {.cache = false};
     case PartialsMode::kAuto: break;
   }
   const bool cache = ActivePartialsMode(partial_bytes) == PartialsMode::kCache &&
-                     !CheaperToRecompute(primal, nonzero_partials);
+                     !CheaperToRecompute(primal, nonzero_partials, VectorBitsFor(device));
   return {.cache = cache, .keep_arguments_on_write = !cache};
 }
 

@@ -1,18 +1,28 @@
 // PartialsMode::kAuto per broadcast: recompute cheap kernels, cache costly ones, and copy what a recomputing node reads just before an in-place write would change it.
 //
-// Why: caching writes every partial array at forward time and keeps it until
-// the tape goes; for a kernel of a few adds and multiplies (a stencil, an
-// axpy) that traffic costs more than running the kernel again in the sweep.
-// Measured on a taped explicit-Euler stencil (4 partials per step, 200 steps,
-// n = 100 000): cache 1.16 GB peak and 368 ms, recompute 0.54 GB and 273 ms.
-// The same stencil with a tanh in it still recomputes faster (47 vs 60 ms,
-// n = 100 000, 50 steps), but a chain of four tanh over two arguments is
-// the other way round (recompute 1.5-1.9x the cached run). So kAuto weighs
-// the kernel's operations (an add 1, a division 4, a transcendental 8)
-// against the partial arrays it would store, recomputes up to 10 per array
-// (auto_partials.cc), and caches otherwise (still
-// recomputing past the budget). HM-LSTM's cell (five sigmoid/tanh, four
-// partials) is cached, as before.
+// Why: caching writes every partial array at forward time, keeps it until
+// the tape goes and reads it in the sweep; recomputing runs the kernel's
+// arithmetic again instead. For a kernel of a few adds and multiplies (a
+// stencil, an axpy) the traffic costs more: a taped explicit-Euler stencil (4
+// partials per step, 200 steps, n = 100 000) took 1.16 GB peak and 368 ms
+// cached, 0.54 GB and 273 ms recomputed. With a transcendental in it the
+// answer depends on the machine: per element, recomputing costs the kernel's
+// work (jit/ir/op_cost.h: an add 1, a division 4, a transcendental 20) over
+// the lanes of one vector instruction, caching 2 x sizeof(T) bytes per
+// partial, so a wider vector unit favours recomputing. Measured (taped
+// stencils, 50 steps, n = 100 000, both dtypes; recompute / cache):
+//   v + 0.1 tanh(k (l - 2v + r))  work 26, 4 partials: AVX2 (Zen 1) 1.13x
+//                                 f32 / 1.35x f64; AVX-512 0.78x f64
+//   the same with an exp          work 27: AVX2 1.28x / 1.29x
+//   the cheap stencil (no math)   work 15: AVX2 0.71x / 0.65x
+//   four tanh over two arguments  AVX-512 1.5-1.9x
+// So kAuto recomputes when the work is at most vector_bits / 64 per nonzero
+// partial (AVX2 4, AVX-512 8: both machines' measurements fall on the right
+// side), and caches otherwise (still recomputing past the budget).
+// HM-LSTM's cell (five sigmoid/tanh, four partials) is cached, as before.
+// Tapes whose partials outgrow the array cache (array.cc, 1 GiB) pay fresh
+// pages for every cached step, and there recomputing wins whatever the math
+// (n = 1 000 000: 0.55-0.93x); kAuto does not model that.
 //
 // What recomputing gave up: an argument written in place after the node was
 // recorded (Array::assign, mutable_data(), a partials() or
@@ -58,8 +68,15 @@ struct PartialsPlan {
 PartialsMode InnermostTapeMode();
 
 // `nonzero_partials`: how many partial arrays are not structurally zero;
-// `partial_bytes`: their total size.
-PartialsPlan PlanPartials(const jit::Function& primal, size_t nonzero_partials, size_t partial_bytes);
+// `partial_bytes`: their total size; `device`: where the kernel runs.
+PartialsPlan PlanPartials(const jit::Function& primal, size_t nonzero_partials, size_t partial_bytes,
+                          Device device);
+
+// kAuto's rule (see the header comment): running `primal` again costs less
+// than storing and reading back `nonzero_partials` arrays on a machine whose
+// vector instructions are `vector_bits` wide.
+inline constexpr int kVectorBitsPerRecomputedOp = 64;
+bool CheaperToRecompute(const jit::Function& primal, size_t nonzero_partials, int vector_bits);
 
 // The copies one write makes, by the argument array they copy.
 using ArgumentCopies = absl::flat_hash_map<const ArrayImpl*, std::shared_ptr<ArrayImpl>>;

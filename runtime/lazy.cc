@@ -424,7 +424,8 @@ std::vector<std::shared_ptr<ArrayImpl>> Launch(const Plan& p, PendingRecord* rec
   int64_t elements = 1;
   for (int64_t s : *p.shape) elements *= s;
   const size_t bytes = nonzero * static_cast<size_t>(elements) * SizeOf(p.dtype);
-  if (const PartialsPlan plan = PlanPartials(*primal, nonzero, bytes); !plan.cache) {
+  if (const PartialsPlan plan = PlanPartials(*primal, nonzero, bytes, p.targets.front()->device);
+      !plan.cache) {
     info.keep_arguments_on_write = plan.keep_arguments_on_write;
     return Execute(name, primal, leaves, primal_options);
   }

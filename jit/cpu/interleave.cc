@@ -5,38 +5,10 @@
 #include <vector>
 
 #include "jit/cpu/vector_math.h"
+#include "jit/ir/op_cost.h"
 
 namespace dualcast::jit::cpu {
 namespace {
-
-// What an instruction adds to the work and to the chain through it.
-struct Cost {
-  int64_t work, latency;
-};
-
-Cost CostOf(const Inst& inst) {
-  switch (Info(inst.op).kind) {
-    case OpKind::Leaf:
-    case OpKind::Control:
-      return {0, 0};
-    case OpKind::Math:
-      switch (inst.op) {
-        case Op::kAbs: case Op::kMin: case Op::kMax: case Op::kFmin: case Op::kFmax:
-        case Op::kCopysign: case Op::kSign: case Op::kSquare: case Op::kRelu: case Op::kClamp:
-        case Op::kFloor: case Op::kCeil: case Op::kRound: case Op::kTrunc: case Op::kRint:
-        case Op::kFdim:
-          return {1, 1};
-        case Op::kSqrt: case Op::kRsqrt:
-          return {4, 4};
-        default:  // a polynomial after a range reduction: serial, with side work
-          return {20, 12};
-      }
-    case OpKind::Arith:
-      return inst.op == Op::kDiv ? Cost{4, 4} : Cost{1, 1};
-    default:
-      return {1, 1};
-  }
-}
 
 class ChainWalk {
  public:
@@ -70,7 +42,7 @@ class ChainWalk {
         depth_[v] = std::max({depth_[inst.args[0]], depth_[from_then], depth_[from_else]});
         continue;
       }
-      const Cost cost = CostOf(inst);
+      const OpCost cost = CostOf(inst.op);
       work_ += cost.work;
       depth_[v] = ready + cost.latency;
     }

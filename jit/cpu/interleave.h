@@ -26,11 +26,9 @@
 // host-wide accumulators fed one host vector after another (llvm_kernel.cc),
 // so its rounding does not change with the factor.
 //
-// Weights are rough instruction counts (work) and latencies (depth): 1 and 1
-// for an arithmetic, compare, select or cast, 4 and 4 for a division or
-// square root, 20 and 12 for a transcendental (a polynomial after a range
-// reduction: serial, with side work). HM-LSTM's cell measures work 112,
-// depth 27; a forced second vector made it 3-8% slower.
+// Weights are jit/ir/op_cost.h's (shared with kAuto's recompute-or-cache
+// choice): rough instruction counts (work) and latencies (depth). HM-LSTM's
+// cell measures work 112, depth 27; a forced second vector made it 3-8% slower.
 //
 // Example:
 //   const int factor = InterleaveFactor(*spec.function);   // 1, 2 or 4

@@ -10,6 +10,8 @@
 
 #include "doctest/doctest.h"
 #include "dualcast/dualcast.hpp"
+#include "jit/ir/op_cost.h"
+#include "jit/trace/trace.h"
 #include "runtime/auto_partials.h"
 #include "runtime/error_text.h"
 
@@ -50,6 +52,34 @@ TEST_CASE("kAuto: cheap kernels are recorded to recompute, costly ones cached; k
     broadcast(Affine(), x, b).eval();
     CHECK(detail::RecomputingEntriesForTesting() == 0);
   }
+}
+
+// The rule's measured cases (auto_partials.h): work against the vector
+// width. The weights are counted here by hand from the lambdas, so a change
+// of op_cost.h's table or of the rule shows up as a changed decision.
+TEST_CASE("kAuto's rule: a stencil with a tanh is cached on a 256-bit host and recomputed on a 512-bit one") {
+  const jit::Type f64[4] = {jit::Type::kF64, jit::Type::kF64, jit::Type::kF64, jit::Type::kF64};
+  // 2v, l - 2v, + r, k *, tanh (20), 0.1 *, v +: work 26, four partials.
+  const jit::Function with_tanh = jit::Trace(
+      "auto_rule_tanh", [](auto v, auto l, auto r, auto k) { return v + 0.1 * tanh(k * (l - 2 * v + r)); }, f64);
+  CHECK(jit::TotalWork(with_tanh) == 26);
+  CHECK_FALSE(detail::CheaperToRecompute(with_tanh, 4, 256));  // 26 > 4 x 4
+  CHECK(detail::CheaperToRecompute(with_tanh, 4, 512));        // 26 <= 4 x 8
+  CHECK_FALSE(detail::CheaperToRecompute(with_tanh, 3, 512));  // 26 > 3 x 8
+  // The same without the tanh: recomputed everywhere but on a 128-bit host.
+  const jit::Function plain = jit::Trace(
+      "auto_rule_plain", [](auto v, auto l, auto r, auto k) { return v + 0.1 * (k * (l - 2 * v + r)); }, f64);
+  CHECK(jit::TotalWork(plain) == 6);
+  CHECK(detail::CheaperToRecompute(plain, 4, 256));
+  CHECK(detail::CheaperToRecompute(plain, 4, 512));
+  CHECK_FALSE(detail::CheaperToRecompute(plain, 2, 128));  // 6 > 2 x 2
+  CHECK_FALSE(detail::CheaperToRecompute(plain, 0, 512));  // nothing stored: nothing to save
+  // A division weighs 4: x / y + x is work 5, two partials.
+  const jit::Function quotient =
+      jit::Trace("auto_rule_div", [](auto x, auto y) { return x / y + x; }, std::span(f64, 2));
+  CHECK(jit::TotalWork(quotient) == 5);
+  CHECK(detail::CheaperToRecompute(quotient, 2, 256));  // 5 <= 2 x 4
+  CHECK_FALSE(detail::CheaperToRecompute(quotient, 1, 256));
 }
 
 // Each way of writing in place, after the node read b: d/dx = b + 1 and
