@@ -43,7 +43,9 @@ class Cpu final : public Backend {
     if (spec.HasReductions()) {
       jit::LaunchCpu(entry, args, spec, reduced);
     } else {
-      jit::LaunchCpu(entry, args, spec.rank);
+      jit::LaunchCpu(entry, args, spec.rank,
+                     {static_cast<int>(spec.function->num_inputs()),
+                      static_cast<int>(spec.function->num_outputs()), spec.dtype == jit::Type::kF32 ? 4 : 8});
     }
     return *kernel;
   }

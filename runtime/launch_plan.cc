@@ -122,7 +122,8 @@ std::shared_ptr<Storage> RunPlanIntoStorage(const jit::Function* fn,
   PlanArgs args(plan, inputs, 1);
   args.out(0) = storage->data;
   jit::RecordCacheHit();  // what the kernel cache would have counted
-  jit::LaunchCpu(plan.kernel->entry_as<jit::KernelEntry>(), args.args(), plan.rank);
+  jit::LaunchCpu(plan.kernel->entry_as<jit::KernelEntry>(), args.args(), plan.rank,
+                 {static_cast<int>(inputs.size()), 1, static_cast<int>(SizeOf(plan.dtype))});
   return storage;
 }
 
@@ -139,7 +140,9 @@ std::vector<std::shared_ptr<ArrayImpl>> RunPlan(const LaunchPlan& plan, size_t n
   }
   jit::RecordCacheHit();  // what the kernel cache would have counted
   if (plan.reduce_spec == nullptr) {
-    jit::LaunchCpu(plan.kernel->entry_as<jit::KernelEntry>(), args.args(), plan.rank);
+    jit::LaunchCpu(plan.kernel->entry_as<jit::KernelEntry>(), args.args(), plan.rank,
+                   {static_cast<int>(inputs.size()), static_cast<int>(n_out),
+                    static_cast<int>(SizeOf(plan.dtype))});
     return outputs;
   }
   jit::LaunchCpu(plan.kernel->entry_as<jit::KernelEntry>(), args.args(), *plan.reduce_spec,

@@ -197,10 +197,12 @@ absl::StatusOr<BroadcastLayout> MergeBroadcast(std::span<const std::vector<int64
       if (merged[d].broadcast[i]) layout.in_broadcast[i] |= 1u << d;
     }
   }
+  layout.strided_inner.assign(n, false);
   if (!merged.empty()) {
     for (size_t i = 0; i < n; ++i) {
       if (!merged.back().broadcast[i] && merged.back().strides[i] != 1) {
         layout.inner_contiguous = false;
+        layout.strided_inner[i] = true;
       }
     }
   }

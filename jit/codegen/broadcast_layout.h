@@ -57,6 +57,8 @@ struct BroadcastLayout {
   std::vector<int64_t> full_out_shape;           // the unmerged broadcast result shape
   // Every input read along the innermost merged dim has stride 1 there.
   bool inner_contiguous = true;
+  // Per operand: read along the innermost merged dim with a stride other than 1.
+  std::vector<bool> strided_inner;
   int64_t num_elements = 1;                      // 0: nothing to do (a size-0 output)
 
   int rank() const { return static_cast<int>(out_shape.size()); }

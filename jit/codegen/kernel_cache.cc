@@ -14,7 +14,7 @@ namespace dualcast::jit {
 bool SameStructure(const KernelSpec& a, const KernelSpec& b) {
   return a.function_hash == b.function_hash && a.dtype == b.dtype && a.target == b.target &&
          a.rank == b.rank && a.input_broadcast == b.input_broadcast && a.write == b.write &&
-         a.inner_contiguous == b.inner_contiguous;
+         a.inner_contiguous == b.inner_contiguous && a.strided_inner == b.strided_inner;
 }
 
 KernelCache& KernelCache::Global() {

@@ -34,6 +34,7 @@ KernelSpec KernelSpec::For(std::shared_ptr<const Function> function, Type dtype,
   spec.rank = layout.rank();
   spec.input_broadcast = layout.in_broadcast;
   spec.inner_contiguous = layout.inner_contiguous;
+  if (!layout.inner_contiguous) spec.strided_inner = layout.strided_inner;
   spec.hints = spec.function->hints;
   return spec;
 }
@@ -100,6 +101,12 @@ uint64_t KernelSpec::Key() const {
   }
   m.Mix(word);
   m.Mix(inner_contiguous ? 1 : 0);
+  // Mixed only when strided, so contiguous specs keep their keys (and on-disk objects).
+  if (!inner_contiguous) {
+    m.Mix(0x7374726964650001ULL);  // "stride" + the per-operand strided codegen version
+    m.Mix(strided_inner.size());
+    for (bool s : strided_inner) m.Mix(s ? 1 : 0);
+  }
   m.Mix(hints.fast_math ? 1 : 0);
   m.Mix(static_cast<uint64_t>(hints.vector_width));
   // Mixed only when present, so specs without reductions keep their keys (and on-disk objects).

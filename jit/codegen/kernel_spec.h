@@ -53,6 +53,16 @@ struct KernelSpec {
   // Every non-broadcast operand has stride 1 along the innermost merged dim, so
   // the inner loop uses unit stride (and vectorises).
   bool inner_contiguous = true;
+  // When not: which operands (the layout's: the inputs, then the written
+  // outputs in order) have another stride there. The CPU kernel gathers and
+  // scatters only those; the rest keep plain vector loads and stores (x.T + y
+  // gathers x.T alone; it had scattered its contiguous output too, lane by
+  // lane). Empty with inner_contiguous false: every operand is strided.
+  std::vector<bool> strided_inner;
+  bool StridedInner(size_t operand) const {
+    if (inner_contiguous) return false;
+    return strided_inner.empty() || (operand < strided_inner.size() && strided_inner[operand]);
+  }
   // Per output (empty = none): bit d set when the output is SUMMED along merged
   // dim d (it is stored with size 1 there). A reduced output is accumulated
   // in double into a scratch buffer (contiguous over its kept dims) that the

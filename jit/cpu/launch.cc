@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 
 #include "jit/cpu/thread_pool.h"
@@ -10,7 +11,53 @@
 
 namespace dualcast::jit {
 
-void LaunchCpu(KernelEntry entry, const KernelArgs& args, int rank) {
+Tiles TransposeTiles(const KernelArgs& args, int rank, const LaunchOperands& operands) {
+  if (rank != 2 || args.sizes[1] <= kTileCols || args.sizes[0] <= kTileRows) return {};
+  const int64_t line = 64 / operands.element_bytes;  // elements per cache line
+  bool strided = false;
+  for (int i = 0; i < operands.inputs; ++i) {
+    strided |= args.inputs[i] != nullptr && std::abs(args.in_strides[i * 2 + 1]) >= line;
+  }
+  for (int m = 0; m < operands.outputs; ++m) {
+    strided |= args.outputs[m] != nullptr && std::abs(args.out_strides[m * 2 + 1]) >= line;
+  }
+  return strided ? Tiles{kTileRows, kTileCols} : Tiles{};
+}
+
+namespace {
+
+// Rows [args.begin, args.end) of a rank-2 launch, tile by tile: per tile the
+// inner size is the tile's width and every pointer starts at its first column.
+void RunTiled(KernelEntry entry, const KernelArgs& args, const Tiles& tiles,
+              const LaunchOperands& operands) {
+  const int64_t cols = args.sizes[1];
+  const int64_t sizes[3] = {args.sizes[0], 0, 1};  // the ABI's trailing 1 kept
+  std::vector<const void*> in(static_cast<size_t>(operands.inputs));
+  std::vector<void*> out(static_cast<size_t>(operands.outputs));
+  auto moved = [&](const void* p, int64_t stride, int64_t c0) -> const char* {
+    return p == nullptr ? nullptr : static_cast<const char*>(p) + c0 * stride * operands.element_bytes;
+  };
+  for (int64_t r0 = args.begin; r0 < args.end; r0 += tiles.rows) {
+    for (int64_t c0 = 0; c0 < cols; c0 += tiles.cols) {
+      int64_t tile_sizes[3] = {sizes[0], std::min(tiles.cols, cols - c0), sizes[2]};
+      for (int i = 0; i < operands.inputs; ++i) in[i] = moved(args.inputs[i], args.in_strides[i * 2 + 1], c0);
+      for (int m = 0; m < operands.outputs; ++m) {
+        out[m] = const_cast<char*>(moved(args.outputs[m], args.out_strides[m * 2 + 1], c0));
+      }
+      KernelArgs tile = args;
+      tile.sizes = tile_sizes;
+      tile.inputs = in.data();
+      tile.outputs = out.data();
+      tile.begin = r0;
+      tile.end = std::min(r0 + tiles.rows, args.end);
+      entry(&tile);
+    }
+  }
+}
+
+}  // namespace
+
+void LaunchCpu(KernelEntry entry, const KernelArgs& args, int rank, const LaunchOperands& operands) {
   const auto start = std::chrono::steady_clock::now();
   int64_t elements = 1;
   if (rank == 0) {
@@ -25,11 +72,16 @@ void LaunchCpu(KernelEntry entry, const KernelArgs& args, int rank) {
     elements = outer * inner;
     if (elements > 0) {
       const int64_t grain = (kMinElementsPerChunk + inner - 1) / inner;
+      const Tiles tiles = TransposeTiles(args, rank, operands);
       ParallelFor(outer, grain, [&](int64_t begin, int64_t end) {
         KernelArgs chunk = args;
         chunk.begin = begin;
         chunk.end = end;
-        entry(&chunk);
+        if (tiles.cols == 0) {
+          entry(&chunk);
+        } else {
+          RunTiled(entry, chunk, tiles, operands);
+        }
       });
     }
   }
@@ -100,7 +152,9 @@ void LaunchCpu(KernelEntry entry, const KernelArgs& args, const KernelSpec& spec
   bool reduced = false;
   for (size_t m = 0; m < n_out; ++m) reduced |= spec.reduces(m) != 0;
   if (!reduced || rank == 0) {  // accumulating outputs only: the kernel adds in place
-    LaunchCpu(entry, args, rank);
+    LaunchCpu(entry, args, rank,
+              {static_cast<int>(spec.function->num_inputs()), static_cast<int>(n_out),
+               spec.dtype == Type::kF32 ? 4 : 8});
     return;
   }
   const auto start = std::chrono::steady_clock::now();

@@ -65,7 +65,10 @@ class KernelEmitter {
   bool Broadcast(size_t input, int dim) const {
     return !spec_.input_broadcast.empty() && ((spec_.input_broadcast[input] >> dim) & 1u);
   }
-  bool UnitInner(int dim) const { return spec_.inner_contiguous && dim == rank_ - 1; }
+  // Layout operand k (the inputs, then the written outputs) reads the innermost dim with stride 1.
+  bool UnitInner(size_t operand, int dim) const {
+    return dim == rank_ - 1 && !spec_.StridedInner(operand);
+  }
   // A reduced output adds into a double scratch buffer, contiguous over its kept dims.
   bool Reduced(size_t m) const { return spec_.reduces(m) != 0; }
   bool ReducedAlong(size_t m, int dim) const { return (spec_.reduces(m) >> dim) & 1u; }
@@ -89,12 +92,14 @@ class KernelEmitter {
     for (size_t i = 0; i < n_in; ++i) {
       for (int d = 0; d < rank_; ++d) {
         if (Broadcast(i, d)) continue;
-        in_stride_[i][d] = UnitInner(d) ? kUnitStride : AddParam(Field::kInStride, i, d);
+        in_stride_[i][d] = UnitInner(i, d) ? kUnitStride : AddParam(Field::kInStride, i, d);
       }
     }
     out_stride_.assign(n_out, std::vector<int>(rank_, kZeroStride));
+    size_t operand = n_in;  // the output's place among the layout's operands
     for (size_t m = 0; m < n_out; ++m) {
       if (out_ptr_[m] < 0) continue;
+      const size_t this_operand = operand++;
       for (int d = 0; d < rank_; ++d) {
         if (Reduced(m)) {
           out_stride_[m][d] = ReducedAlong(m, d)   ? kZeroStride
@@ -102,7 +107,7 @@ class KernelEmitter {
                                                : AddParam(Field::kOutStride, m, d);
           continue;
         }
-        out_stride_[m][d] = UnitInner(d) ? kUnitStride : AddParam(Field::kOutStride, m, d);
+        out_stride_[m][d] = UnitInner(this_operand, d) ? kUnitStride : AddParam(Field::kOutStride, m, d);
       }
     }
   }

@@ -72,7 +72,7 @@ void CompileAndRun(double scale, jit::ObjectStore* store) {
   const void* ins[1] = {in};
   void* outs[1] = {out};
   jit::KernelArgs args{sizes, ins, strides, outs, strides, 0, 4};
-  jit::LaunchCpu(k->entry, args, 1);
+  jit::LaunchCpu(k->entry, args, 1, {1, 1, 8});
   for (int i = 0; i < 4; ++i) CHECK(out[i] == in[i] * scale + 1);
 }
 

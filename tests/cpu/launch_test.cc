@@ -176,7 +176,7 @@ KernelEntry AddFor(int rank) {
 // Broadcast-adds `a` (shape sa) and `b` (shape sb, read through strides
 // `stb`) with LaunchCpu and checks every element against direct NumPy
 // indexing of the full result.
-void CheckAdd(const V& sa, const V& sb, const V& stb, int expected_rank) {
+void CheckAdd(const V& sa, const V& sb, const V& stb, int expected_rank, bool tiled = false) {
   CAPTURE(expected_rank);
   Shapes shapes = {sa, sb};
   Shapes strides = {ContiguousStrides(sa), stb};
@@ -200,8 +200,10 @@ void CheckAdd(const V& sa, const V& sb, const V& stb, int expected_rank) {
   void* outputs[] = {out.data()};
   KernelArgs args{l.out_shape.data(), inputs, in_strides.data(), outputs, out_strides.data(), 0,
                   0};
+  const LaunchOperands operands{2, 1, 8};
+  CHECK((TransposeTiles(args, l.rank(), operands).cols != 0) == tiled);
   const Stats before = GetStats();
-  LaunchCpu(AddFor(l.rank()), args, l.rank());
+  LaunchCpu(AddFor(l.rank()), args, l.rank(), operands);
   const Stats after = GetStats();
   CHECK(after.launches >= before.launches + 1);
 
@@ -242,8 +244,21 @@ TEST_CASE("LaunchCpu: large layouts run threaded and are right") {
   CheckAdd({300000}, {1}, {1}, 1);
   CheckAdd({512, 1}, {512, 300}, {300, 1}, 2);
   CheckAdd({64, 1, 128}, {1, 40, 128}, {5120, 128, 1}, 3);
-  CheckAdd({200, 300}, {200, 300}, {1, 200}, 2);  // transposed b, threaded
+  CheckAdd({200, 300}, {200, 300}, {1, 200}, 2, /*tiled=*/true);  // transposed b, threaded
   CheckAdd({3, 50000}, {3, 1}, {1, 1}, 2);        // short outer dim, long inner dim
+}
+
+// Tiles cut the inner size and move every pointer: sizes that are no
+// multiple of the tile (a last tile 45 wide, a last row group of 13),
+// operands broadcast along either dim, and no tiling where nothing is strided.
+TEST_CASE("LaunchCpu: a layout with a transposed operand runs in tiles and is right") {
+  CheckAdd({77, 301}, {77, 301}, {1, 77}, 2, /*tiled=*/true);
+  CheckAdd({77, 1}, {77, 301}, {1, 77}, 2, /*tiled=*/true);     // a broadcast along the inner dim
+  CheckAdd({1, 301}, {77, 301}, {1, 77}, 2, /*tiled=*/true);    // ... and along the outer one
+  CheckAdd({77, 301}, {77, 301}, {301, 1}, 1);                   // contiguous: merged, one row
+  CheckAdd({77, 301}, {77, 301}, {700, 2}, 2);                   // a stepped slice: under a line apart
+  CheckAdd({77, 301}, {77, 301}, {602, 8}, 2, /*tiled=*/true);   // a line apart: tiled
+  CheckAdd({20, 301}, {20, 301}, {1, 20}, 2);                    // too few rows to tile
 }
 
 TEST_CASE("LaunchCpu from several user threads at once") {
