@@ -163,6 +163,16 @@ TEST_CASE("broadcast reads transposed and strided views in place") {
                                 Array<float>::uniform({5, 4}, 5, -1, 1)});
 }
 
+// Larger than the launcher's 64 x 64 tiles (jit/cpu/launch.h), sizes off the
+// tile, so the kernel runs per tile with moved pointers and cut rows.
+TEST_CASE_TEMPLATE("broadcast reads transposed views larger than a tile", T, float, double) {
+  const Array<T> base = Array<T>::uniform({203, 150}, 6, -1, 1);
+  CheckAgainstReference<T>({base.transpose(), Array<T>::uniform({150, 1}, 7, -1, 1),
+                            Array<T>::uniform({150, 203}, 8, -1, 1)});
+  CheckAgainstReference<T>({Array<T>::uniform({150, 203}, 9, -1, 1), base.transpose(),
+                            Array<T>::uniform({203}, 10, -1, 1)});
+}
+
 TEST_CASE("size-0 dimensions give empty results and launch nothing") {
   Kernel k = kernel("branchy", Branchy);
   auto a = Array<float>::zeros({0, 3});
