@@ -258,7 +258,8 @@ TEST_CASE("LaunchCpu: a layout with a transposed operand runs in tiles and is ri
   CheckAdd({77, 301}, {77, 301}, {301, 1}, 1);                   // contiguous: merged, one row
   CheckAdd({77, 301}, {77, 301}, {700, 2}, 2);                   // a stepped slice: under a line apart
   CheckAdd({77, 301}, {77, 301}, {602, 8}, 2, /*tiled=*/true);   // a line apart: tiled
-  CheckAdd({20, 301}, {20, 301}, {1, 20}, 2);                    // too few rows to tile
+  CheckAdd({20, 301}, {20, 301}, {1, 20}, 2, /*tiled=*/true);    // fewer rows than a tile
+  CheckAdd({77, 64}, {77, 64}, {1, 77}, 2);                      // one tile wide: nothing to cut
 }
 
 TEST_CASE("LaunchCpu from several user threads at once") {
