@@ -40,13 +40,7 @@ class Cpu final : public Backend {
         });
     if (!kernel.ok()) ThrowStatus(kernel.status());
     const auto entry = (*kernel)->entry_as<jit::KernelEntry>();
-    if (spec.HasReductions()) {
-      jit::LaunchCpu(entry, args, spec, reduced);
-    } else {
-      jit::LaunchCpu(entry, args, spec.rank,
-                     {static_cast<int>(spec.function->num_inputs()),
-                      static_cast<int>(spec.function->num_outputs()), spec.dtype == jit::Type::kF32 ? 4 : 8});
-    }
+    jit::LaunchCpu(entry, args, spec, reduced);  // without reductions: the plain launch
     return *kernel;
   }
 

@@ -154,9 +154,7 @@ void LaunchCpu(KernelEntry entry, const KernelArgs& args, const KernelSpec& spec
   bool reduced = false;
   for (size_t m = 0; m < n_out; ++m) reduced |= spec.reduces(m) != 0;
   if (!reduced || rank == 0) {  // accumulating outputs only: the kernel adds in place
-    LaunchCpu(entry, args, rank,
-              {static_cast<int>(spec.function->num_inputs()), static_cast<int>(n_out),
-               spec.dtype == Type::kF32 ? 4 : 8});
+    LaunchCpu(entry, args, rank, LaunchOperands::For(spec));
     return;
   }
   const auto start = std::chrono::steady_clock::now();

@@ -35,6 +35,10 @@ struct LaunchOperands {
   int inputs = 0;
   int outputs = 0;
   int element_bytes = 4;
+  static LaunchOperands For(const KernelSpec& spec) {
+    return {static_cast<int>(spec.function->num_inputs()), static_cast<int>(spec.function->num_outputs()),
+            spec.dtype == Type::kF32 ? 4 : 8};
+  }
 };
 
 // Rank-2 layouts in which some operand steps a cache line or more along the

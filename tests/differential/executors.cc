@@ -293,9 +293,7 @@ Verdict RunCpuDirect(const KernelUnderTest& k, const ShapeCase& c, const Referen
   }
   jit::KernelArgs args{layout->out_shape.data(), in_ptrs.data(), in_strides.data(), out_ptrs.data(),
                        out_strides.data(), 0, 0};
-  jit::LaunchCpu(compiled->entry, args, R,
-                 {static_cast<int>(c.inputs.size()), static_cast<int>(slots),
-                  spec.dtype == jit::Type::kF32 ? 4 : 8});
+  jit::LaunchCpu(compiled->entry, args, R, jit::LaunchOperands::For(spec));
 
   std::vector<std::vector<double>> got(slots);
   for (size_t s = 0; s < slots; ++s) {
