@@ -23,10 +23,11 @@ std::string CpuKernelSymbol(const KernelSpec& spec) {
   // 11: inputs broadcast along the inner dim loaded once per row; 12: ops.def gained fast_tanh
   // and fast_sigmoid, renumbering the ops after them; 13: long dependency chains run 2 or 4
   // host vectors per step, interleave.h; 14: also when an output is reduced, the row sums
-  // fed one host vector at a time):
+  // fed one host vector at a time; 15: exp/expm1's common range inline, the full range an
+  // outlined cold call):
   // bump whenever the generated code changes, so no process loads an object compiled by older
   // code from disk.
-  return spec.Symbol(0x64635f637083ull);
+  return spec.Symbol(0x64635f637084ull);
 }
 
 std::string CpuFeaturesString() { return cpu::CpuFeaturesString(); }

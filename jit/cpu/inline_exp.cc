@@ -2,12 +2,16 @@
 #include "jit/cpu/inline_exp.h"
 
 #include <iterator>
+#include <string>
 
+#include "absl/strings/str_cat.h"
 #include "jit/cpu/vector_math.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DerivedTypes.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/IntrinsicsX86.h"
+#include "llvm/IR/MDBuilder.h"
+#include "llvm/IR/Module.h"
 
 namespace dualcast::jit::cpu {
 namespace {
@@ -24,11 +28,23 @@ struct Format {
   double expm1_lo;        // expm1(x) rounds to -1 below it
   int expm1_kmax;         // above this k, expm1(x) = exp(x) (the -1 is below an ulp)
   int taylor_degree;      // f64: highest power of r in the Taylor series (f32 uses Cephes' fit)
+  // The common range, where the clamps do nothing and one power of two
+  // scales: |x| <= exp_plain gives |k| <= bias - 1 (2^k normal, the result
+  // finite; a subnormal one rounds once either way), |x| <= expm1_plain
+  // gives |k| <= expm1_kmax (no lane needs `big`).
+  double exp_plain, expm1_plain;
 };
 
-constexpr Format kF32{true, 23, 127, 0.693359375, -2.12194440e-4, -104.0, 89.0, -30.0, 100, 0};
+constexpr Format kF32{true, 23, 127, 0.693359375, -2.12194440e-4, -104.0, 89.0, -30.0, 100, 0,
+                      87.0, 69.0};
 constexpr Format kF64{false, 52, 1023, 6.93145751953125e-1, 1.42860682030941723212e-6,
-                      -746.0, 710.0, -40.0, 1000, 13};
+                      -746.0, 710.0, -40.0, 1000, 13, 708.0, 693.0};
+
+// "v8f32", "v4f64": names one function per vector type.
+std::string TypeSuffix(llvm::Type* type) {
+  auto* v = llvm::cast<llvm::FixedVectorType>(type);
+  return absl::StrCat("v", v->getNumElements(), v->getElementType()->isFloatTy() ? "f32" : "f64");
+}
 
 class ExpEmitter {
  public:
@@ -45,6 +61,36 @@ class ExpEmitter {
     Reduce(fmt_.exp_lo);
     return Scale(b_.CreateFAdd(C(1), q_));
   }
+
+  // exp for lanes with |x| <= exp_plain: the same steps as Exp() without the
+  // clamps, and (1 + q) 2^k in one product, which rounds exactly as Exp()'s
+  // two do (both factors of 2^k1 2^k2 scale exactly while the result is
+  // normal). So a lane's bits do not depend on which function ran it.
+  llvm::Value* ExpInRange() {
+    Reduce(fmt_.exp_lo, /*clamp=*/false);
+    return b_.CreateFMul(b_.CreateFAdd(C(1), q_), Pow2Int(k_));
+  }
+
+  // expm1 for lanes with |x| <= expm1_plain: Expm1() without the clamps and
+  // the `over` lanes. Below expm1_lo both give -1 (2^k - 1 rounds to -1 and
+  // 2^k q is below its half-ulp), so the clamp changes no bit there either.
+  llvm::Value* Expm1InRange() {
+    Reduce(fmt_.expm1_lo, /*clamp=*/false);
+    llvm::Value* t = Pow2Int(k_);
+    llvm::Value* y = FmulAdd(t, q_, b_.CreateFSub(t, C(1)));
+    return b_.CreateSelect(b_.CreateFCmpOEQ(x_, C(0)), x_, y);
+  }
+
+  // Whether some lane lies outside [-limit, limit] (NaN lanes do not: both
+  // forms carry them to NaN).
+  llvm::Value* AnyBeyond(double limit) {
+    llvm::Value* a = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x_);
+    return b_.CreateOrReduce(b_.CreateFCmpOGT(a, C(limit)));
+  }
+
+  // Integer scaling (no vscalef) is the one with a cheaper common form.
+  bool HasCommonForm() const { return !HasScalef(); }
+  const Format& format() const { return fmt_; }
 
   llvm::Value* Expm1() {
     Reduce(fmt_.expm1_lo);
@@ -114,9 +160,12 @@ class ExpEmitter {
   // it keeps x) and comes out NaN: no float-to-int conversion is made (its
   // result for NaN is poison); the integer k is read from the rounding sum's
   // bits instead, garbage for a NaN lane but only ever multiplied by NaN.
-  void Reduce(double lo) {
-    llvm::Value* x = b_.CreateSelect(b_.CreateFCmpOGT(x_, C(fmt_.exp_hi)), C(fmt_.exp_hi), x_);
-    x = b_.CreateSelect(b_.CreateFCmpOLT(x, C(lo)), C(lo), x);
+  void Reduce(double lo, bool clamp = true) {
+    llvm::Value* x = x_;
+    if (clamp) {
+      x = b_.CreateSelect(b_.CreateFCmpOGT(x, C(fmt_.exp_hi)), C(fmt_.exp_hi), x);
+      x = b_.CreateSelect(b_.CreateFCmpOLT(x, C(lo)), C(lo), x);
+    }
     // Round x / ln 2 to the nearest integer by adding and removing 1.5 * 2^p
     // (exact for |x / ln 2| < 2^(p-1); LLVM keeps the pair without fast-math).
     // The sum lies in [2^p, 2^(p+1)), where an ulp is 1: its bits minus the
@@ -124,7 +173,7 @@ class ExpEmitter {
     const double magic = fmt_.f32 ? 0x1.8p23 : 0x1.8p52;
     llvm::Value* rounded = b_.CreateFAdd(b_.CreateFMul(x, C(1.4426950408889634)), C(magic));
     llvm::Value* kf = b_.CreateFSub(rounded, C(magic));
-    if (!HasScalef()) {
+    if (!HasScalef() || !clamp) {
       llvm::Value* magic_bits = b_.CreateBitCast(C(magic), bits_);
       k_ = b_.CreateSub(b_.CreateBitCast(rounded, bits_), magic_bits);
       if (!fmt_.f32) k_ = b_.CreateTrunc(k_, i32_);
@@ -165,12 +214,86 @@ class ExpEmitter {
   llvm::Value* q_ = nullptr;
 };
 
+enum class Which { kExp, kExpm1 };
+
+llvm::Function* NewFunction(llvm::Module& module, const std::string& name, llvm::Type* type) {
+  auto* fn = llvm::Function::Create(llvm::FunctionType::get(type, {type}, false),
+                                    llvm::Function::InternalLinkage, name, module);
+  llvm::LLVMContext& ctx = module.getContext();
+  fn->addFnAttr(llvm::Attribute::NoUnwind);
+  fn->addFnAttr(llvm::Attribute::WillReturn);
+  fn->addFnAttr(llvm::Attribute::NoSync);
+  fn->addFnAttr(llvm::Attribute::NoFree);
+  fn->addFnAttr(llvm::Attribute::getWithMemoryEffects(ctx, llvm::MemoryEffects::none()));
+  return fn;
+}
+
+// The whole range (specials, subnormal and overflowing results): called only
+// for vectors with a lane outside the common range, so it is one cold copy
+// per module, under preserve_all (the callee saves the vector registers it
+// uses, so the hot code around the call keeps its values in registers).
+llvm::Function* FullRangeFunction(llvm::Module& module, llvm::Type* type, Which which) {
+  const std::string name = absl::StrCat("dualcast.", which == Which::kExp ? "exp" : "expm1",
+                                        ".full.", TypeSuffix(type));
+  if (llvm::Function* fn = module.getFunction(name)) return fn;
+  llvm::Function* fn = NewFunction(module, name, type);
+  fn->addFnAttr(llvm::Attribute::NoInline);
+  fn->addFnAttr(llvm::Attribute::Cold);
+  fn->setCallingConv(llvm::CallingConv::PreserveAll);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(module.getContext(), "entry", fn));
+  ExpEmitter e(b, fn->getArg(0));
+  b.CreateRet(which == Which::kExp ? e.Exp() : e.Expm1());
+  return fn;
+}
+
+// One instruction at the call site (a pure call, so the printer's passes move
+// and merge it like any other op), inlined by the pipeline's first pass: the
+// common-range form, and the full one behind a branch no lane of typical
+// data takes.
+llvm::Function* ExpFunction(llvm::Module& module, llvm::Type* type, Which which) {
+  const std::string name =
+      absl::StrCat("dualcast.", which == Which::kExp ? "exp" : "expm1", ".", TypeSuffix(type));
+  if (llvm::Function* fn = module.getFunction(name)) return fn;
+  llvm::Function* fn = NewFunction(module, name, type);
+  fn->addFnAttr(llvm::Attribute::AlwaysInline);
+  llvm::LLVMContext& ctx = module.getContext();
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
+  llvm::Value* x = fn->getArg(0);
+  ExpEmitter e(b, x);
+  if (!e.HasCommonForm()) {
+    b.CreateRet(which == Which::kExp ? e.Exp() : e.Expm1());
+    return fn;
+  }
+  llvm::Value* common = which == Which::kExp ? e.ExpInRange() : e.Expm1InRange();
+  llvm::Value* beyond =
+      e.AnyBeyond(which == Which::kExp ? e.format().exp_plain : e.format().expm1_plain);
+  llvm::BasicBlock* entry = b.GetInsertBlock();
+  auto* full = llvm::BasicBlock::Create(ctx, "full.range", fn);
+  auto* done = llvm::BasicBlock::Create(ctx, "done", fn);
+  b.CreateCondBr(beyond, full, done, llvm::MDBuilder(ctx).createBranchWeights(1, 1 << 20));
+  b.SetInsertPoint(full);
+  llvm::CallInst* call = b.CreateCall(FullRangeFunction(module, type, which), {x});
+  call->setCallingConv(llvm::CallingConv::PreserveAll);
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  llvm::PHINode* y = b.CreatePHI(type, 2);
+  y->addIncoming(common, entry);
+  y->addIncoming(call, full);
+  b.CreateRet(y);
+  return fn;
+}
+
+llvm::Value* Call(llvm::IRBuilder<>& b, llvm::Value* x, Which which) {
+  llvm::Module& module = *b.GetInsertBlock()->getModule();
+  return b.CreateCall(ExpFunction(module, x->getType(), which), {x});
+}
+
 }  // namespace
 
-llvm::Value* EmitInlineExp(llvm::IRBuilder<>& b, llvm::Value* x) { return ExpEmitter(b, x).Exp(); }
+llvm::Value* EmitInlineExp(llvm::IRBuilder<>& b, llvm::Value* x) { return Call(b, x, Which::kExp); }
 
 llvm::Value* EmitInlineExpm1(llvm::IRBuilder<>& b, llvm::Value* x) {
-  return ExpEmitter(b, x).Expm1();
+  return Call(b, x, Which::kExpm1);
 }
 
 }  // namespace dualcast::jit::cpu

@@ -220,6 +220,80 @@ TEST_CASE("inline exp and expm1 are within 4 ulp of the interpreter at every vec
   }
 }
 
+// op over xs in one compiled kernel at `width` lanes: the outputs.
+template <class T>
+std::vector<T> RunUnaryKernel(Op op, const std::vector<T>& xs, int width) {
+  auto f = std::make_shared<Function>(std::string("lanes_") + Spelling(op));
+  Builder b(*f);
+  b.Return({b.Emit(op, {b.Input(TypeOf<T>())})});
+  KernelSpec spec;
+  spec.function = f;
+  spec.dtype = TypeOf<T>();
+  spec.rank = 1;
+  spec.input_broadcast = {0};
+  spec.hints.vector_width = width;
+  absl::StatusOr<CompiledCpuKernel> k = CompileCpuKernel(spec, nullptr);
+  REQUIRE_MESSAGE(k.ok(), k.status().ToString());
+  const int64_t n = static_cast<int64_t>(xs.size());
+  std::vector<T> out(xs.size(), T(-12345));
+  const void* inputs[] = {xs.data()};
+  void* outputs[] = {out.data()};
+  const int64_t strides[] = {1}, out_strides[] = {1};
+  KernelArgs args{&n, inputs, strides, outputs, out_strides, 0, n};
+  k->entry(&args);
+  return out;
+}
+
+// exp and expm1 take a short form when every lane of a vector is in the
+// common range and the full one (clamps, two-factor scaling) otherwise
+// (inline_exp.h). A lane's bits must not depend on its neighbours: the same
+// points, once in vectors of their own and once beside an out-of-range lane
+// (overflow, a subnormal or zero result, an infinity), come out the same.
+template <class T>
+void CheckNeighbourIndependence(int width) {
+  std::vector<T> plain;
+  for (T x : Points<T>(7)) {
+    if (std::abs(x) <= T(60)) plain.push_back(x);  // inside both functions' common ranges
+  }
+  for (T x : {T(-87.0), T(-86.9), T(86.9), T(68.9), T(-68.9), T(-40), T(-29.9), T(1e-30), T(-0.0)}) {
+    plain.push_back(x);
+  }
+  if constexpr (sizeof(T) == 8) {
+    for (T x : {707.9, -707.9, 692.9, -692.9, -700.0}) plain.push_back(x);
+  }
+  const T beyond[] = {T(100), T(-120), std::numeric_limits<T>::infinity(), T(-800), T(720)};
+  // Every vector's first lane replaced by an out-of-range value.
+  std::vector<T> mixed = plain;
+  for (size_t i = 0; i < mixed.size(); i += width) mixed[i] = beyond[(i / width) % std::size(beyond)];
+  for (Op op : {Op::kExp, Op::kExpm1, Op::kTanh, Op::kSigmoid}) {
+    CAPTURE(Spelling(op));
+    const std::vector<T> alone = RunUnaryKernel<T>(op, plain, width);
+    const std::vector<T> beside = RunUnaryKernel<T>(op, mixed, width);
+    int differing = 0;
+    for (size_t i = 0; i < plain.size(); ++i) {
+      if (i % width == 0) continue;
+      if (std::bit_cast<std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>(alone[i]) !=
+          std::bit_cast<std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>(beside[i])) {
+        if (differing++ < 3) {
+          FAIL_CHECK(std::string(Spelling(op)) << "(" << plain[i] << ") = " << alone[i] << " alone, "
+                                  << beside[i] << " beside an out-of-range lane");
+        }
+      }
+    }
+    CHECK(differing == 0);
+    // And the out-of-range lanes themselves are right.
+    CHECK(MaxUlpOfKernel<T>(op, mixed, mixed, width) <= kMaxUlp);
+  }
+}
+
+TEST_CASE("exp and expm1 give a lane the same bits whatever its neighbours") {
+  for (int width : {4, 8, 16}) {
+    CAPTURE(width);
+    CheckNeighbourIndependence<float>(width);
+    CheckNeighbourIndependence<double>(width);
+  }
+}
+
 TEST_CASE("libm-backed ops are vectorised (libmvec variants are called)") {
   if (!__builtin_cpu_supports("avx2")) {
     MESSAGE("host lacks AVX2: vectorisation check skipped");
