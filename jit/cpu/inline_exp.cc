@@ -1,6 +1,7 @@
 // exp and expm1 on W-lane vectors as inline LLVM instructions (see inline_exp.h for why and how).
 #include "jit/cpu/inline_exp.h"
 
+#include <algorithm>
 #include <iterator>
 #include <string>
 
@@ -12,6 +13,7 @@
 #include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/IR/MDBuilder.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 
 namespace dualcast::jit::cpu {
 namespace {
@@ -247,7 +249,7 @@ llvm::Function* FullRangeFunction(llvm::Module& module, llvm::Type* type, Which 
 }
 
 // One instruction at the call site (a pure call, so the printer's passes move
-// and merge it like any other op), inlined by the pipeline's first pass: the
+// and merge it like any other op), inlined by InlineExpCalls: the
 // common-range form, and the full one behind a branch no lane of typical
 // data takes.
 llvm::Function* ExpFunction(llvm::Module& module, llvm::Type* type, Which which) {
@@ -289,6 +291,30 @@ llvm::Value* Call(llvm::IRBuilder<>& b, llvm::Value* x, Which which) {
 }
 
 }  // namespace
+
+void InlineExpCalls(llvm::Function& kernel) {
+  std::vector<llvm::CallInst*> calls;
+  for (llvm::BasicBlock& block : kernel) {
+    for (llvm::Instruction& inst : block) {
+      auto* call = llvm::dyn_cast<llvm::CallInst>(&inst);
+      llvm::Function* callee = call != nullptr ? call->getCalledFunction() : nullptr;
+      if (callee != nullptr && callee->hasFnAttribute(llvm::Attribute::AlwaysInline)) {
+        calls.push_back(call);
+      }
+    }
+  }
+  std::vector<llvm::Function*> inlined;
+  for (llvm::CallInst* call : calls) {
+    llvm::Function* callee = call->getCalledFunction();
+    llvm::InlineFunctionInfo info;
+    // Cannot fail: the callee is a defined, non-recursive, non-varargs function of ours.
+    (void)llvm::InlineFunction(*call, info);
+    if (std::find(inlined.begin(), inlined.end(), callee) == inlined.end()) inlined.push_back(callee);
+  }
+  for (llvm::Function* fn : inlined) {
+    if (fn->use_empty()) fn->eraseFromParent();
+  }
+}
 
 llvm::Value* EmitInlineExp(llvm::IRBuilder<>& b, llvm::Value* x) { return Call(b, x, Which::kExp); }
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "jit/codegen/codegen.h"
+#include "jit/cpu/inline_exp.h"
 #include "jit/cpu/interleave.h"
 #include "jit/cpu/llvm_printer.h"
 #include "jit/cpu/sink_uniform.h"
@@ -183,6 +184,7 @@ class KernelEmitter {
     }
     b.CreateRetVoid();
     SinkIntoUniformBranches(*kernel_, uniform_branches_, SinkContext{input_copies_, InputPointers()});
+    InlineExpCalls(*kernel_);  // after the sinking, which moves each exp as one call
   }
 
   // The contract of the header (outputs overlap nothing else; inputs are

@@ -123,9 +123,6 @@ double MillisecondsSince(std::chrono::steady_clock::time_point start) {
 // loop vectoriser, no unswitching and no TLI mappings: what is left is
 // clean-up of straight-line code and hoisting what a loop does not change.
 constexpr char kKernelPipeline[] =
-    // exp and expm1 arrive as calls (inline_exp.h), so the printer's passes
-    // could move them as one op; their bodies go in first.
-    "always-inline,"
     "function("
     // The printer's straight-line code: common subexpressions, folds, empty blocks.
     "early-cse<>,"
@@ -147,7 +144,6 @@ constexpr char kKernelPipeline[] =
 // it stays: the HM-LSTM kernels run 3.5-4.5% faster with it
 // (docs/cpu-codegen.md).
 constexpr char kLargeKernelPipeline[] =
-    "always-inline,"
     "function("
     "early-cse<>,"
     "simplifycfg<keep-loops>,"
