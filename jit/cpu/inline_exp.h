@@ -43,7 +43,8 @@
 // pure instruction that the sinking moves like any other op. (Not LLVM's
 // always-inline pass: on a one-function module it cost 1.2 ms per compile.) Measured
 // (HM-LSTM, Zen 1 AVX2): full variant rows 1.26-1.32x -> 1.14x of the hand
-// loop, fast-math paper columns 1.30x -> 1.14x. AVX-512 (vscalef) keeps one
+// loop, fast-math paper columns 1.30x -> 1.14x; the extra block per exp costs
+// about 3 ms of the jvp kernel's compile there. AVX-512 (vscalef) keeps one
 // form: its scaling is one instruction already.
 // Special values: NaN -> NaN; +inf -> +inf; exp(-inf) = +0, expm1(-inf) = -1;
 // overflow to +inf above the largest finite result (88.72 / 709.78).
