@@ -221,12 +221,7 @@ enum class Which { kExp, kExpm1 };
 llvm::Function* NewFunction(llvm::Module& module, const std::string& name, llvm::Type* type) {
   auto* fn = llvm::Function::Create(llvm::FunctionType::get(type, {type}, false),
                                     llvm::Function::InternalLinkage, name, module);
-  llvm::LLVMContext& ctx = module.getContext();
-  fn->addFnAttr(llvm::Attribute::NoUnwind);
-  fn->addFnAttr(llvm::Attribute::WillReturn);
-  fn->addFnAttr(llvm::Attribute::NoSync);
-  fn->addFnAttr(llvm::Attribute::NoFree);
-  fn->addFnAttr(llvm::Attribute::getWithMemoryEffects(ctx, llvm::MemoryEffects::none()));
+  MarkPureMathFunction(*fn);
   return fn;
 }
 

@@ -119,13 +119,16 @@ llvm::Function* DeclareMathFunction(llvm::Module& module, const std::string& nam
   if (fn == nullptr) {
     fn = llvm::Function::Create(fn_type, llvm::Function::ExternalLinkage, name, module);
   }
-  llvm::LLVMContext& ctx = module.getContext();
-  fn->addFnAttr(llvm::Attribute::NoUnwind);
-  fn->addFnAttr(llvm::Attribute::WillReturn);
-  fn->addFnAttr(llvm::Attribute::NoSync);
-  fn->addFnAttr(llvm::Attribute::NoFree);
-  fn->addFnAttr(llvm::Attribute::getWithMemoryEffects(ctx, llvm::MemoryEffects::none()));
+  MarkPureMathFunction(*fn);
   return fn;
+}
+
+void MarkPureMathFunction(llvm::Function& fn) {
+  fn.addFnAttr(llvm::Attribute::NoUnwind);
+  fn.addFnAttr(llvm::Attribute::WillReturn);
+  fn.addFnAttr(llvm::Attribute::NoSync);
+  fn.addFnAttr(llvm::Attribute::NoFree);
+  fn.addFnAttr(llvm::Attribute::getWithMemoryEffects(fn.getContext(), llvm::MemoryEffects::none()));
 }
 
 static llvm::Value* EmitLibmvecCall(llvm::IRBuilder<>& b, llvm::Module& module, const char* scalar_name,

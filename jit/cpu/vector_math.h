@@ -80,4 +80,7 @@ llvm::Value* ClampRange(llvm::IRBuilder<>& b, llvm::Value* v, double lo, double 
 llvm::Function* DeclareMathFunction(llvm::Module& module, const std::string& name,
                                     llvm::Type* type, int arity);
 
+// Marks `fn` as pure math: `nounwind willreturn nosync nofree memory(none)`.
+void MarkPureMathFunction(llvm::Function& fn);
+
 }  // namespace dualcast::jit::cpu
