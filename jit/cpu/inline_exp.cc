@@ -32,8 +32,8 @@ struct Format {
   int taylor_degree;      // f64: highest power of r in the Taylor series (f32 uses Cephes' fit)
   // The common range, where the clamps do nothing and one power of two
   // scales: |x| <= exp_plain gives |k| <= bias - 1 (2^k normal, the result
-  // finite; a subnormal one rounds once either way), |x| <= expm1_plain
-  // gives |k| <= expm1_kmax (no lane needs `big`).
+  // finite and normal: exp(-87) = 1.6e-38, exp(-708) = 3.3e-308),
+  // |x| <= expm1_plain gives |k| <= expm1_kmax (no lane needs `big`).
   double exp_plain, expm1_plain;
 };
 
