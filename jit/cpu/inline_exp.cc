@@ -1,9 +1,9 @@
 // exp and expm1 on W-lane vectors as inline LLVM instructions (see inline_exp.h for why and how).
 #include "jit/cpu/inline_exp.h"
 
-#include <algorithm>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "jit/cpu/vector_math.h"
@@ -42,10 +42,13 @@ constexpr Format kF32{true, 23, 127, 0.693359375, -2.12194440e-4, -104.0, 89.0, 
 constexpr Format kF64{false, 52, 1023, 6.93145751953125e-1, 1.42860682030941723212e-6,
                       -746.0, 710.0, -40.0, 1000, 13, 708.0, 693.0};
 
-// "v8f32", "v4f64": names one function per vector type.
-std::string TypeSuffix(llvm::Type* type) {
+enum class Which { kExp, kExpm1 };
+
+// "dualcast.exp.v8f32", "dualcast.expm1.full.v4f64": one function per kind, form and vector type.
+std::string FunctionName(Which which, const char* form, llvm::Type* type) {
   auto* v = llvm::cast<llvm::FixedVectorType>(type);
-  return absl::StrCat("v", v->getNumElements(), v->getElementType()->isFloatTy() ? "f32" : "f64");
+  return absl::StrCat("dualcast.", which == Which::kExp ? "exp" : "expm1", form, ".v",
+                      v->getNumElements(), v->getElementType()->isFloatTy() ? "f32" : "f64");
 }
 
 class ExpEmitter {
@@ -59,43 +62,42 @@ class ExpEmitter {
         bits_(llvm::FixedVectorType::get(fmt_.f32 ? b.getInt32Ty() : b.getInt64Ty(),
                                          type_->getNumElements())) {}
 
-  llvm::Value* Exp() {
-    Reduce(fmt_.exp_lo);
-    return Scale(b_.CreateFAdd(C(1), q_));
-  }
+  // The full range: specials, subnormal and overflowing results.
+  llvm::Value* Full(Which which) { return which == Which::kExp ? Exp() : Expm1(); }
 
-  // exp for lanes with |x| <= exp_plain: the same steps as Exp() without the
-  // clamps, and (1 + q) 2^k in one product, which rounds exactly as Exp()'s
-  // two do (both factors of 2^k1 2^k2 scale exactly while the result is
-  // normal). So a lane's bits do not depend on which function ran it.
-  llvm::Value* ExpInRange() {
-    Reduce(fmt_.exp_lo, /*clamp=*/false);
-    return b_.CreateFMul(b_.CreateFAdd(C(1), q_), Pow2Int(k_));
-  }
+  // Integer scaling (no vscalef) is the one with a cheaper common form.
+  bool HasCommonForm() const { return !HasScalef(); }
 
-  // expm1 for lanes with |x| <= expm1_plain: Expm1() without the clamps and
-  // the `over` lanes. Below expm1_lo both give -1 (2^k - 1 rounds to -1 and
-  // 2^k q is below its half-ulp), so the clamp changes no bit there either.
-  llvm::Value* Expm1InRange() {
-    Reduce(fmt_.expm1_lo, /*clamp=*/false);
+  // The common form, right for lanes inside the common range: Full's steps
+  // without the clamps (which do nothing there) and, for exp, (1 + q) 2^k in
+  // one product, which rounds exactly as Full's two do (both factors of
+  // 2^k1 2^k2 scale exactly while the result is normal); for expm1 without
+  // the `over` lanes (below expm1_lo both give -1: 2^k - 1 rounds to -1 and
+  // 2^k q is below its half-ulp). So a lane's bits do not depend on which
+  // form ran it. Only with HasCommonForm().
+  llvm::Value* Common(Which which) {
+    Reduce(x_);
+    if (which == Which::kExp) return b_.CreateFMul(b_.CreateFAdd(C(1), q_), Pow2Int(k_));
     llvm::Value* t = Pow2Int(k_);
-    llvm::Value* y = FmulAdd(t, q_, b_.CreateFSub(t, C(1)));
-    return b_.CreateSelect(b_.CreateFCmpOEQ(x_, C(0)), x_, y);
+    return KeepZero(FmulAdd(t, q_, b_.CreateFSub(t, C(1))));
   }
 
-  // Whether some lane lies outside [-limit, limit] (NaN lanes do not: both
+  // Whether some lane lies outside the common range (NaN lanes do not: both
   // forms carry them to NaN).
-  llvm::Value* AnyBeyond(double limit) {
+  llvm::Value* AnyOutsideCommon(Which which) {
+    const double limit = which == Which::kExp ? fmt_.exp_plain : fmt_.expm1_plain;
     llvm::Value* a = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x_);
     return b_.CreateOrReduce(b_.CreateFCmpOGT(a, C(limit)));
   }
 
-  // Integer scaling (no vscalef) is the one with a cheaper common form.
-  bool HasCommonForm() const { return !HasScalef(); }
-  const Format& format() const { return fmt_; }
+ private:
+  llvm::Value* Exp() {
+    Reduce(Clamped(fmt_.exp_lo));
+    return Scale(b_.CreateFAdd(C(1), q_));
+  }
 
   llvm::Value* Expm1() {
-    Reduce(fmt_.expm1_lo);
+    Reduce(Clamped(fmt_.expm1_lo));
     llvm::Value* big = Scale(b_.CreateFAdd(C(1), q_));
     // 2^k q + (2^k - 1); k is capped so 2^k stays finite (the lanes above the
     // cap take `big`, where the -1 no longer shows).
@@ -103,13 +105,12 @@ class ExpEmitter {
     llvm::Value* t = HasScalef() ? Scalef(C(1), b_.CreateSelect(over, C(fmt_.expm1_kmax), kf_))
                                  : Pow2Int(b_.CreateSelect(over, Int(fmt_.expm1_kmax), k_));
     llvm::Value* small = FmulAdd(t, q_, b_.CreateFSub(t, C(1)));
-    llvm::Value* y = b_.CreateSelect(over, big, small);
-    // r + r^2 p adds +0 to -0 when x = -0; expm1(±0) = ±0.
-    y = b_.CreateSelect(b_.CreateFCmpOEQ(x_, C(0)), x_, y);
-    return y;
+    return KeepZero(b_.CreateSelect(over, big, small));
   }
 
- private:
+  // r + r^2 p adds +0 to -0 when x = -0; expm1(±0) = ±0.
+  llvm::Value* KeepZero(llvm::Value* y) { return b_.CreateSelect(b_.CreateFCmpOEQ(x_, C(0)), x_, y); }
+
   llvm::Constant* C(double v) { return llvm::ConstantFP::get(type_, v); }
   llvm::Constant* Int(int v) { return llvm::ConstantInt::get(i32_, v); }
 
@@ -157,17 +158,17 @@ class ExpEmitter {
                             type_);
   }
 
-  // k and q = expm1(r), r = x - k ln 2, for x clamped to [lo, exp_hi]. A
-  // NaN runs through every step (the clamps' compares are false for it, so
-  // it keeps x) and comes out NaN: no float-to-int conversion is made (its
-  // result for NaN is poison); the integer k is read from the rounding sum's
-  // bits instead, garbage for a NaN lane but only ever multiplied by NaN.
-  void Reduce(double lo, bool clamp = true) {
-    llvm::Value* x = x_;
-    if (clamp) {
-      x = b_.CreateSelect(b_.CreateFCmpOGT(x, C(fmt_.exp_hi)), C(fmt_.exp_hi), x);
-      x = b_.CreateSelect(b_.CreateFCmpOLT(x, C(lo)), C(lo), x);
-    }
+  // x clamped to [lo, exp_hi]. A NaN keeps x (the compares are false for it).
+  llvm::Value* Clamped(double lo) {
+    llvm::Value* x = b_.CreateSelect(b_.CreateFCmpOGT(x_, C(fmt_.exp_hi)), C(fmt_.exp_hi), x_);
+    return b_.CreateSelect(b_.CreateFCmpOLT(x, C(lo)), C(lo), x);
+  }
+
+  // k and q = expm1(r), r = x - k ln 2. A NaN runs through every step and
+  // comes out NaN: no float-to-int conversion is made (its result for NaN is
+  // poison); the integer k is read from the rounding sum's bits instead,
+  // garbage for a NaN lane but only ever multiplied by NaN.
+  void Reduce(llvm::Value* x) {
     // Round x / ln 2 to the nearest integer by adding and removing 1.5 * 2^p
     // (exact for |x / ln 2| < 2^(p-1); LLVM keeps the pair without fast-math).
     // The sum lies in [2^p, 2^(p+1)), where an ulp is 1: its bits minus the
@@ -175,7 +176,7 @@ class ExpEmitter {
     const double magic = fmt_.f32 ? 0x1.8p23 : 0x1.8p52;
     llvm::Value* rounded = b_.CreateFAdd(b_.CreateFMul(x, C(1.4426950408889634)), C(magic));
     llvm::Value* kf = b_.CreateFSub(rounded, C(magic));
-    if (!HasScalef() || !clamp) {
+    if (!HasScalef()) {
       llvm::Value* magic_bits = b_.CreateBitCast(C(magic), bits_);
       k_ = b_.CreateSub(b_.CreateBitCast(rounded, bits_), magic_bits);
       if (!fmt_.f32) k_ = b_.CreateTrunc(k_, i32_);
@@ -216,8 +217,6 @@ class ExpEmitter {
   llvm::Value* q_ = nullptr;
 };
 
-enum class Which { kExp, kExpm1 };
-
 llvm::Function* NewFunction(llvm::Module& module, const std::string& name, llvm::Type* type) {
   auto* fn = llvm::Function::Create(llvm::FunctionType::get(type, {type}, false),
                                     llvm::Function::InternalLinkage, name, module);
@@ -230,8 +229,7 @@ llvm::Function* NewFunction(llvm::Module& module, const std::string& name, llvm:
 // per module, under preserve_all (the callee saves the vector registers it
 // uses, so the hot code around the call keeps its values in registers).
 llvm::Function* FullRangeFunction(llvm::Module& module, llvm::Type* type, Which which) {
-  const std::string name = absl::StrCat("dualcast.", which == Which::kExp ? "exp" : "expm1",
-                                        ".full.", TypeSuffix(type));
+  const std::string name = FunctionName(which, ".full", type);
   if (llvm::Function* fn = module.getFunction(name)) return fn;
   llvm::Function* fn = NewFunction(module, name, type);
   fn->addFnAttr(llvm::Attribute::NoInline);
@@ -239,7 +237,7 @@ llvm::Function* FullRangeFunction(llvm::Module& module, llvm::Type* type, Which 
   fn->setCallingConv(llvm::CallingConv::PreserveAll);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(module.getContext(), "entry", fn));
   ExpEmitter e(b, fn->getArg(0));
-  b.CreateRet(which == Which::kExp ? e.Exp() : e.Expm1());
+  b.CreateRet(e.Full(which));
   return fn;
 }
 
@@ -248,8 +246,7 @@ llvm::Function* FullRangeFunction(llvm::Module& module, llvm::Type* type, Which 
 // common-range form, and the full one behind a branch no lane of typical
 // data takes.
 llvm::Function* ExpFunction(llvm::Module& module, llvm::Type* type, Which which) {
-  const std::string name =
-      absl::StrCat("dualcast.", which == Which::kExp ? "exp" : "expm1", ".", TypeSuffix(type));
+  const std::string name = FunctionName(which, "", type);
   if (llvm::Function* fn = module.getFunction(name)) return fn;
   llvm::Function* fn = NewFunction(module, name, type);
   fn->addFnAttr(llvm::Attribute::AlwaysInline);
@@ -258,12 +255,11 @@ llvm::Function* ExpFunction(llvm::Module& module, llvm::Type* type, Which which)
   llvm::Value* x = fn->getArg(0);
   ExpEmitter e(b, x);
   if (!e.HasCommonForm()) {
-    b.CreateRet(which == Which::kExp ? e.Exp() : e.Expm1());
+    b.CreateRet(e.Full(which));
     return fn;
   }
-  llvm::Value* common = which == Which::kExp ? e.ExpInRange() : e.Expm1InRange();
-  llvm::Value* beyond =
-      e.AnyBeyond(which == Which::kExp ? e.format().exp_plain : e.format().expm1_plain);
+  llvm::Value* common = e.Common(which);
+  llvm::Value* beyond = e.AnyOutsideCommon(which);
   llvm::BasicBlock* entry = b.GetInsertBlock();
   auto* full = llvm::BasicBlock::Create(ctx, "full.range", fn);
   auto* done = llvm::BasicBlock::Create(ctx, "done", fn);
@@ -287,27 +283,20 @@ llvm::Value* Call(llvm::IRBuilder<>& b, llvm::Value* x, Which which) {
 
 }  // namespace
 
-void InlineExpCalls(llvm::Function& kernel) {
-  std::vector<llvm::CallInst*> calls;
-  for (llvm::BasicBlock& block : kernel) {
-    for (llvm::Instruction& inst : block) {
-      auto* call = llvm::dyn_cast<llvm::CallInst>(&inst);
-      llvm::Function* callee = call != nullptr ? call->getCalledFunction() : nullptr;
-      if (callee != nullptr && callee->hasFnAttribute(llvm::Attribute::AlwaysInline)) {
-        calls.push_back(call);
-      }
+void InlineExpCalls(llvm::Module& module) {
+  std::vector<llvm::Function*> functions;
+  for (llvm::Function& fn : module) {
+    if (fn.hasFnAttribute(llvm::Attribute::AlwaysInline)) functions.push_back(&fn);
+  }
+  for (llvm::Function* fn : functions) {
+    std::vector<llvm::CallBase*> calls;
+    for (llvm::User* user : fn->users()) calls.push_back(llvm::cast<llvm::CallBase>(user));
+    for (llvm::CallBase* call : calls) {
+      llvm::InlineFunctionInfo info;
+      // Cannot fail: the callee is a defined, non-recursive, non-varargs function of ours.
+      (void)llvm::InlineFunction(*call, info);
     }
-  }
-  std::vector<llvm::Function*> inlined;
-  for (llvm::CallInst* call : calls) {
-    llvm::Function* callee = call->getCalledFunction();
-    llvm::InlineFunctionInfo info;
-    // Cannot fail: the callee is a defined, non-recursive, non-varargs function of ours.
-    (void)llvm::InlineFunction(*call, info);
-    if (std::find(inlined.begin(), inlined.end(), callee) == inlined.end()) inlined.push_back(callee);
-  }
-  for (llvm::Function* fn : inlined) {
-    if (fn->use_empty()) fn->eraseFromParent();
+    fn->eraseFromParent();
   }
 }
 

@@ -66,8 +66,8 @@ llvm::Value* EmitInlineExp(llvm::IRBuilder<>& b, llvm::Value* x);
 // expm1(x) = exp(x) - 1 lane by lane, accurate near 0.
 llvm::Value* EmitInlineExpm1(llvm::IRBuilder<>& b, llvm::Value* x);
 
-// Replaces the calls EmitInlineExp/EmitInlineExpm1 left in `kernel` by their
+// Replaces the calls EmitInlineExp/EmitInlineExpm1 left in `module` by their
 // bodies, once the printer's own passes over the kernel are done.
-void InlineExpCalls(llvm::Function& kernel);
+void InlineExpCalls(llvm::Module& module);
 
 }  // namespace dualcast::jit::cpu

@@ -184,7 +184,7 @@ class KernelEmitter {
     }
     b.CreateRetVoid();
     SinkIntoUniformBranches(*kernel_, uniform_branches_, SinkContext{input_copies_, InputPointers()});
-    InlineExpCalls(*kernel_);  // after the sinking, which moves each exp as one call
+    InlineExpCalls(*module_);  // after the sinking, which moves each exp as one call
   }
 
   // The contract of the header (outputs overlap nothing else; inputs are
