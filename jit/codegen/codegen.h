@@ -69,11 +69,24 @@ concept CodegenPrinter = requires(P p, const typename P::Value& v, Type t, Op op
 
 const char* LibmName(Op op, Type type);  // below
 
+// What a test of a side's lane mask (and the branch around the side) costs a
+// vector backend, in units of one arithmetic op: a side no dearer runs inline.
+inline constexpr int kTestCost = 6;
+
 // The work in both sides of an if, in units of one arithmetic op (a math
-// function counts kMathCost, a nested if its condition test plus its sides).
+// function counts kMathCost; a nested if its condition plus its inline sides).
+// A backend that runs both sides of a mixed if under lane masks tests a side
+// only when the side costs more than the test: otherwise it runs inline for
+// every lane and is blended. A tested nested side is not counted in its
+// enclosing side: its own test skips it, and would only be repeated by one
+// around the enclosing side (HM-LSTM's FLUSH / COPY / UPDATE then needs one
+// test, UPDATE's, not four).
 struct SideCosts {
   int then_cost = 0;
   int else_cost = 0;
+  bool ThenTested() const { return then_cost > kTestCost; }
+  bool ElseTested() const { return else_cost > kTestCost; }
+  int InlineCost() const { return (ThenTested() ? 0 : then_cost) + (ElseTested() ? 0 : else_cost); }
 };
 inline constexpr int kMathCost = 8;
 
@@ -140,7 +153,8 @@ class CodegenWalk {
     }
   }
 
-  // The work in a block and the blocks nested in it (memoised: each block once).
+  // The work that runs whenever a block runs: its own and its nested ifs' inline
+  // sides (memoised: each block once).
   int BlockCost(BlockId block_id) {
     if (block_costs_.empty()) block_costs_.assign(f_.blocks.size(), -1);
     if (block_costs_[block_id] >= 0) return block_costs_[block_id];
@@ -167,7 +181,9 @@ class CodegenWalk {
           }
           break;
         case OpKind::Control:
-          if (inst.op == Op::kIf) cost += 1 + BlockCost(inst.then_block) + BlockCost(inst.else_block);
+          if (inst.op == Op::kIf) {
+            cost += 1 + SideCosts{BlockCost(inst.then_block), BlockCost(inst.else_block)}.InlineCost();
+          }
           break;
         default: cost += 1; break;
       }

@@ -368,28 +368,23 @@ void LlvmPrinter::BeginIf(Value cond, std::span<const Type> /*result_types*/, Si
     uniform_branches_.push_back(b_.CreateCondBr(lane0, then_block, else_block));
     b_.SetInsertPoint(then_block);
     open_ifs_.push_back(
-        OpenIf{true, false, cond, nullptr, nullptr, else_block, merge_block, nullptr, {}});
+        OpenIf{.uniform = true, .cond = cond, .else_block = else_block, .merge_block = merge_block});
     masks_.push_back(Mask());
     return;
   }
+  // A side is tested only when it costs more than the test (SideCosts): a cheap
+  // side runs inline for every lane and is blended.
   Value mask = Mask();
-  if (costs.then_cost + costs.else_cost <= kBlendCost) {
-    OpenIf open{false, true, cond, b_.CreateAnd(mask, b_.CreateNot(cond), "else.mask"),
-                nullptr, nullptr, nullptr, nullptr, {}};
-    open_ifs_.push_back(std::move(open));
-    masks_.push_back(b_.CreateAnd(mask, cond, "then.mask"));
-    return;
-  }
+  OpenIf open{.uniform = false, .then_tested = costs.ThenTested(), .else_tested = costs.ElseTested(),
+              .cond = cond, .else_mask = b_.CreateAnd(mask, b_.CreateNot(cond), "else.mask")};
   Value then_mask = b_.CreateAnd(mask, cond, "then.mask");
-  Value else_mask = b_.CreateAnd(mask, b_.CreateNot(cond), "else.mask");
-  auto* then_block = llvm::BasicBlock::Create(ctx, "then", fn);
-  auto* skip_block = llvm::BasicBlock::Create(ctx, "then.join", fn);
-  auto* else_block = llvm::BasicBlock::Create(ctx, "else", fn);
-  auto* merge_block = llvm::BasicBlock::Create(ctx, "endif", fn);
-  llvm::BasicBlock* begin = b_.GetInsertBlock();
-  b_.CreateCondBr(AnyLane(then_mask), then_block, skip_block);
-  b_.SetInsertPoint(then_block);
-  OpenIf open{false, false, cond, else_mask, begin, else_block, merge_block, skip_block, {}};
+  if (open.then_tested) {
+    auto* then_block = llvm::BasicBlock::Create(ctx, "then", fn);
+    open.skip_block = llvm::BasicBlock::Create(ctx, "then.join", fn);
+    open.begin_block = b_.GetInsertBlock();
+    b_.CreateCondBr(AnyLane(then_mask), then_block, open.skip_block);
+    b_.SetInsertPoint(then_block);
+  }
   open_ifs_.push_back(std::move(open));
   masks_.push_back(then_mask);
 }
@@ -397,11 +392,6 @@ void LlvmPrinter::BeginIf(Value cond, std::span<const Type> /*result_types*/, Si
 void LlvmPrinter::BeginElse(std::span<const Value> then_yields) {
   OpenIf& open = open_ifs_.back();
   llvm::BasicBlock* then_end = b_.GetInsertBlock();  // nested ifs move it
-  if (open.blend) {
-    open.then_results.assign(then_yields.begin(), then_yields.end());
-    masks_.back() = open.else_mask;
-    return;
-  }
   if (open.uniform) {
     open.then_end = then_end;
     open.then_results.assign(then_yields.begin(), then_yields.end());
@@ -409,16 +399,26 @@ void LlvmPrinter::BeginElse(std::span<const Value> then_yields) {
     b_.SetInsertPoint(open.else_block);
     return;
   }
-  b_.CreateBr(open.skip_block);
-  b_.SetInsertPoint(open.skip_block);
-  for (Value y : then_yields) {
-    llvm::PHINode* phi = b_.CreatePHI(y->getType(), 2, "then.result");
-    phi->addIncoming(y, then_end);
-    phi->addIncoming(llvm::Constant::getNullValue(y->getType()), open.begin_block);
-    open.then_results.push_back(phi);
+  if (open.then_tested) {
+    b_.CreateBr(open.skip_block);
+    b_.SetInsertPoint(open.skip_block);
+    for (Value y : then_yields) {
+      llvm::PHINode* phi = b_.CreatePHI(y->getType(), 2, "then.result");
+      phi->addIncoming(y, then_end);
+      phi->addIncoming(llvm::Constant::getNullValue(y->getType()), open.begin_block);
+      open.then_results.push_back(phi);
+    }
+  } else {
+    open.then_results.assign(then_yields.begin(), then_yields.end());
   }
-  b_.CreateCondBr(AnyLane(open.else_mask), open.else_block, open.merge_block);
-  b_.SetInsertPoint(open.else_block);
+  if (open.else_tested) {
+    llvm::Function* fn = b_.GetInsertBlock()->getParent();
+    open.else_block = llvm::BasicBlock::Create(b_.getContext(), "else", fn);
+    open.merge_block = llvm::BasicBlock::Create(b_.getContext(), "endif", fn);
+    open.else_begin = b_.GetInsertBlock();
+    b_.CreateCondBr(AnyLane(open.else_mask), open.else_block, open.merge_block);
+    b_.SetInsertPoint(open.else_block);
+  }
   masks_.back() = open.else_mask;
 }
 
@@ -426,18 +426,11 @@ std::vector<LlvmPrinter::Value> LlvmPrinter::EndIf(std::span<const Value> else_y
   OpenIf open = std::move(open_ifs_.back());
   open_ifs_.pop_back();
   masks_.pop_back();
-  if (open.blend) {
-    std::vector<Value> results;
-    for (size_t k = 0; k < else_yields.size(); ++k) {
-      results.push_back(b_.CreateSelect(open.cond, open.then_results[k], else_yields[k], "result"));
-    }
-    return results;
-  }
   llvm::BasicBlock* else_end = b_.GetInsertBlock();
-  b_.CreateBr(open.merge_block);
-  b_.SetInsertPoint(open.merge_block);
   std::vector<Value> results;
   if (open.uniform) {
+    b_.CreateBr(open.merge_block);
+    b_.SetInsertPoint(open.merge_block);
     for (size_t k = 0; k < else_yields.size(); ++k) {
       llvm::PHINode* phi = b_.CreatePHI(else_yields[k]->getType(), 2, "result");
       phi->addIncoming(open.then_results[k], open.then_end);
@@ -447,11 +440,16 @@ std::vector<LlvmPrinter::Value> LlvmPrinter::EndIf(std::span<const Value> else_y
     }
     return results;
   }
-  for (size_t k = 0; k < else_yields.size(); ++k) {  // the phis first: a block opens with them
-    llvm::PHINode* phi = b_.CreatePHI(else_yields[k]->getType(), 2, "else.result");
-    phi->addIncoming(else_yields[k], else_end);
-    phi->addIncoming(llvm::Constant::getNullValue(else_yields[k]->getType()), open.skip_block);
-    results.push_back(phi);
+  results.assign(else_yields.begin(), else_yields.end());
+  if (open.else_tested) {
+    b_.CreateBr(open.merge_block);
+    b_.SetInsertPoint(open.merge_block);
+    for (size_t k = 0; k < results.size(); ++k) {  // the phis first: a block opens with them
+      llvm::PHINode* phi = b_.CreatePHI(else_yields[k]->getType(), 2, "else.result");
+      phi->addIncoming(else_yields[k], else_end);
+      phi->addIncoming(llvm::Constant::getNullValue(else_yields[k]->getType()), open.else_begin);
+      results[k] = phi;
+    }
   }
   for (size_t k = 0; k < results.size(); ++k) {
     results[k] = b_.CreateSelect(open.cond, open.then_results[k], results[k], "result");

@@ -17,9 +17,10 @@
 //   else:  ...
 //   endif: phi(else yields, 0); result = select(c, then, else)
 // so a side no lane takes costs a compare and a jump, uniform lanes run one
-// side, and mixed lanes run both and blend. Sides that cost no more than a
-// few arithmetic ops together (kBlendCost; CodegenWalk's SideCosts) are not
-// worth a test: both run inline and blend. A condition known to be the same
+// side, and mixed lanes run both and blend. A side that costs no more than a
+// few arithmetic ops (kTestCost; CodegenWalk's SideCosts) is not worth its
+// test: it runs inline for every lane and is blended (both that cheap: no
+// branch at all). A condition known to be the same
 // in every lane (computed only from inputs broadcast along the inner dim and
 // constants: the rows layout's flags) is a plain branch on lane 0 with phis
 // and no blend, and its test is loop-invariant. That is only correct because
@@ -92,7 +93,7 @@ class LlvmPrinter {
   Value Input(uint32_t index, Type type) { return load_input_(index, type); }
   Value Emit(Op op, Type type, std::span<const Type> arg_types, std::span<const Value> args);
   void BeginIf(Value cond, std::span<const Type> result_types) {
-    BeginIf(cond, result_types, SideCosts{kBlendCost + 1, 0});
+    BeginIf(cond, result_types, SideCosts{kTestCost + 1, kTestCost + 1});
   }
   void BeginIf(Value cond, std::span<const Type> result_types, SideCosts costs);
   void BeginElse(std::span<const Value> then_yields);
@@ -108,10 +109,6 @@ class LlvmPrinter {
   Value Mask() const;
   Value AnyLane(Value mask);
 
-  // Mixed ifs whose sides together cost at most this run both sides
-  // unconditionally and blend: cheaper than the mask tests and branches, and
-  // far fewer basic blocks for the code generator.
-  static constexpr int kBlendCost = 6;
   Value Unlowered(Op op, Type type);  // the fallback: a call to dualcast_unlowered_<op>
   Value EmitLgamma(Type type, Value x);
   Value EmitLdexp(Type type, Value x, Value n);
@@ -119,15 +116,17 @@ class LlvmPrinter {
 
   struct OpenIf {
     bool uniform;  // a plain branch on lane 0: no masks, no blend
-    bool blend = false;  // no branches: both sides inline, then a select
+    bool then_tested = false;  // mixed: a side behind a test of its lane mask; an
+    bool else_tested = false;  // untested side runs inline for every lane
     Value cond;
-    Value else_mask;
-    llvm::BasicBlock* begin_block;  // where the if was entered (the then-side skip edge)
-    llvm::BasicBlock* else_block;
-    llvm::BasicBlock* merge_block;
+    Value else_mask = nullptr;
+    llvm::BasicBlock* begin_block = nullptr;  // where the if was entered (the then-side skip edge)
+    llvm::BasicBlock* else_block = nullptr;
+    llvm::BasicBlock* merge_block = nullptr;
     llvm::BasicBlock* skip_block = nullptr;   // joins the then-side and its skip edge
-    std::vector<Value> then_results;          // phis in skip_block (uniform: the yields)
+    std::vector<Value> then_results = {};     // phis in skip_block (uniform: the yields)
     llvm::BasicBlock* then_end = nullptr;     // uniform: where the then-side ended
+    llvm::BasicBlock* else_begin = nullptr;   // where the else-side's test was emitted
   };
 
   llvm::IRBuilder<>& b_;

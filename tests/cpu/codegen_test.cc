@@ -578,6 +578,32 @@ int CountLinesStartingWith(const std::string& ir, const std::string& prefix) {
   return count;
 }
 
+TEST_CASE("a mixed if tests only the sides that cost more than the test") {
+  // if (x > 0) 2x  else { if (x < -1) x + 1  else sin(x) }: the cheap sides run
+  // inline and are blended; the outer else is cheap too once its nested sin
+  // side, behind its own test, is left out: one test in all (HM-LSTM's FLUSH /
+  // COPY / UPDATE shape). vector_test.cc checks the values of such nests.
+  auto f = std::make_shared<Function>("one_tested_side");
+  Builder b(*f);
+  ValueId x = b.Input(Type::kF32);
+  b.BeginIf(b.Emit(Op::kGt, {x, b.Const(Type::kF32, 0)}));
+  b.BeginElse({b.Mul(x, b.Const(Type::kF32, 2))});
+  b.BeginIf(b.Emit(Op::kLt, {x, b.Const(Type::kF32, -1)}));
+  b.BeginElse({b.Add(x, b.Const(Type::kF32, 1))});
+  auto inner = b.EndIf({b.Emit(Op::kSin, {x})});
+  auto outer = b.EndIf({inner[0]});
+  b.Return({outer[0]});
+  Harness<float> h{f, {1000}, {0}};
+  const std::string ir = CpuKernelIr(h.Spec());
+  CHECK_MESSAGE(CountLinesStartingWith(ir, "then") == 0, ir);  // no then side is tested
+  CHECK_MESSAGE(CountLinesStartingWith(ir, "else") == 1, ir);  // sin's side only
+  CHECK_MESSAGE(CountLinesStartingWith(ir, "endif") == 1, ir);
+  const HeldKernel entry = Compile(h);
+  h.Allocate();  // inputs uniform in [-3, 3): almost every vector mixes all three sides
+  h.Run(entry, 0, 1000);
+  h.Check(4, 0, 1000);
+}
+
 std::shared_ptr<Function> HmLstmJvp();
 
 TEST_CASE("a kernel is one function whose alias scopes let the pipeline hoist the loads of inputs broadcast "
