@@ -24,10 +24,11 @@ std::string CpuKernelSymbol(const KernelSpec& spec) {
   // and fast_sigmoid, renumbering the ops after them; 13: long dependency chains run 2 or 4
   // host vectors per step, interleave.h; 14: also when an output is reduced, the row sums
   // fed one host vector at a time; 15: exp/expm1's common range inline, the full range an
-  // outlined cold call; 16: a mixed if tests only its sides that cost more than the test):
+  // outlined cold call; 16: a mixed if tests only its sides that cost more than the test;
+  // 17: the full range is a call to a function the JIT links once per process):
   // bump whenever the generated code changes, so no process loads an object compiled by older
   // code from disk.
-  return spec.Symbol(0x64635f637085ull);
+  return spec.Symbol(0x64635f637086ull);
 }
 
 std::string CpuFeaturesString() { return cpu::CpuFeaturesString(); }

@@ -5,7 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "jit/error.h"
 #include "jit/cpu/vector_math.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DerivedTypes.h"
@@ -44,10 +47,11 @@ constexpr Format kF64{false, 52, 1023, 6.93145751953125e-1, 1.428606820309417232
 
 enum class Which { kExp, kExpm1 };
 
-// "dualcast.exp.v8f32", "dualcast.expm1.full.v4f64": one function per kind, form and vector type.
-std::string FunctionName(Which which, const char* form, llvm::Type* type) {
+// "dualcast.exp.v8f32", "dualcast.expm1.full.v4f64": one function per kind, form and vector type
+// (the full forms under kSharedFunctionPrefix: "dualcast.shared.expm1.full.v4f64").
+std::string FunctionName(absl::string_view prefix, Which which, const char* form, llvm::Type* type) {
   auto* v = llvm::cast<llvm::FixedVectorType>(type);
-  return absl::StrCat("dualcast.", which == Which::kExp ? "exp" : "expm1", form, ".v",
+  return absl::StrCat(prefix, which == Which::kExp ? "exp" : "expm1", form, ".v",
                       v->getNumElements(), v->getElementType()->isFloatTy() ? "f32" : "f64");
 }
 
@@ -217,27 +221,25 @@ class ExpEmitter {
   llvm::Value* q_ = nullptr;
 };
 
-llvm::Function* NewFunction(llvm::Module& module, const std::string& name, llvm::Type* type) {
-  auto* fn = llvm::Function::Create(llvm::FunctionType::get(type, {type}, false),
-                                    llvm::Function::InternalLinkage, name, module);
+llvm::Function* NewFunction(llvm::Module& module, const std::string& name, llvm::Type* type,
+                            llvm::GlobalValue::LinkageTypes linkage) {
+  auto* fn = llvm::Function::Create(llvm::FunctionType::get(type, {type}, false), linkage, name, module);
   MarkPureMathFunction(*fn);
   return fn;
 }
 
 // The whole range (specials, subnormal and overflowing results): called only
-// for vectors with a lane outside the common range, so it is one cold copy
-// per module, under preserve_all (the callee saves the vector registers it
-// uses, so the hot code around the call keeps its values in registers).
+// for vectors with a lane outside the common range, under preserve_all (the
+// callee saves the vector registers it uses, so the hot code around the call
+// keeps its values in registers). A kernel's module only declares it: the
+// JIT links one definition per process (BuildSharedFunctionsModule).
 llvm::Function* FullRangeFunction(llvm::Module& module, llvm::Type* type, Which which) {
-  const std::string name = FunctionName(which, ".full", type);
+  const std::string name = FunctionName(kSharedFunctionPrefix, which, ".full", type);
   if (llvm::Function* fn = module.getFunction(name)) return fn;
-  llvm::Function* fn = NewFunction(module, name, type);
+  llvm::Function* fn = NewFunction(module, name, type, llvm::Function::ExternalLinkage);
   fn->addFnAttr(llvm::Attribute::NoInline);
   fn->addFnAttr(llvm::Attribute::Cold);
   fn->setCallingConv(llvm::CallingConv::PreserveAll);
-  llvm::IRBuilder<> b(llvm::BasicBlock::Create(module.getContext(), "entry", fn));
-  ExpEmitter e(b, fn->getArg(0));
-  b.CreateRet(e.Full(which));
   return fn;
 }
 
@@ -246,9 +248,9 @@ llvm::Function* FullRangeFunction(llvm::Module& module, llvm::Type* type, Which 
 // common-range form, and the full one behind a branch no lane of typical
 // data takes.
 llvm::Function* ExpFunction(llvm::Module& module, llvm::Type* type, Which which) {
-  const std::string name = FunctionName(which, "", type);
+  const std::string name = FunctionName("dualcast.", which, "", type);
   if (llvm::Function* fn = module.getFunction(name)) return fn;
-  llvm::Function* fn = NewFunction(module, name, type);
+  llvm::Function* fn = NewFunction(module, name, type, llvm::Function::InternalLinkage);
   fn->addFnAttr(llvm::Attribute::AlwaysInline);
   llvm::LLVMContext& ctx = module.getContext();
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
@@ -298,6 +300,38 @@ void InlineExpCalls(llvm::Module& module) {
     }
     fn->eraseFromParent();
   }
+}
+
+absl::StatusOr<std::unique_ptr<llvm::Module>> BuildSharedFunctionsModule(
+    const std::vector<std::string>& symbols, llvm::LLVMContext& context) {
+  auto module = std::make_unique<llvm::Module>(symbols.empty() ? "dualcast.shared" : symbols[0], context);
+  for (const std::string& symbol : symbols) {
+    // kSharedFunctionPrefix + ("exp" | "expm1") + ".full.v" + lanes + ("f32" | "f64")
+    absl::string_view rest = symbol;
+    const bool known_prefix = absl::ConsumePrefix(&rest, kSharedFunctionPrefix);
+    Which which = Which::kExp;
+    if (absl::ConsumePrefix(&rest, "expm1")) which = Which::kExpm1;
+    else if (!absl::ConsumePrefix(&rest, "exp")) rest = {};
+    bool f32 = false;
+    if (absl::ConsumeSuffix(&rest, "f32")) f32 = true;
+    else if (!absl::ConsumeSuffix(&rest, "f64")) rest = {};
+    int lanes = 0;
+    if (!known_prefix || !absl::ConsumePrefix(&rest, ".full.v") || !absl::SimpleAtoi(rest, &lanes) ||
+        lanes < 1 || lanes > 1024) {
+      return MakeStatus(ErrorKind::kCompile,
+                        absl::StrCat("cpu kernel calls '", symbol,
+                                     "', which is no function the JIT knows (an object compiled by "
+                                     "another dualcast? clear DUALCAST_CACHE_DIR)"));
+    }
+    llvm::Type* elem = f32 ? llvm::Type::getFloatTy(context) : llvm::Type::getDoubleTy(context);
+    llvm::Type* type = llvm::FixedVectorType::get(elem, static_cast<unsigned>(lanes));
+    llvm::Function* fn = FullRangeFunction(*module, type, which);
+    if (!fn->isDeclaration()) continue;  // named twice
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", fn));
+    ExpEmitter e(b, fn->getArg(0));
+    b.CreateRet(e.Full(which));
+  }
+  return module;
 }
 
 llvm::Value* EmitInlineExp(llvm::IRBuilder<>& b, llvm::Value* x) { return Call(b, x, Which::kExp); }

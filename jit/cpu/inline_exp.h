@@ -35,8 +35,12 @@
 // instructions of 25, plus the clamps' compares in expm1's `over` lanes) and
 // gives the same bits, because scaling by a normal power of two is exact. A
 // vector with any lane beyond (or an infinity) calls the full form instead:
-// one cold function per module and vector type, under preserve_all so the
-// hot code keeps its registers. NaN lanes stay in the common form (it carries
+// one cold function per vector type, under preserve_all so the hot code
+// keeps its registers. Kernels only declare it (kSharedFunctionPrefix): the
+// JIT builds each one the first time an object calling it is linked
+// (BuildSharedFunctionsModule) and keeps it linked for the process, since
+// compiled into every module the two full forms were a fifth of the HM-LSTM
+// jvp kernel's instructions and of its code generation time. NaN lanes stay in the common form (it carries
 // them to NaN). The printer emits each exp as a call to an alwaysinline
 // function holding the test and both branches, inlined by InlineExpCalls
 // after SinkIntoUniformBranches (llvm_kernel.cc), so until then an exp is one
@@ -54,8 +58,15 @@
 // Example:
 //   llvm::Value* y = EmitInlineExp(b, x);    // x: <16 x float>
 //   llvm::Value* d = EmitInlineExpm1(b, x);
+//   // the JIT, linking an object that calls "dualcast.shared.exp.full.v16f32":
+//   auto module = BuildSharedFunctionsModule({"dualcast.shared.exp.full.v16f32"}, context);
 #pragma once
 
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
 #include "llvm/IR/IRBuilder.h"
 
 namespace dualcast::jit::cpu {
@@ -69,5 +80,12 @@ llvm::Value* EmitInlineExpm1(llvm::IRBuilder<>& b, llvm::Value* x);
 // Replaces the calls EmitInlineExp/EmitInlineExpm1 left in `module` by their
 // bodies, once the printer's own passes over the kernel are done.
 void InlineExpCalls(llvm::Module& module);
+
+// Kernels call the full-range forms by names that start with this and do not
+// define them; BuildSharedFunctionsModule builds one module that defines the
+// named ones (an error names a symbol it does not know).
+inline constexpr char kSharedFunctionPrefix[] = "dualcast.shared.";
+absl::StatusOr<std::unique_ptr<llvm::Module>> BuildSharedFunctionsModule(
+    const std::vector<std::string>& symbols, llvm::LLVMContext& context);
 
 }  // namespace dualcast::jit::cpu

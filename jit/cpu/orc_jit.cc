@@ -45,11 +45,13 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "jit/cpu/inline_exp.h"
 #include "jit/cpu/vector_math.h"
 #include "jit/error.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
@@ -92,6 +94,7 @@ struct OrcJit::State {
   std::string cpu;
   std::string features;
   absl::flat_hash_map<std::string, LinkedObject> linked;  // by symbol
+  absl::flat_hash_set<std::string> shared;                // kSharedFunctionPrefix symbols linked
   uint64_t unlinks = 0;
   std::string init_error;                                 // non-empty: the JIT is unusable
 };
@@ -324,10 +327,57 @@ std::shared_ptr<void> Adopt(OrcJit::State& s, const std::string& symbol, LinkedO
   return code;
 }
 
+// The kSharedFunctionPrefix symbols an object calls without defining them.
+std::vector<std::string> SharedFunctionsCalled(const std::string& bytes, const std::string& symbol) {
+  std::vector<std::string> names;
+  auto object = llvm::object::ObjectFile::createObjectFile(
+      llvm::MemoryBufferRef(llvm::StringRef(bytes.data(), bytes.size()), symbol));
+  if (!object) {
+    llvm::consumeError(object.takeError());  // the link below reports it
+    return names;
+  }
+  const llvm::StringRef prefix(kSharedFunctionPrefix);
+  for (const llvm::object::SymbolRef& sym : (*object)->symbols()) {
+    auto name = sym.getName();
+    auto flags = sym.getFlags();
+    if (name && flags && (*flags & llvm::object::SymbolRef::SF_Undefined) && name->starts_with(prefix)) {
+      names.push_back(name->str());
+    }
+    if (!name) llvm::consumeError(name.takeError());
+    if (!flags) llvm::consumeError(flags.takeError());
+  }
+  return names;
+}
+
+// Links the shared functions `bytes` calls that no earlier object needed:
+// each is built, compiled and linked once per process and never unlinked
+// (inline_exp.h says why kernels share them). Under s.mutex.
+absl::Status LinkSharedFunctions(OrcJit::State& s, const std::string& bytes, const std::string& symbol) {
+  std::vector<std::string> missing;
+  for (std::string& name : SharedFunctionsCalled(bytes, symbol)) {
+    if (!s.shared.contains(name)) missing.push_back(std::move(name));
+  }
+  if (missing.empty()) return absl::OkStatus();
+  // One module for all of them: each compile has a fixed cost of its own.
+  absl::StatusOr<std::string> object = BuildObject(
+      s, [&](llvm::LLVMContext& context) { return BuildSharedFunctionsModule(missing, context); },
+      missing[0]);
+  if (!object.ok()) return object.status();
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object->data(), object->size()),
+                                                     missing[0]);
+  if (llvm::Error error = s.jit->addObjectFile(std::move(buffer))) {
+    return CompileError(symbol, "linking " + absl::StrJoin(missing, ", ") +
+                                    " failed: " + TakeMessage(std::move(error)));
+  }
+  s.shared.insert(missing.begin(), missing.end());
+  return absl::OkStatus();
+}
+
 // Links `bytes` under its own resource tracker, so a failed link leaves
 // nothing behind and a dropped kernel can be unlinked on its own.
 absl::StatusOr<LinkedObject> Link(OrcJit::State& s, const std::string& bytes,
                                   const std::string& symbol) {
+  if (absl::Status status = LinkSharedFunctions(s, bytes, symbol); !status.ok()) return status;
   llvm::orc::ResourceTrackerSP tracker = s.jit->getMainJITDylib().createResourceTracker();
   auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
       llvm::StringRef(bytes.data(), bytes.size()), symbol);

@@ -22,7 +22,11 @@
 // makes the ObjectStore hook trivial: on a hit the stored bytes are linked
 // without touching LLVM's optimiser; on a miss the fresh object is saved.
 // Symbols resolve against the process (libm) and libmvec.so.1, which is
-// loaded into the JITDylib.
+// loaded into the JITDylib, and the shared functions kernels call without
+// defining (inline_exp.h's full-range exp/expm1): before an object is linked,
+// those it names that are not linked yet are built in one module, compiled
+// and linked for the life of the process (the first kernel that needs them
+// pays their compile, a few ms; every later one saves it).
 //
 // LLVM's command-line options are process-wide; the JIT sets its own once
 // (-disable-lsr, -post-RA-scheduler=false) and then DUALCAST_LLVM_ARGS, a
