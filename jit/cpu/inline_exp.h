@@ -40,9 +40,10 @@
 // JIT builds each one the first time an object calling it is linked
 // (BuildSharedFunctionsModule) and keeps it linked for the process, since
 // compiled into every module the two full forms were a fifth of the HM-LSTM
-// jvp kernel's instructions and of its code generation time. NaN lanes stay in the common form (it carries
-// them to NaN). The printer emits each exp as a call to an alwaysinline
-// function holding the test and both branches, inlined by InlineExpCalls
+// jvp kernel's instructions and of its code generation time. NaN lanes stay
+// in the common form (it carries them to NaN). The printer emits each exp as
+// a call to an alwaysinline function holding the test and both branches,
+// inlined by InlineExpCalls
 // after SinkIntoUniformBranches (llvm_kernel.cc), so until then an exp is one
 // pure instruction that the sinking moves like any other op. (Not LLVM's
 // always-inline pass: on a one-function module it cost 1.2 ms per compile.) Measured
