@@ -43,9 +43,9 @@
 // jvp kernel's instructions and of its code generation time. NaN lanes stay
 // in the common form (it carries them to NaN). The printer emits each exp as
 // a call to an alwaysinline function holding the test and both branches,
-// inlined by InlineExpCalls
-// after SinkIntoUniformBranches (llvm_kernel.cc), so until then an exp is one
-// pure instruction that the sinking moves like any other op. (Not LLVM's
+// inlined by InlineExpCalls after SinkIntoUniformBranches (llvm_kernel.cc),
+// so until then an exp is one pure instruction that the sinking moves like
+// any other op. (Not LLVM's
 // always-inline pass: on a one-function module it cost 1.2 ms per compile.) Measured
 // (HM-LSTM, Zen 1 AVX2): full variant rows 1.26-1.32x -> 1.14x of the hand
 // loop, fast-math paper columns 1.30x -> 1.14x; the extra block per exp costs
