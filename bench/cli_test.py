@@ -6,6 +6,7 @@ Each case runs the binary with stderr and stdout as pipes (not a terminal) and
 checks exit status, messages and output files; it prints what failed and exits 1.
 """
 import json
+import re
 import os
 import subprocess
 import sys
@@ -75,6 +76,10 @@ def tiny_run(b):
             check(key in meta, f"metadata has {key}", json.dumps(meta, indent=1))
         check(meta["reps"] == 3 and meta["warmup"] == 1 and meta["dtype"] == "float32", "metadata values", str(meta))
         check(meta["stream_gbps"]["copy"] > 0, "STREAM copy measured", str(meta))
+        # Whether the run compiled its kernels or loaded them (an A/B needs to know).
+        check(re.fullmatch(r"\d+ compiled, \d+ loaded from the disk cache", meta.get("dualcast_kernels", "")) is not None,
+              "metadata says how the dualcast kernels were obtained", str(meta))
+        check("dualcast kernels: " in out, "the text report says it too", out)
         rows = doc["rows"]
         timed = [r for r in rows if r["status"] == "ok"]
         names = {r["impl"] for r in timed}

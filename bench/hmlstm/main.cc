@@ -275,6 +275,9 @@ int Main(int argc, char** argv) {
   }
   progress.Clear();
   meta.load_end = LoadAverage();
+  const jit::Stats jit_stats = jit::GetStats();
+  meta.dualcast_kernels = absl::StrCat(jit_stats.compiles, " compiled, ", jit_stats.disk_hits,
+                                       " loaded from the disk cache");
   // The probe again, best of both: on a shared machine one probe can land in
   // someone else's burst, and the figure is meant as this machine's ceiling.
   const Bandwidth again = MeasureBandwidth(64);

@@ -28,6 +28,9 @@ struct Metadata {
   std::string notes;
   // /proc/loadavg (1, 5, 15 min) when the run started and ended: how shared the machine was.
   std::string load_start, load_end;
+  // "5 compiled, 0 loaded from the disk cache": an A/B of two builds (or of an environment
+  // switch) that loads kernels from DUALCAST_CACHE_DIR compares a kernel with itself.
+  std::string dualcast_kernels;
 };
 
 // "1.23 0.98 0.50", or "unknown".

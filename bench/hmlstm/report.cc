@@ -145,7 +145,10 @@ std::string FormatTable(const std::vector<Row>& rows, const Metadata& m) {
                                   : std::string(),
                   "; ", m.dtype, "; revision ",
                   m.git_revision, "\nload average (1/5/15 min): ", m.load_start, " at start, ", m.load_end,
-                  " at end; on a shared machine times are noisy: compare ratios within one run\n");
+                  " at end; on a shared machine times are noisy: compare ratios within one run\n",
+                  "dualcast kernels: ", m.dualcast_kernels,
+                  " (DUALCAST_CACHE_DIR=off compiles every one: needed to compare two builds or an "
+                  "environment switch)\n");
   return out;
 }
 
@@ -175,6 +178,7 @@ std::string FormatJson(const std::vector<Row>& rows, const Metadata& m) {
       "    \"command_line\": ", JsonString(m.command_line), ",\n",
       "    \"load_average_start\": ", JsonString(m.load_start), ",\n",
       "    \"load_average_end\": ", JsonString(m.load_end), ",\n",
+      "    \"dualcast_kernels\": ", JsonString(m.dualcast_kernels), ",\n",
       "    \"notes\": ", JsonString(m.notes), "\n  },\n  \"rows\": [\n");
   for (size_t k = 0; k < rows.size(); ++k) {
     const Row& r = rows[k];
@@ -210,7 +214,8 @@ std::string FormatCsv(const std::vector<Row>& rows, const Metadata& m) {
       line("dtype", m.dtype),
       line("peer_versions", absl::StrJoin(peers, " ")), line("date_utc", m.date_utc),
       line("command_line", m.command_line), line("load_average_start", m.load_start),
-      line("load_average_end", m.load_end), line("notes", m.notes));
+      line("load_average_end", m.load_end), line("dualcast_kernels", m.dualcast_kernels),
+      line("notes", m.notes));
   out +=
       "impl,variant,layout,n,device,reps,median_ms,min_ms,max_ms,first_call_ms,compile_ms,gbps,"
       "percent_of_stream_copy,times_slower_than_handwritten,times_faster_than_reverse_where,"
