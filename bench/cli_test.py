@@ -115,6 +115,15 @@ def no_cuda(b):
         check("dualcast-fused" in out, "a GPU table", out, err)
 
 
+def bad_llvm_args(b):
+    # LLVM refuses the option at the JIT's first compile: a clear error and exit 1, no abort.
+    env = {"DUALCAST_LLVM_ARGS": "-no-such-llvm-option", "DUALCAST_CACHE_DIR": "off"}
+    rc, out, err = run(b, "--sizes", "16", "--reps", "1", "--impls", "dualcast", env=env)
+    check(rc == 1, f"exits 1 (got {rc})", out, err)
+    check(err.startswith("dualcast-hmlstm: ") and "DUALCAST_LLVM_ARGS" in err, "says why on stderr", out, err)
+    check("terminate called" not in err, "no uncaught exception", out, err)
+
+
 def handwritten_isas(b):
     # n = 37: vector bodies plus tails; every branch in both layouts. Each ISA
     # the CPU has must agree with the float64 reference (exit 0 only then).
@@ -127,7 +136,8 @@ def handwritten_isas(b):
 
 
 CASES = {"help": help_case, "bad_option": bad_option, "bad_size": bad_size, "bad_impl": bad_impl,
-         "tiny_run": tiny_run, "no_cuda": no_cuda, "handwritten_isas": handwritten_isas}
+         "tiny_run": tiny_run, "no_cuda": no_cuda, "bad_llvm_args": bad_llvm_args,
+         "handwritten_isas": handwritten_isas}
 
 if __name__ == "__main__":
     CASES[sys.argv[2]](sys.argv[1])

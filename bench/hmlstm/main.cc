@@ -297,4 +297,11 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace dualcast::bench
 
-int main(int argc, char** argv) { return dualcast::bench::Main(argc, argv); }
+int main(int argc, char** argv) {
+  try {
+    return dualcast::bench::Main(argc, argv);
+  } catch (const std::exception& e) {  // dualcast::Error included: its message says what to do
+    std::fprintf(stderr, "dualcast-hmlstm: %s\n", e.what());
+    return 1;
+  }
+}
