@@ -25,10 +25,11 @@ std::string CpuKernelSymbol(const KernelSpec& spec) {
   // host vectors per step, interleave.h; 14: also when an output is reduced, the row sums
   // fed one host vector at a time; 15: exp/expm1's common range inline, the full range an
   // outlined cold call; 16: a mixed if tests only its sides that cost more than the test;
-  // 17: the full range is a call to a function the JIT links once per process):
+  // 17: the full range is a call to a function the JIT links once per process; 18: splat
+  // constants read from memory without AVX-512, splat_loads.h):
   // bump whenever the generated code changes, so no process loads an object compiled by older
   // code from disk.
-  return spec.Symbol(0x64635f637086ull);
+  return spec.Symbol(0x64635f637087ull);
 }
 
 std::string CpuFeaturesString() { return cpu::CpuFeaturesString(); }

@@ -11,6 +11,7 @@
 #include "jit/cpu/interleave.h"
 #include "jit/cpu/llvm_printer.h"
 #include "jit/cpu/sink_uniform.h"
+#include "jit/cpu/splat_loads.h"
 #include "jit/cpu/vector_math.h"
 #include "jit/error.h"
 #include "jit/ir/verify.h"
@@ -185,6 +186,7 @@ class KernelEmitter {
     b.CreateRetVoid();
     SinkIntoUniformBranches(*kernel_, uniform_branches_, SinkContext{input_copies_, InputPointers()});
     InlineExpCalls(*module_);  // after the sinking, which moves each exp as one call
+    if (HostVectorBits() < 512) ReadSplatsFromMemory(*module_);
   }
 
   // The contract of the header (outputs overlap nothing else; inputs are

@@ -669,7 +669,8 @@ TEST_CASE("a kernel is one function whose alias scopes let the pipeline hoist th
     }
   }
   CHECK_MESSAGE(masked_loads == 4, ir);  // c, f, i, g
-  const size_t first_vector_load = ir.find(absl::StrCat(" = load ", vec));
+  // (Input loads read through a pointer; `@splat...` loads are constants, splat_loads.h.)
+  const size_t first_vector_load = ir.find(absl::StrCat(" = load ", vec, ", ptr %"));
   REQUIRE_MESSAGE(first_vector_load != std::string::npos, ir);
   CHECK_MESSAGE(first_vector_load > first_side, ir);
   CHECK_MESSAGE(ir.find("ptr %x5.tail") != std::string::npos, ir);  // the tail's copy, selected
@@ -775,6 +776,36 @@ TEST_CASE("object store: a miss compiles and saves, a hit links the stored objec
   corrupt.Allocate();
   corrupt.Run(fresh->entry, 0, 50);
   corrupt.Check(0, 0, 50);
+}
+
+TEST_CASE("without AVX-512, splat constants are loads of variables (codegen folds them into their users)") {
+  if (!__builtin_cpu_supports("avx2")) {
+    MESSAGE("host lacks AVX2: check skipped");
+    return;
+  }
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  Harness<float> h{HmLstmJvp(), {64, 128}, {0, 0, 0, 0, 0, 0}};
+  const std::string ir = CpuKernelIr(h.Spec());
+  int splat_operands = 0, splat_loads = 0;
+  for (absl::string_view line : absl::StrSplit(ir, '\n')) {
+    if (!absl::StartsWith(line, "  ")) continue;  // instructions only
+    if (absl::StrContains(line, "@llvm.fmuladd") || absl::StrContains(line, " = fmul ") ||
+        absl::StrContains(line, " = fadd ")) {
+      splat_operands += absl::StrContains(line, " <float ") ? 1 : 0;  // a vector literal operand
+    }
+    splat_loads += absl::StrContains(line, "ptr @splat") ? 1 : 0;
+  }
+  if (avx512) {  // embedded broadcasts take constants as memory operands already
+    CHECK_MESSAGE(splat_loads == 0, ir);
+  } else {
+    CHECK_MESSAGE(splat_loads > 20, ir);  // the exp polynomials' coefficients among them
+    CHECK_MESSAGE(splat_operands == 0, ir);
+  }
+  // The values are those of the constants: the kernel against the interpreter.
+  const HeldKernel entry = Compile(h);
+  h.Allocate();
+  h.Run(entry, 0, 64);
+  h.Check(8, 0, 64, 1e-6);
 }
 
 TEST_CASE("a stored kernel links the shared full-range exp it calls, and its far lanes are right") {
