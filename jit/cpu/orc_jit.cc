@@ -46,6 +46,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -262,10 +263,12 @@ absl::StatusOr<std::string> BuildObject(OrcJit::State& s, const ModuleBuilder& b
   return EmitObject(s, **module, symbol);
 }
 
-// Stored bytes are only linked when they parse as an object defining `symbol`.
-bool DefinesSymbol(const std::string& bytes, const std::string& symbol) {
+// Calls `visit(name, flags)` for each symbol of the object file `bytes`
+// (named `buffer_name` in errors); false when the bytes are no object file.
+bool ForEachObjectSymbol(const std::string& bytes, const std::string& buffer_name,
+                         absl::FunctionRef<void(llvm::StringRef, uint32_t)> visit) {
   auto object = llvm::object::ObjectFile::createObjectFile(
-      llvm::MemoryBufferRef(llvm::StringRef(bytes.data(), bytes.size()), symbol));
+      llvm::MemoryBufferRef(llvm::StringRef(bytes.data(), bytes.size()), buffer_name));
   if (!object) {
     llvm::consumeError(object.takeError());
     return false;
@@ -273,17 +276,21 @@ bool DefinesSymbol(const std::string& bytes, const std::string& symbol) {
   for (const llvm::object::SymbolRef& sym : (*object)->symbols()) {
     auto name = sym.getName();
     auto flags = sym.getFlags();
-    if (!name || !flags) {
-      if (!name) llvm::consumeError(name.takeError());
-      if (!flags) llvm::consumeError(flags.takeError());
-      continue;
-    }
-    if (*name == symbol && !(*flags & llvm::object::SymbolRef::SF_Undefined) &&
-        (*flags & llvm::object::SymbolRef::SF_Global)) {
-      return true;
-    }
+    if (name && flags) visit(*name, *flags);
+    if (!name) llvm::consumeError(name.takeError());
+    if (!flags) llvm::consumeError(flags.takeError());
   }
-  return false;
+  return true;
+}
+
+// Stored bytes are only linked when they parse as an object defining `symbol`.
+bool DefinesSymbol(const std::string& bytes, const std::string& symbol) {
+  bool defines = false;
+  ForEachObjectSymbol(bytes, symbol, [&](llvm::StringRef name, uint32_t flags) {
+    defines |= name == symbol && !(flags & llvm::object::SymbolRef::SF_Undefined) &&
+               (flags & llvm::object::SymbolRef::SF_Global);
+  });
+  return defines;
 }
 
 // Unlinks `object` (its code, data and symbol) and forgets it. Under s.mutex.
@@ -327,25 +334,15 @@ std::shared_ptr<void> Adopt(OrcJit::State& s, const std::string& symbol, LinkedO
   return code;
 }
 
-// The kSharedFunctionPrefix symbols an object calls without defining them.
+// The kSharedFunctionPrefix symbols an object calls without defining them
+// (none for bytes that are no object: the link reports those).
 std::vector<std::string> SharedFunctionsCalled(const std::string& bytes, const std::string& symbol) {
   std::vector<std::string> names;
-  auto object = llvm::object::ObjectFile::createObjectFile(
-      llvm::MemoryBufferRef(llvm::StringRef(bytes.data(), bytes.size()), symbol));
-  if (!object) {
-    llvm::consumeError(object.takeError());  // the link below reports it
-    return names;
-  }
-  const llvm::StringRef prefix(kSharedFunctionPrefix);
-  for (const llvm::object::SymbolRef& sym : (*object)->symbols()) {
-    auto name = sym.getName();
-    auto flags = sym.getFlags();
-    if (name && flags && (*flags & llvm::object::SymbolRef::SF_Undefined) && name->starts_with(prefix)) {
-      names.push_back(name->str());
+  ForEachObjectSymbol(bytes, symbol, [&](llvm::StringRef name, uint32_t flags) {
+    if ((flags & llvm::object::SymbolRef::SF_Undefined) && name.starts_with(kSharedFunctionPrefix)) {
+      names.push_back(name.str());
     }
-    if (!name) llvm::consumeError(name.takeError());
-    if (!flags) llvm::consumeError(flags.takeError());
-  }
+  });
   return names;
 }
 
