@@ -26,10 +26,11 @@ std::string CpuKernelSymbol(const KernelSpec& spec) {
   // fed one host vector at a time; 15: exp/expm1's common range inline, the full range an
   // outlined cold call; 16: a mixed if tests only its sides that cost more than the test;
   // 17: the full range is a call to a function the JIT links once per process; 18: splat
-  // constants read from memory without AVX-512, splat_loads.h):
+  // constants read from memory without AVX-512, splat_loads.h; 19: branch tests look at every
+  // lane, not only the active ones):
   // bump whenever the generated code changes, so no process loads an object compiled by older
   // code from disk.
-  return spec.Symbol(0x64635f637087ull);
+  return spec.Symbol(0x64635f637088ull);
 }
 
 std::string CpuFeaturesString() { return cpu::CpuFeaturesString(); }

@@ -701,7 +701,6 @@ class KernelEmitter {
       return Convert(*printer_ptr, loaded[index], spec_.dtype, type);
     });
     printer_ptr = &printer;
-    printer.SetActiveMask(active);
     for (size_t k = 0; k < n_in; ++k) {
       if (stride_of(in_stride_, k) == kZeroStride) printer.MarkUniform(loaded[k]);
     }

@@ -7,7 +7,12 @@
 // width (vector_math.h).
 //
 // Branches keep their structure. Each open if has a lane mask (the lanes
-// that reach it; the kernel's top-level mask is the loop's active lanes).
+// that reach it; at the top level, every lane). A row's tail vector has
+// padding lanes (inputs read as 0, results never stored) that may enter a
+// side no element takes, which costs that one vector per row the side's
+// work; masking with the active lanes instead cost an AND per test on every
+// full vector: 1-2% of the HM-LSTM columns-layout kernels (Zen 1, A/B with
+// DUALCAST_CACHE_DIR=off, 2026-11-29).
 // For `if (c)` under mask m the printer emits
 //     then_m = m & c;  else_m = m & ~c
 //     br reduce.or(then_m), then, then.skip     ; no lane takes it: one jump
@@ -50,7 +55,6 @@
 // Example:
 //   llvm::IRBuilder<> b(block);
 //   LlvmPrinter printer(b, module, 16, [&](uint32_t i, Type t) { return loaded[i]; });
-//   printer.SetActiveMask(active);   // <16 x i1>: the lanes that hold elements
 //   std::vector<llvm::Value*> outs = CodegenWalk<LlvmPrinter>(f, printer).Run();
 #pragma once
 
@@ -79,9 +83,6 @@ class LlvmPrinter {
               InputLoader load_input)
       : b_(builder), module_(module), lanes_(lanes), load_input_(std::move(load_input)) {}
 
-  // The lanes that hold array elements (the top-level mask of branch tests);
-  // all lanes when never set.
-  void SetActiveMask(Value mask) { masks_.assign(1, mask); }
   // `v` has the same value in every lane (an input broadcast along the inner dim).
   void MarkUniform(Value v) { uniform_.insert(v); }
   bool IsUniform(Value v) const;

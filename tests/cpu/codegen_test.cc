@@ -604,6 +604,35 @@ TEST_CASE("a mixed if tests only the sides that cost more than the test") {
   h.Check(4, 0, 1000);
 }
 
+TEST_CASE("a row's tail may run a side that only its padding lanes take, and its elements stay right") {
+  // if (x == 0) log(x) * x  else x * 2, on rows of 1003 elements none of which
+  // is 0: only the padding lanes of each row's tail vector (inputs read as 0)
+  // take the then side, so the tail runs log over its real lanes too (NaN
+  // for negative x), and the blend must keep those lanes' else values.
+  auto f = std::make_shared<Function>("padding_takes_a_side");
+  Builder b(*f);
+  ValueId x = b.Input(Type::kF32);
+  b.BeginIf(b.Emit(Op::kEq, {x, b.Const(Type::kF32, 0)}));
+  b.BeginElse({b.Mul(b.Emit(Op::kLog, {x}), x)});
+  auto y = b.EndIf({b.Mul(x, b.Const(Type::kF32, 2))});
+  b.Return({y[0]});
+  Harness<float> h{f, {5, 1003}, {0}};
+  const std::string ir = CpuKernelIr(h.Spec());
+  // Branch tests look at every lane: no mask is an AND with the loop's active lanes.
+  for (absl::string_view line : absl::StrSplit(ir, '\n')) {
+    if (absl::StrContains(line, "%active") && absl::StrContains(line, " = and ")) {
+      FAIL_CHECK("a lane mask ANDed with the active lanes: ", line);
+    }
+  }
+  const HeldKernel entry = Compile(h);
+  h.Allocate();
+  for (float& v : h.in_data[0]) {
+    if (v == 0) v = 0.5f;
+  }
+  h.Run(entry, 0, 5);
+  h.Check(4, 0, 5);
+}
+
 std::shared_ptr<Function> HmLstmJvp();
 
 TEST_CASE("a kernel is one function whose alias scopes let the pipeline hoist the loads of inputs broadcast "
