@@ -199,7 +199,7 @@ bool PathBehindLeaves(const std::vector<std::shared_ptr<ArrayImpl>>& leaves,
 int64_t OnePassGradients() { return g_one_pass.load(std::memory_order_relaxed); }
 
 bool OnePassGradient(const std::shared_ptr<ArrayImpl>& loss,
-                     const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
+                     const std::vector<std::shared_ptr<ArrayImpl>>& inputs, bool loss_wanted,
                      std::vector<std::shared_ptr<ArrayImpl>>* grads) {
   std::shared_ptr<LazyNode> reduction;
   GroupPlan plan;
@@ -264,6 +264,7 @@ bool OnePassGradient(const std::shared_ptr<ArrayImpl>& loss,
     const size_t outputs = fn.function->num_outputs();
     options.write.assign(outputs, true);
     options.write[0] = operand_held;
+    options.write[M] = loss_wanted;
     options.output_shapes.resize(outputs);
     for (std::vector<int64_t>& s : options.output_shapes) s.clear();
     PadShapeInto(options.output_shapes[M], r.keep_shape, rank);
@@ -278,7 +279,7 @@ bool OnePassGradient(const std::shared_ptr<ArrayImpl>& loss,
     std::vector<std::shared_ptr<ArrayImpl>> values = Execute(plan.name, fn.function, args, options);
 
     FillTargets(plan, values);  // reads the first M (the group's outputs)
-    FillFrom(*loss, *values[M]);
+    if (loss_wanted) FillFrom(*loss, *values[M]);
     grads->assign(inputs.size(), nullptr);
     for (size_t i = 0; i < inputs.size(); ++i) {
       const int out = fn.grad_output[static_cast<size_t>(slot[i])];

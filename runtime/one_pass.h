@@ -34,8 +34,10 @@ namespace dualcast::detail {
 // is ∂loss/∂inputs[i] (a new array of inputs[i]'s shape; null means zeros).
 // False (nothing computed, nothing recorded) when the one-pass plan does not
 // apply. Must be called while a tape records on this thread.
+// `loss_wanted` false (nobody can read the loss, Tape::gradient(Array&&)):
+// the kernel leaves the loss out, and `loss` stays pending until it is dropped.
 bool OnePassGradient(const std::shared_ptr<ArrayImpl>& loss,
-                     const std::vector<std::shared_ptr<ArrayImpl>>& inputs,
+                     const std::vector<std::shared_ptr<ArrayImpl>>& inputs, bool loss_wanted,
                      std::vector<std::shared_ptr<ArrayImpl>>* grads);
 
 // How many gradients this process computed in one pass (tests, benchmarks).

@@ -736,18 +736,59 @@ void NoteSweepOrigin(const char* what, const std::shared_ptr<detail::ArrayImpl>&
                      detail::ArraySpan(results), /*constant=*/false);  // skips the null results
 }
 
+// The gradients as arrays (zeros where the adjoint is), marked as computed
+// from the loss and the inputs.
+template <ElementType T>
+std::vector<Array<T>> GradientArrays(const char* what, const std::shared_ptr<detail::ArrayImpl>& loss,
+                                     const std::vector<Array<T>>& inputs,
+                                     const std::vector<std::shared_ptr<detail::ArrayImpl>>& impls,
+                                     std::vector<std::shared_ptr<detail::ArrayImpl>> adjoints) {
+  NoteSweepOrigin(what, loss, impls, adjoints);
+  std::vector<Array<T>> grads;
+  grads.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    grads.push_back(adjoints[i] != nullptr ? Array<T>(std::move(adjoints[i]))
+                                           : Array<T>::zeros(inputs[i].shape(), inputs[i].device()));
+  }
+  return grads;
+}
+
 }  // namespace
 
 // The one-pass plan (one_pass.h), in kAuto mode (the partials are not kept
 // for other uses) while this tape records: the group it computes is then
 // recorded on every tape alive here.
 bool Tape::OnePass(const std::shared_ptr<detail::ArrayImpl>& loss,
-                   const std::vector<std::shared_ptr<detail::ArrayImpl>>& inputs,
+                   const std::vector<std::shared_ptr<detail::ArrayImpl>>& inputs, bool loss_wanted,
                    std::vector<std::shared_ptr<detail::ArrayImpl>>* adjoints) {
   if (mode_ != PartialsMode::kAuto || !detail::TapeActive()) return false;
   if (std::find(t_tapes.begin(), t_tapes.end(), this) == t_tapes.end()) return false;
-  return detail::OnePassGradient(loss, inputs, adjoints);
+  return detail::OnePassGradient(loss, inputs, loss_wanted, adjoints);
 }
+
+std::vector<std::shared_ptr<detail::ArrayImpl>> Tape::Adjoints(
+    const std::shared_ptr<detail::ArrayImpl>& loss,
+    const std::vector<std::shared_ptr<detail::ArrayImpl>>& inputs, bool allow_unused,
+    bool loss_wanted, const char* what) {
+  std::vector<std::shared_ptr<detail::ArrayImpl>> adjoints;
+  if (!OnePass(loss, inputs, loss_wanted, &adjoints)) {
+    detail::Materialize(*loss);  // a pending loss is computed (and recorded) now
+    adjoints = Sweep(loss, inputs, allow_unused, what);
+  }
+  return adjoints;
+}
+
+namespace {
+
+// Whether anyone but the handle `loss` (handed over to the tape) can read
+// the loss: another handle, or a pending array computed from it. Arrays
+// computed from it would have computed it first (it would not be pending).
+template <ElementType T>
+bool LossReadable(const Array<T>& loss) {
+  return !loss.valid() || loss.impl().use_count() > 1;
+}
+
+}  // namespace
 
 template <ElementType T>
 std::vector<Array<T>> Tape::gradient(const Array<T>& loss, const std::vector<Array<T>>& inputs,
@@ -756,29 +797,43 @@ std::vector<Array<T>> Tape::gradient(const Array<T>& loss, const std::vector<Arr
 }
 
 template <ElementType T>
+std::vector<Array<T>> Tape::gradient(Array<T>&& loss, const std::vector<Array<T>>& inputs,
+                                     const GradientOptions& options) {
+  const Array<T> owned = std::move(loss);  // the caller's handle is empty from here on
+  const bool loss_wanted = LossReadable(owned);
+  const char* what = kGradientOp;
+  auto loss_impl = CheckedLoss(owned, what);
+  auto impls = CheckedInputs(inputs, what);
+  auto adjoints = Adjoints(loss_impl, impls, options.allow_unused, loss_wanted, what);
+  return GradientArrays(what, loss_impl, inputs, impls, std::move(adjoints));
+}
+
+template <ElementType T>
 ValueAndGradient<T> Tape::value_and_gradient(const Array<T>& loss, const std::vector<Array<T>>& inputs,
                                              const GradientOptions& options) {
   const char* what = kGradientOp;
   auto loss_impl = CheckedLoss(loss, what);
   auto impls = CheckedInputs(inputs, what);
-  std::vector<std::shared_ptr<detail::ArrayImpl>> adjoints;
-  if (!OnePass(loss_impl, impls, &adjoints)) {
-    loss.eval();  // a pending loss is computed (and recorded) now
-    adjoints = Sweep(loss_impl, impls, options.allow_unused, what);
-  }
-  NoteSweepOrigin(what, loss_impl, impls, adjoints);
-  std::vector<Array<T>> grads;
-  grads.reserve(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    grads.push_back(adjoints[i] != nullptr ? Array<T>(std::move(adjoints[i]))
-                                           : Array<T>::zeros(inputs[i].shape(), inputs[i].device()));
-  }
-  return ValueAndGradient<T>{loss, std::move(grads)};
+  auto adjoints = Adjoints(loss_impl, impls, options.allow_unused, /*loss_wanted=*/true, what);
+  return ValueAndGradient<T>{loss, GradientArrays(what, loss_impl, inputs, impls, std::move(adjoints))};
 }
 
 template <ElementType T>
 void Tape::accumulate_gradient(const Array<T>& loss, const std::vector<Array<T>>& inputs,
                                const std::vector<Array<T>>& grads, const GradientOptions& options) {
+  AccumulateGradient(loss, /*loss_wanted=*/true, inputs, grads, options);
+}
+
+template <ElementType T>
+void Tape::accumulate_gradient(Array<T>&& loss, const std::vector<Array<T>>& inputs,
+                               const std::vector<Array<T>>& grads, const GradientOptions& options) {
+  const Array<T> owned = std::move(loss);  // the caller's handle is empty from here on
+  AccumulateGradient(owned, LossReadable(owned), inputs, grads, options);
+}
+
+template <ElementType T>
+void Tape::AccumulateGradient(const Array<T>& loss, bool loss_wanted, const std::vector<Array<T>>& inputs,
+                              const std::vector<Array<T>>& grads, const GradientOptions& options) {
   const char* what = kAccumulateOp;
   if (grads.size() != inputs.size()) {
     throw Error(ErrorKind::kArity, absl::StrCat(what, ": ", inputs.size(), " inputs but ",
@@ -819,11 +874,7 @@ void Tape::accumulate_gradient(const Array<T>& loss, const std::vector<Array<T>>
     }
   }
   auto loss_impl = CheckedLoss(loss, what);
-  std::vector<std::shared_ptr<detail::ArrayImpl>> adjoints;
-  if (!OnePass(loss_impl, impls, &adjoints)) {
-    loss.eval();
-    adjoints = Sweep(loss_impl, impls, options.allow_unused, what);
-  }
+  auto adjoints = Adjoints(loss_impl, impls, options.allow_unused, loss_wanted, what);
   std::vector<std::shared_ptr<detail::ArrayImpl>> written;
   for (size_t i = 0; i < grads.size(); ++i) {
     if (adjoints[i] == nullptr) continue;
@@ -843,6 +894,10 @@ template std::vector<Array<float>> Tape::gradient(const Array<float>&, const std
 template std::vector<Array<double>> Tape::gradient(const Array<double>&,
                                                    const std::vector<Array<double>>&,
                                                    const GradientOptions&);
+template std::vector<Array<float>> Tape::gradient(Array<float>&&, const std::vector<Array<float>>&,
+                                                  const GradientOptions&);
+template std::vector<Array<double>> Tape::gradient(Array<double>&&, const std::vector<Array<double>>&,
+                                                   const GradientOptions&);
 template ValueAndGradient<float> Tape::value_and_gradient(const Array<float>&,
                                                           const std::vector<Array<float>>&,
                                                           const GradientOptions&);
@@ -852,6 +907,10 @@ template ValueAndGradient<double> Tape::value_and_gradient(const Array<double>&,
 template void Tape::accumulate_gradient(const Array<float>&, const std::vector<Array<float>>&,
                                         const std::vector<Array<float>>&, const GradientOptions&);
 template void Tape::accumulate_gradient(const Array<double>&, const std::vector<Array<double>>&,
+                                        const std::vector<Array<double>>&, const GradientOptions&);
+template void Tape::accumulate_gradient(Array<float>&&, const std::vector<Array<float>>&,
+                                        const std::vector<Array<float>>&, const GradientOptions&);
+template void Tape::accumulate_gradient(Array<double>&&, const std::vector<Array<double>>&,
                                         const std::vector<Array<double>>&, const GradientOptions&);
 
 }  // namespace dualcast

@@ -15,6 +15,7 @@
 
 #include "dualcast/array.hpp"
 #include "dualcast/array_ops.hpp"
+#include "dualcast/detail/array_impl.hpp"
 #include "dualcast/broadcast.hpp"
 #include "dualcast/error.hpp"
 #include "dualcast/kernel.hpp"
@@ -503,6 +504,105 @@ TEST_CASE("one pass: accumulate_gradient adds the one-pass gradients into the bu
   std::vector<Array<double>> cached = run(PartialsMode::kCache);
   CHECK(OnePassGradients() == before + 1);
   for (size_t k = 0; k < 2; ++k) CheckClose(fast[k].to_vector(), cached[k].to_vector(), 1e-12);
+}
+
+TEST_CASE("one pass: a loss handed over is left out of the kernel; one still readable is computed") {
+  // A kernel of its own, so the compile counts below see only this test's kernels.
+  static const Kernel k = kernel("op_handed_over", [](auto x, auto a) {
+    using std::exp;
+    return x * exp(a) - a * x * x;
+  });
+  auto x = Array<double>::uniform({9, 6}, 31, -1, 1);
+  auto a = Array<double>::uniform({1, 6}, 32, -1, 1);
+  const std::vector<double> xs = x.to_vector(), as = a.to_vector();
+  double host_loss = 0;
+  std::vector<double> host_c(xs.size()), host_dx(xs.size()), host_da(as.size(), 0.0);
+  for (size_t e = 0; e < xs.size(); ++e) {
+    const double xv = xs[e], av = as[e % 6];
+    host_c[e] = xv * std::exp(av) - av * xv * xv;
+    host_loss += host_c[e];
+    host_dx[e] = std::exp(av) - 2 * av * xv;
+    host_da[e % 6] += xv * std::exp(av) - xv * xv;
+  }
+  auto check_grads = [&](const std::vector<Array<double>>& g) {
+    REQUIRE(g.size() == 2);
+    CheckClose(g[0].to_vector(), host_dx, 1e-12);
+    CheckClose(g[1].to_vector(), host_da, 1e-12);
+  };
+  // Kernels new to this process (compiled, or loaded from the disk cache)
+  // and one-pass gradients, of the gradient call alone.
+  struct Counts {
+    int64_t compiles, one_pass;
+  };
+  auto counts = [] {
+    const jit::Stats s = jit::GetStats();
+    return Counts{s.compiles + s.disk_hits, OnePassGradients()};
+  };
+  auto during = [&](auto call) {
+    const Counts before = counts();
+    call();
+    const Counts after = counts();
+    return Counts{after.compiles - before.compiles, after.one_pass - before.one_pass};
+  };
+
+  // Held: computed by the kernel, as before.
+  {
+    Tape tape;
+    Array<double> c = broadcast(k, x, a);  // held: every kernel below writes it
+    Array<double> loss = sum(c);
+    const Counts n = during([&] { check_grads(tape.gradient(loss, {x, a})); });
+    CHECK(n.compiles == 1);
+    CHECK(n.one_pass == 1);
+    CHECK(loss.item() == doctest::Approx(host_loss).epsilon(1e-12));
+  }
+  // A temporary: nobody can read it, so another kernel, without the loss.
+  {
+    Tape tape;
+    Array<double> c = broadcast(k, x, a);  // held: every kernel below writes it
+    const Counts n = during([&] { check_grads(tape.gradient(sum(c), {x, a})); });
+    CHECK(n.compiles == 1);
+    CHECK(n.one_pass == 1);
+    CheckClose(c.to_vector(), host_c, 1e-14);
+  }
+  // std::move of the last handle: that kernel again; the handle is empty afterwards.
+  {
+    Tape tape;
+    Array<double> c = broadcast(k, x, a);  // held: every kernel below writes it
+    Array<double> loss = sum(c);
+    const Counts n = during([&] { check_grads(tape.gradient(std::move(loss), {x, a})); });
+    CHECK(n.compiles == 0);
+    CHECK(n.one_pass == 1);
+    CHECK_FALSE(loss.valid());  // NOLINT(bugprone-use-after-move): the documented moved-from state
+  }
+  {
+    Tape tape;
+    Array<double> c = broadcast(k, x, a);  // held: every kernel below writes it
+    std::vector<Array<double>> bufs = {Array<double>::zeros({9, 6}), Array<double>::zeros({1, 6})};
+    for (auto& b : bufs) b.eval();
+    Array<double> loss = sum(c);
+    const Counts n = during([&] { tape.accumulate_gradient(std::move(loss), {x, a}, bufs); });
+    CHECK(n.one_pass == 1);  // (its compiles include the += into the buffers)
+    check_grads(bufs);
+  }
+  // Handed over while another handle, or a pending array, still reads it: computed.
+  {
+    Tape tape;
+    Array<double> c = broadcast(k, x, a);  // held: every kernel below writes it
+    Array<double> loss = sum(c);
+    Array<double> kept = loss;
+    const Counts n = during([&] { check_grads(tape.gradient(std::move(loss), {x, a})); });
+    CHECK(n.compiles == 0);  // the held kernel
+    CHECK(kept.impl()->pending == nullptr);  // computed by it, not left for later
+    CHECK(kept.item() == doctest::Approx(host_loss).epsilon(1e-12));
+  }
+  {
+    Tape tape;
+    Array<double> c = broadcast(k, x, a);  // held: every kernel below writes it
+    Array<double> loss = sum(c);
+    Array<double> twice = loss * 2.0;
+    check_grads(tape.gradient(std::move(loss), {x, a}));
+    CHECK(twice.item() == doctest::Approx(2 * host_loss).epsilon(1e-12));
+  }
 }
 
 TEST_CASE("one pass: a second size reuses the compiled kernel") {
