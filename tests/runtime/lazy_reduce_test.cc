@@ -5,11 +5,13 @@
 // which path ran: a fused sum of an operand nobody holds writes no operand.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <thread>
 
 #include "dualcast/array.hpp"
+#include "dualcast/array_ops.hpp"
 #include "dualcast/broadcast.hpp"
 #include "dualcast/kernel.hpp"
 #include "dualcast/operators.hpp"
@@ -73,6 +75,48 @@ TEST_CASE("lazy reduce: sum(x * y) is one fused kernel that never writes the pro
   CHECK(after.fused == before.fused + 1);
   CHECK(after.operands_written == before.operands_written);  // the product was not stored
   CHECK(s.shape() == Shape{});
+}
+
+TEST_CASE("lazy reduce: a temporary operand read within its own statement is not written either") {
+  // C++ keeps a temporary alive to the end of the full expression, so in
+  // `sum(x * y).item()` the product still had a handle while item() ran the
+  // kernel, and was stored. The reductions and operators release an
+  // argument passed as a temporary (broadcast.hpp).
+  auto x = Array<double>::uniform({24, 10}, 11, -1, 1);
+  auto y = Array<double>::uniform({24, 1}, 12, -1, 1);
+  const std::vector<double> xv = x.to_vector(), yv = y.to_vector();
+  double total = 0, top = -INFINITY;
+  std::vector<double> row_max(24, -INFINITY), col_sum(10, 0.0);
+  for (int r = 0; r < 24; ++r) {
+    for (int c = 0; c < 10; ++c) {
+      const double v = std::exp(xv[static_cast<size_t>(r * 10 + c)] * yv[static_cast<size_t>(r)]) + 1.0;
+      total += v;
+      top = std::max(top, v);
+      row_max[static_cast<size_t>(r)] = std::max(row_max[static_cast<size_t>(r)], v);
+      col_sum[static_cast<size_t>(c)] += v;
+    }
+  }
+  auto unwritten = [](auto read) {
+    const auto before = GetFusedReductionCounts();
+    read();
+    const auto after = GetFusedReductionCounts();
+    CHECK(after.fused == before.fused + 1);
+    CHECK(after.operands_written == before.operands_written);
+  };
+  unwritten([&] { CHECK(sum(exp(x * y) + 1.0).item() == doctest::Approx(total).epsilon(1e-13)); });
+  unwritten([&] { CHECK(max(exp(x * y) + 1.0).item() == doctest::Approx(top).epsilon(1e-15)); });
+  unwritten([&] { CheckClose(max(exp(x * y) + 1.0, {1}).to_vector(), row_max); });
+  unwritten([&] { CheckClose(sum(exp(x * y) + 1.0, {0}).to_vector(), col_sum); });
+  // std::move of a named operand: the same, and its handle is left empty.
+  Array<double> v = exp(x * y) + 1.0;
+  unwritten([&] { CHECK(mean(std::move(v)).item() == doctest::Approx(total / 240).epsilon(1e-13)); });
+  CHECK_FALSE(v.valid());  // NOLINT(bugprone-use-after-move): the documented moved-from state
+  // A named operand passed as it is stays held, and is written.
+  Array<double> held = exp(x * y) + 1.0;
+  const auto before = GetFusedReductionCounts();
+  CHECK(sum(held).item() == doctest::Approx(total).epsilon(1e-13));
+  CHECK(GetFusedReductionCounts().operands_written == before.operands_written + 1);
+  CHECK_FALSE(held.is_pending());
 }
 
 TEST_CASE("lazy reduce: a held operand is written by the same kernel") {

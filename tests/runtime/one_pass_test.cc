@@ -605,6 +605,81 @@ TEST_CASE("one pass: a loss handed over is left out of the kernel; one still rea
   }
 }
 
+TEST_CASE("one pass: temporaries in the loss expression are not stored; a named intermediate is") {
+  // `tape.gradient(sum(k.(x, a) * w), ...)` in one line keeps the product and
+  // k's result alive as temporaries while gradient() runs; they are released
+  // by the operators and sum, so the kernel is the one the same code over
+  // several statements builds (which stores neither).
+  static const Kernel k = kernel("op_temporaries", [](auto x, auto a) {
+    using std::tanh;
+    return tanh(x * a) + x;
+  });
+  auto x = Array<double>::uniform({7, 5}, 41, -1, 1);
+  auto a = Array<double>::uniform({7, 1}, 42, -1, 1);
+  auto w = Array<double>::uniform({7, 5}, 43, -1, 1);
+  const std::vector<double> xs = x.to_vector(), as = a.to_vector(), ws = w.to_vector();
+  std::vector<double> host_c(xs.size()), host_dx(xs.size()), host_da(as.size(), 0.0);
+  for (size_t e = 0; e < xs.size(); ++e) {
+    const double xv = xs[e], av = as[e / 5], t = std::tanh(xv * av);
+    host_c[e] = t + xv;
+    host_dx[e] = ws[e] * ((1 - t * t) * av + 1);
+    host_da[e / 5] += ws[e] * (1 - t * t) * xv;
+  }
+  auto check_grads = [&](const std::vector<Array<double>>& g) {
+    REQUIRE(g.size() == 2);
+    CheckClose(g[0].to_vector(), host_dx, 1e-12);
+    CheckClose(g[1].to_vector(), host_da, 1e-12);
+  };
+  auto compiles_during = [](auto call) {
+    const jit::Stats before = jit::GetStats();
+    call();
+    const jit::Stats after = jit::GetStats();
+    return (after.compiles + after.disk_hits) - (before.compiles + before.disk_hits);
+  };
+  const int64_t one_pass = OnePassGradients();
+  // Several statements: the intermediates are gone before gradient() runs.
+  CHECK(compiles_during([&] {
+          Tape tape;
+          Array<double> loss = sum(broadcast(k, x, a) * w);
+          check_grads(tape.gradient(std::move(loss), {x, a}));
+        }) == 1);
+  // One line: the same kernel.
+  CHECK(compiles_during([&] {
+          Tape tape;
+          check_grads(tape.gradient(sum(broadcast(k, x, a) * w), {x, a}));
+        }) == 0);
+  // A named intermediate stays held: another kernel, which stores it.
+  Array<double> c;
+  CHECK(compiles_during([&] {
+          Tape tape;
+          c = broadcast(k, x, a);
+          check_grads(tape.gradient(sum(c * w), {x, a}));
+        }) == 1);
+  CHECK_FALSE(c.is_pending());
+  CheckClose(c.to_vector(), host_c, 1e-14);
+  CHECK(OnePassGradients() == one_pass + 3);
+}
+
+TEST_CASE("one pass: an argument that makes a call fail is left as it was") {
+  // Released only once the call has succeeded: a temporary the error names
+  // is still there for the caller who passed it with std::move.
+  static const Kernel k = kernel("op_release_on_success", [](auto x, auto a) { return x * a; });
+  Array<double> x = Array<double>::uniform({4, 3}, 44, -1, 1);
+  Array<double> bad = Array<double>::uniform({5}, 45, -1, 1);
+  CHECK_THROWS_AS(broadcast(k, std::move(x), std::move(bad)), Error);
+  CHECK(x.valid());    // NOLINT(bugprone-use-after-move): the call threw before releasing
+  CHECK(bad.valid());  // NOLINT(bugprone-use-after-move)
+  CHECK_THROWS_AS(std::move(x) * std::move(bad), Error);
+  CHECK(x.valid());  // NOLINT(bugprone-use-after-move)
+  CHECK(x.to_vector().size() == 12);
+  // On success the moved-from handles are empty; the result is right.
+  const std::vector<double> xs = x.to_vector();
+  Array<double> y = exp(std::move(x));
+  CHECK_FALSE(x.valid());  // NOLINT(bugprone-use-after-move)
+  const std::vector<double> ys = y.to_vector();
+  for (size_t e = 0; e < xs.size(); ++e) CHECK(ys[e] == doctest::Approx(std::exp(xs[e])).epsilon(1e-15));
+}
+
 TEST_CASE("one pass: a second size reuses the compiled kernel") {
   auto run = [](int64_t n) {
     auto x = Array<double>::uniform({n, n}, 23, -1, 1);

@@ -63,6 +63,7 @@
 #include <vector>
 
 #include "dualcast/array.hpp"
+#include "dualcast/reductions.hpp"
 
 namespace dualcast {
 
@@ -82,6 +83,11 @@ template <ElementType T>
 Array<T> prod(const Array<T>& a);
 template <ElementType T>
 Array<T> prod(const Array<T>& a, const std::vector<int>& axes, bool keepdims = false);
+// max, min and prod are lazy like sum: of a temporary argument, see
+// DUALCAST_RVALUE_REDUCTION (reductions.hpp).
+DUALCAST_RVALUE_REDUCTION(max)
+DUALCAST_RVALUE_REDUCTION(min)
+DUALCAST_RVALUE_REDUCTION(prod)
 template <ElementType T>
 Array<T> logsumexp(const Array<T>& a);
 template <ElementType T>

@@ -13,7 +13,12 @@
 //
 // Arguments are Arrays of one element type, or plain numbers (rank-0 constants
 // of that type, converted from the number's own type once, as C++ does; never
-// differentiated). A write through dualcast (assign, mutable_data, ...)
+// differentiated). An Array passed as a temporary (or with std::move) is
+// released once the call returns (the handle is left empty), so it does not
+// count as held: in `tape.gradient(sum(tanh(x) * w), {x})` the product is
+// computed inside the kernel and never stored, as when the same code is
+// written over two statements. The operators, math functions and lazy
+// reductions (operators.hpp, reductions.hpp, array_ops.hpp) do the same. A write through dualcast (assign, mutable_data, ...)
 // first computes the pending results that read that memory; a write through
 // your own pointer cannot: eval() those results before it (embedding.md §2).
 //
@@ -96,6 +101,17 @@ Operand ToOperand(const A& a) {
   }
 }
 
+// After a call that took its own reference: empties an Array argument that
+// was passed as an rvalue (see the header comment). `A` is the argument's
+// forwarding type; lvalues, const rvalues and numbers are left alone.
+template <class A>
+void ReleaseIfTemporary(std::remove_reference_t<A>& a) {
+  if constexpr (!std::is_lvalue_reference_v<A> && !std::is_const_v<std::remove_reference_t<A>> &&
+                IsArray<std::remove_cvref_t<A>>::value) {
+    a = std::remove_cvref_t<A>();
+  }
+}
+
 template <ElementType T>
 std::vector<Array<T>> Wrap(std::vector<std::shared_ptr<ArrayImpl>> impls) {
   std::vector<Array<T>> out;
@@ -107,22 +123,27 @@ std::vector<Array<T>> Wrap(std::vector<std::shared_ptr<ArrayImpl>> impls) {
 }  // namespace detail
 
 // k applied elementwise; k must have one output (else Error(kArity): use broadcast_n).
-template <detail::BroadcastArgument... A>
-  requires(detail::IsArray<A>::value || ...)
-Array<typename detail::FirstArray<A...>::type> broadcast(const Kernel& k, const A&... args) {
-  using T = typename detail::FirstArray<A...>::type;
+template <class... A>
+  requires(detail::BroadcastArgument<std::remove_cvref_t<A>> && ...) &&
+          (detail::IsArray<std::remove_cvref_t<A>>::value || ...)
+Array<typename detail::FirstArray<std::remove_cvref_t<A>...>::type> broadcast(const Kernel& k,
+                                                                               A&&... args) {
+  using T = typename detail::FirstArray<std::remove_cvref_t<A>...>::type;
   auto outs = detail::Broadcast(k, {detail::ToOperand(args)...}, detail::DTypeOf<T>(), true);
+  (detail::ReleaseIfTemporary<A>(args), ...);
   return Array<T>(std::move(outs[0]));
 }
 
 // k applied elementwise; one array per output of k.
-template <detail::BroadcastArgument... A>
-  requires(detail::IsArray<A>::value || ...)
-std::vector<Array<typename detail::FirstArray<A...>::type>> broadcast_n(const Kernel& k,
-                                                                        const A&... args) {
-  using T = typename detail::FirstArray<A...>::type;
-  return detail::Wrap<T>(
-      detail::Broadcast(k, {detail::ToOperand(args)...}, detail::DTypeOf<T>(), false));
+template <class... A>
+  requires(detail::BroadcastArgument<std::remove_cvref_t<A>> && ...) &&
+          (detail::IsArray<std::remove_cvref_t<A>>::value || ...)
+std::vector<Array<typename detail::FirstArray<std::remove_cvref_t<A>...>::type>> broadcast_n(
+    const Kernel& k, A&&... args) {
+  using T = typename detail::FirstArray<std::remove_cvref_t<A>...>::type;
+  auto outs = detail::Broadcast(k, {detail::ToOperand(args)...}, detail::DTypeOf<T>(), false);
+  (detail::ReleaseIfTemporary<A>(args), ...);
+  return detail::Wrap<T>(std::move(outs));
 }
 
 // A lambda where a Kernel belongs: a compile-time error that says how to make

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <type_traits>
+#include <utility>
 
 #include "dualcast/array.hpp"
 #include "dualcast/broadcast.hpp"
@@ -61,8 +62,9 @@ concept ArrayOperands =
 #define DUALCAST_BINARY_OPERATOR(sym, op)                                \
   template <class A, class B>                                            \
     requires detail::ArrayOperands<A, B>                                 \
-  auto operator sym(const A& a, const B& b) {                            \
-    return broadcast(detail::BuiltinKernel(detail::Builtin::op), a, b); \
+  auto operator sym(A&& a, B&& b) {                                      \
+    return broadcast(detail::BuiltinKernel(detail::Builtin::op),         \
+                     std::forward<A>(a), std::forward<B>(b));            \
   }
 DUALCAST_BINARY_OPERATOR(+, kAdd)
 DUALCAST_BINARY_OPERATOR(-, kSub)
@@ -76,15 +78,17 @@ DUALCAST_BINARY_OPERATOR(>, kGt)
 DUALCAST_BINARY_OPERATOR(>=, kGe)
 #undef DUALCAST_BINARY_OPERATOR
 
-template <ElementType T>
-Array<T> operator-(const Array<T>& a) {
-  return broadcast(detail::BuiltinKernel(detail::Builtin::kNeg), a);
+template <class A>
+  requires detail::IsArray<std::remove_cvref_t<A>>::value
+auto operator-(A&& a) {
+  return broadcast(detail::BuiltinKernel(detail::Builtin::kNeg), std::forward<A>(a));
 }
 
-#define DUALCAST_UNARY_FUNCTION(name)                                      \
-  template <ElementType T>                                                 \
-  Array<T> name(const Array<T>& x) {                                       \
-    return broadcast(detail::BuiltinKernel(detail::Builtin::k_##name), x); \
+#define DUALCAST_UNARY_FUNCTION(name)                                                         \
+  template <class X>                                                                          \
+    requires detail::IsArray<std::remove_cvref_t<X>>::value                                   \
+  auto name(X&& x) {                                                                          \
+    return broadcast(detail::BuiltinKernel(detail::Builtin::k_##name), std::forward<X>(x));  \
   }
 DUALCAST_UNARY_MATH(DUALCAST_UNARY_FUNCTION)
 #undef DUALCAST_UNARY_FUNCTION
@@ -92,8 +96,9 @@ DUALCAST_UNARY_MATH(DUALCAST_UNARY_FUNCTION)
 #define DUALCAST_BINARY_FUNCTION(name)                                        \
   template <class A, class B>                                                 \
     requires detail::ArrayOperands<A, B>                                      \
-  auto name(const A& a, const B& b) {                                         \
-    return broadcast(detail::BuiltinKernel(detail::Builtin::k_##name), a, b); \
+  auto name(A&& a, B&& b) {                                                   \
+    return broadcast(detail::BuiltinKernel(detail::Builtin::k_##name),        \
+                     std::forward<A>(a), std::forward<B>(b));                 \
   }
 DUALCAST_BINARY_MATH(DUALCAST_BINARY_FUNCTION)
 #undef DUALCAST_BINARY_FUNCTION
@@ -101,15 +106,17 @@ DUALCAST_BINARY_MATH(DUALCAST_BINARY_FUNCTION)
 // a * b + c, fused (one rounding), as dualcast::math::fma.
 template <class A, class B, class C>
   requires detail::ArrayOperands<A, B, C>
-auto fma(const A& a, const B& b, const C& c) {
-  return broadcast(detail::BuiltinKernel(detail::Builtin::kFma), a, b, c);
+auto fma(A&& a, B&& b, C&& c) {
+  return broadcast(detail::BuiltinKernel(detail::Builtin::kFma), std::forward<A>(a),
+                   std::forward<B>(b), std::forward<C>(c));
 }
 
 // select(cond != 0, a, b) elementwise; both sides are computed.
 template <class C, class A, class B>
   requires detail::ArrayOperands<C, A, B>
-auto where(const C& cond, const A& a, const B& b) {
-  return broadcast(detail::BuiltinKernel(detail::Builtin::kWhere), cond, a, b);
+auto where(C&& cond, A&& a, B&& b) {
+  return broadcast(detail::BuiltinKernel(detail::Builtin::kWhere), std::forward<C>(cond),
+                   std::forward<A>(a), std::forward<B>(b));
 }
 
 }  // namespace dualcast

@@ -30,6 +30,7 @@
 //   auto col = dc::sum(h, {0}, /*keepdims=*/true);      // shape (1, n)
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "dualcast/array.hpp"
@@ -50,6 +51,27 @@ template <ElementType T>
 Array<T> mean(const Array<T>& a);
 template <ElementType T>
 Array<T> mean(const Array<T>& a, const std::vector<int>& axes, bool keepdims = false);
+
+// The lazy reductions (these two, and max, min and prod of array_ops.hpp)
+// of a temporary or std::move'd argument: the same result, and the argument
+// is released on return (its handle left empty), so that it does not count
+// as held (broadcast.hpp): `tape.gradient(sum(x * w), {x})` never stores
+// x * w, as when the loss is formed in a statement of its own.
+#define DUALCAST_RVALUE_REDUCTION(name)                                              \
+  template <ElementType T>                                                           \
+  Array<T> name(Array<T>&& a) {                                                      \
+    Array<T> r = name(std::as_const(a));                                             \
+    a = Array<T>();                                                                  \
+    return r;                                                                        \
+  }                                                                                  \
+  template <ElementType T>                                                           \
+  Array<T> name(Array<T>&& a, const std::vector<int>& axes, bool keepdims = false) { \
+    Array<T> r = name(std::as_const(a), axes, keepdims);                             \
+    a = Array<T>();                                                                  \
+    return r;                                                                        \
+  }
+DUALCAST_RVALUE_REDUCTION(sum)
+DUALCAST_RVALUE_REDUCTION(mean)
 
 // Matrix product of 2-D arrays: (m, k) x (k, n) -> (m, n). Any strides
 // (transposed views are passed to BLAS without a copy where possible).
