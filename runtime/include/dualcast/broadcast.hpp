@@ -14,13 +14,13 @@
 // Arguments are Arrays of one element type, or plain numbers (rank-0 constants
 // of that type, converted from the number's own type once, as C++ does; never
 // differentiated). An Array passed as a temporary (or with std::move) is
-// released once the call returns (the handle is left empty), so it does not
+// released when the call returns (its handle left empty), so it does not
 // count as held: in `tape.gradient(sum(tanh(x) * w), {x})` the product is
-// computed inside the kernel and never stored, as when the same code is
-// written over two statements. The operators, math functions and lazy
-// reductions (operators.hpp, reductions.hpp, array_ops.hpp) do the same. A write through dualcast (assign, mutable_data, ...)
-// first computes the pending results that read that memory; a write through
-// your own pointer cannot: eval() those results before it (embedding.md §2).
+// never stored, as over two statements. The operators, math functions and
+// lazy reductions (operators.hpp, reductions.hpp, array_ops.hpp) do the
+// same. A write through dualcast (assign, mutable_data, ...) first computes
+// the pending results that read that memory; a write through your own
+// pointer cannot: eval() those results before it (embedding.md §2).
 //
 // `Unfused` turns fusion off on this thread while it lives: every broadcast
 // is computed immediately, on its own, one kernel and one tape node per call
