@@ -103,7 +103,8 @@ class DualcastTape : public Implementation {
     else tape.emplace();
     c_ = dc::broadcast(Cell(fast_), in_->z, in_->zb, in_->c, in_->f, in_->i, in_->g);
     // The loss handed over as a temporary: nobody reads it, so the kernel
-    // leaves it out (Tape::gradient(Array&&)), as the hand-written loop does.
+    // leaves it out (Tape::gradient(Array&&)), as the hand-written loop does;
+    // so is the temporary c * cbar, released by sum (broadcast.hpp).
     grads_ = tape->gradient(dc::sum(c_ * in_->cbar), in_->all());
   }
   Results Collect() override { return Unpack(c_, grads_); }
