@@ -85,7 +85,7 @@ TEST_CASE("lazy reduce: a temporary operand read within its own statement is not
   auto x = Array<double>::uniform({24, 10}, 11, -1, 1);
   auto y = Array<double>::uniform({24, 1}, 12, -1, 1);
   const std::vector<double> xv = x.to_vector(), yv = y.to_vector();
-  double total = 0, top = -INFINITY;
+  double total = 0, top = -INFINITY, clipped = 0;
   std::vector<double> row_max(24, -INFINITY), col_sum(10, 0.0);
   for (int r = 0; r < 24; ++r) {
     for (int c = 0; c < 10; ++c) {
@@ -94,6 +94,7 @@ TEST_CASE("lazy reduce: a temporary operand read within its own statement is not
       top = std::max(top, v);
       row_max[static_cast<size_t>(r)] = std::max(row_max[static_cast<size_t>(r)], v);
       col_sum[static_cast<size_t>(c)] += v;
+      clipped += std::min(std::max(v, 1.5), 2.0);
     }
   }
   auto unwritten = [](auto read) {
@@ -107,6 +108,19 @@ TEST_CASE("lazy reduce: a temporary operand read within its own statement is not
   unwritten([&] { CHECK(max(exp(x * y) + 1.0).item() == doctest::Approx(top).epsilon(1e-15)); });
   unwritten([&] { CheckClose(max(exp(x * y) + 1.0, {1}).to_vector(), row_max); });
   unwritten([&] { CheckClose(sum(exp(x * y) + 1.0, {0}).to_vector(), col_sum); });
+  // clip's argument, a temporary too, is not stored either: the one-liner
+  // needs no kernel beyond the one the same code over two statements built.
+  auto kernels = [] {
+    const jit::Stats st = jit::GetStats();
+    return st.compiles + st.disk_hits;
+  };
+  Array<double> two_statements = sum(clip(exp(x * y) + 1.0, 1.5, 2.0));
+  CHECK(two_statements.item() == doctest::Approx(clipped).epsilon(1e-13));
+  const int64_t built = kernels();
+  unwritten([&] {
+    CHECK(sum(clip(exp(x * y) + 1.0, 1.5, 2.0)).item() == doctest::Approx(clipped).epsilon(1e-13));
+  });
+  CHECK(kernels() == built);
   // std::move of a named operand: the same, and its handle is left empty.
   Array<double> v = exp(x * y) + 1.0;
   unwritten([&] { CHECK(mean(std::move(v)).item() == doctest::Approx(total / 240).epsilon(1e-13)); });

@@ -60,6 +60,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "dualcast/array.hpp"
@@ -150,6 +151,20 @@ template <ElementType T>
 Array<T> clip(const Array<T>& a, const Array<T>& lo, const Array<T>& hi);
 template <ElementType T>
 Array<T> clip(const Array<T>& a, double lo, double hi);
+// clip of a temporary or std::move'd `a`: the same, and `a` is released on
+// return so that it does not count as held, as by the operators (broadcast.hpp).
+template <ElementType T>
+Array<T> clip(Array<T>&& a, const Array<T>& lo, const Array<T>& hi) {
+  Array<T> r = clip(std::as_const(a), lo, hi);
+  a = Array<T>();
+  return r;
+}
+template <ElementType T>
+Array<T> clip(Array<T>&& a, double lo, double hi) {
+  Array<T> r = clip(std::as_const(a), lo, hi);
+  a = Array<T>();
+  return r;
+}
 
 #define DUALCAST_ARRAY_OPS_EXTERN(T)                                                        \
   extern template Array<T> max(const Array<T>&);                                            \
